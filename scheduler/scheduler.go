@@ -1,0 +1,213 @@
+// Package scheduler runs timed work for many fake kubelets on one injected clock.
+//
+// A real kubelet keeps a goroutine per loop, asleep between heartbeats. Ten thousand of them would pin
+// ten thousand grown stacks; here a single dispatcher holds every agent's next deadline in a heap and
+// hands due work to an elastic pool of workers, so memory follows the number of requests in flight, not
+// the number of nodes. Work that must wait in the middle of a request path (a backoff, a hung
+// request) parks its worker with Sleep, which is also scheduled on the same clock: with a fake clock a
+// test can step through hours of heartbeats exactly and quickly (see Advance).
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Task is work to run at a given time. gen is the value passed to At, so a task can tell a run that
+// was scheduled before its owner stopped (stale) from a current one.
+type Task interface {
+	Run(gen uint64)
+}
+
+// Scheduler runs Tasks at their time on an elastic pool of workers.
+type Scheduler struct {
+	clock clock.Clock
+
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when the scheduler may have become idle
+	queue  queue
+	seq    uint64
+	busy   int // tasks handed to workers and not finished (parked ones included)
+	parked int // busy tasks waiting in Sleep
+	spawns int // workers started, for stats
+
+	kick chan struct{}
+	runq chan entry
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns a scheduler on clock. Nothing runs until Run is called.
+func New(c clock.Clock) *Scheduler {
+	s := &Scheduler{
+		clock: c,
+		kick:  make(chan struct{}, 1),
+		runq:  make(chan entry),
+		done:  make(chan struct{}),
+	}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// Clock returns the scheduler's clock.
+func (s *Scheduler) Clock() clock.Clock { return s.clock }
+
+// At schedules task to run at t (at once if t has passed).
+func (s *Scheduler) At(t time.Time, task Task, gen uint64) {
+	s.push(entry{when: t, task: task, gen: gen})
+}
+
+// After schedules task to run d from now.
+func (s *Scheduler) After(d time.Duration, task Task, gen uint64) {
+	s.At(s.clock.Now().Add(d), task, gen)
+}
+
+// Sleep parks the calling task for d on the scheduler's clock. It returns ctx.Err() if ctx ends first.
+// Only code running inside a Task may call it.
+func (s *Scheduler) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	sl := &sleeper{wake: make(chan struct{})}
+	s.mu.Lock()
+	s.parked++
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.push(entry{when: s.clock.Now().Add(d), sleeper: sl})
+	select {
+	case <-sl.wake:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		if !sl.woken {
+			sl.cancelled = true
+			s.parked--
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// Run dispatches due work until ctx ends, then waits for every worker to return. Tasks must end when
+// their own contexts (derived from ctx) end.
+func (s *Scheduler) Run(ctx context.Context) {
+	defer s.wg.Wait()
+	defer close(s.done)
+	for {
+		due, now, wait, ok := s.popDue()
+		for _, e := range due {
+			s.dispatch(e)
+		}
+		if len(due) > 0 {
+			continue
+		}
+		var timer clock.Timer
+		var fire <-chan time.Time
+		if ok {
+			timer = s.clock.NewTimer(wait)
+			fire = timer.C()
+			// A timer is relative to the time it is made: if the clock moved since popDue read it,
+			// this one may fire late, so look again.
+			if !s.clock.Now().Equal(now) {
+				timer.Stop()
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-s.kick:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// Workers returns how many worker goroutines were started so far: the peak concurrency of the work.
+func (s *Scheduler) Workers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spawns
+}
+
+func (s *Scheduler) push(e entry) {
+	s.mu.Lock()
+	s.seq++
+	e.seq = s.seq
+	first := s.queue.push(e)
+	s.mu.Unlock()
+	if first {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// popDue removes the entries due now, wakes due sleepers, and says how long until the next entry.
+func (s *Scheduler) popDue() (due []entry, now time.Time, wait time.Duration, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.cond.Broadcast()
+	now = s.clock.Now()
+	for s.queue.Len() > 0 {
+		next := s.queue.peek()
+		if next.when.After(now) {
+			return due, now, next.when.Sub(now), true
+		}
+		e := s.queue.pop()
+		if sl := e.sleeper; sl != nil {
+			if !sl.cancelled {
+				sl.woken = true
+				s.parked--
+				close(sl.wake)
+			}
+			continue
+		}
+		s.busy++
+		due = append(due, e)
+	}
+	return due, now, 0, false
+}
+
+func (s *Scheduler) dispatch(e entry) {
+	select {
+	case s.runq <- e:
+	default:
+		s.mu.Lock()
+		s.spawns++
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go s.worker(e)
+	}
+}
+
+func (s *Scheduler) worker(e entry) {
+	defer s.wg.Done()
+	for {
+		e.task.Run(e.gen)
+		s.mu.Lock()
+		s.busy--
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		select {
+		case e = <-s.runq:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+type sleeper struct {
+	wake      chan struct{}
+	woken     bool // guarded by Scheduler.mu
+	cancelled bool // guarded by Scheduler.mu
+}

@@ -1,0 +1,171 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// recorder is a Task that records when it ran, and optionally sleeps or reschedules itself.
+type recorder struct {
+	s     *Scheduler
+	name  string
+	mu    *sync.Mutex
+	log   *[]string
+	times *[]time.Duration
+	sleep time.Duration
+	every time.Duration
+	ctx   context.Context
+}
+
+func (r *recorder) Run(gen uint64) {
+	if r.sleep > 0 {
+		if err := r.s.Sleep(r.ctx, r.sleep); err != nil {
+			return
+		}
+	}
+	r.mu.Lock()
+	*r.log = append(*r.log, r.name)
+	*r.times = append(*r.times, r.s.clock.Now().Sub(t0))
+	r.mu.Unlock()
+	if r.every > 0 {
+		r.s.After(r.every, r, gen)
+	}
+}
+
+func start(t *testing.T) (*Scheduler, *testingclock.FakeClock, context.Context) {
+	t.Helper()
+	fc := testingclock.NewFakeClock(t0)
+	s := New(fc)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, fc, ctx
+}
+
+func TestRunsTasksInTimeOrderOnTheFakeClock(t *testing.T) {
+	s, fc, ctx := start(t)
+	var mu sync.Mutex
+	var log []string
+	var times []time.Duration
+	mk := func(name string) *recorder {
+		return &recorder{s: s, name: name, mu: &mu, log: &log, times: &times, ctx: ctx}
+	}
+	s.After(3*time.Second, mk("c"), 0)
+	s.After(1*time.Second, mk("a"), 0)
+	s.After(1*time.Second, mk("b"), 0) // same time as a: first in, first out
+	slow := mk("slept")
+	slow.sleep = 5 * time.Second
+	s.After(2*time.Second, slow, 0)
+
+	s.Advance(fc, t0.Add(time.Minute))
+
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"a", "b", "c", "slept"}
+	wantTimes := []time.Duration{time.Second, time.Second, 3 * time.Second, 7 * time.Second}
+	if len(log) != len(want) {
+		t.Fatalf("ran %v, want %v", log, want)
+	}
+	for i := range want {
+		if log[i] != want[i] || times[i] != wantTimes[i] {
+			t.Errorf("run %d: %s at %v, want %s at %v", i, log[i], times[i], want[i], wantTimes[i])
+		}
+	}
+	if got := fc.Now(); !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("clock at %v after Advance, want %v", got, t0.Add(time.Minute))
+	}
+}
+
+func TestPeriodicTaskRunsEveryPeriod(t *testing.T) {
+	s, fc, ctx := start(t)
+	var mu sync.Mutex
+	var log []string
+	var times []time.Duration
+	s.After(0, &recorder{s: s, name: "tick", mu: &mu, log: &log, times: &times, every: 10 * time.Second, ctx: ctx}, 0)
+	s.Advance(fc, t0.Add(100*time.Second))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(times) != 11 {
+		t.Fatalf("ran %d times in 100 s, want 11 (at 0, 10, ..., 100 s): %v", len(times), times)
+	}
+	for i, d := range times {
+		if d != time.Duration(i)*10*time.Second {
+			t.Errorf("run %d at %v, want %v", i, d, time.Duration(i)*10*time.Second)
+		}
+	}
+}
+
+func TestSleepEndsWithItsContext(t *testing.T) {
+	s, fc, _ := start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var log []string
+	var times []time.Duration
+	r := &recorder{s: s, name: "never", mu: &mu, log: &log, times: &times, sleep: time.Hour, ctx: ctx}
+	s.After(0, r, 0)
+	s.Advance(fc, t0.Add(time.Second))
+	cancel()
+	s.WaitIdle()
+	s.Advance(fc, t0.Add(2*time.Hour))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(log) != 0 {
+		t.Fatalf("a cancelled sleep went on to run: %v", log)
+	}
+}
+
+func TestConcurrentSleepersEachGetAWorker(t *testing.T) {
+	s, fc, ctx := start(t)
+	var mu sync.Mutex
+	var log []string
+	var times []time.Duration
+	for i := 0; i < 50; i++ {
+		s.After(0, &recorder{s: s, name: "hung", mu: &mu, log: &log, times: &times, sleep: 10 * time.Second, ctx: ctx}, 0)
+	}
+	s.Advance(fc, t0.Add(time.Minute))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(times) != 50 {
+		t.Fatalf("%d of 50 sleepers finished", len(times))
+	}
+	for _, d := range times {
+		if d != 10*time.Second {
+			t.Fatalf("a sleeper woke at %v, want 10s: sleepers must not wait for each other", d)
+		}
+	}
+	if w := s.Workers(); w != 50 {
+		t.Errorf("started %d workers for 50 parked tasks, want 50", w)
+	}
+}
+
+func BenchmarkScheduleAndRun(b *testing.B) {
+	fc := testingclock.NewFakeClock(t0)
+	s := New(fc)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	task := nop{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.After(time.Duration(i%1000)*time.Millisecond, task, 0)
+		if i%1000 == 999 {
+			s.Advance(fc, fc.Now().Add(time.Second))
+		}
+	}
+}
+
+type nop struct{}
+
+func (nop) Run(uint64) {}
