@@ -1,0 +1,129 @@
+package controlplane
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// The command lines of the three components. Extra arguments from Options go last: for a flag
+// given twice the last value wins (lists such as --enable-admission-plugins append instead).
+// Overriding a port, address or path here breaks what the state records; override behaviour only.
+
+// etcdPorts is how many ports etcdComponent takes: client, peer, metrics.
+const etcdPorts = 3
+
+func etcdComponent(bin, dir string, ports []int, extra []string) ComponentState {
+	client, peer, metrics := ports[0], ports[1], ports[2]
+	clientURL := loopbackURL("http", client)
+	peerURL := loopbackURL("http", peer)
+	args := []string{bin,
+		"--name=fakelet",
+		"--data-dir=" + filepath.Join(dir, "etcd"),
+		// Plain HTTP on loopback: nothing but the local apiserver reaches it, and TLS would add
+		// CPU to every request of the component under test without protecting anything.
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=fakelet=" + peerURL,
+		"--initial-cluster-state=new",
+		// Its own port, so scraping metrics never queues behind the apiserver's traffic.
+		"--listen-metrics-urls=" + loopbackURL("http", metrics),
+	}
+	return ComponentState{
+		Name:       Etcd,
+		Args:       append(args, extra...),
+		Ports:      map[string]int{"client": client, "peer": peer, "metrics": metrics},
+		HealthURL:  clientURL + "/health",
+		MetricsURL: loopbackURL("http", metrics) + "/metrics",
+		Log:        logPath(dir, Etcd),
+	}
+}
+
+func apiServerComponent(bin, dir string, pki PKI, etcdClientURL string, port int, extra []string) ComponentState {
+	url := loopbackURL("https", port)
+	args := []string{bin,
+		"--etcd-servers=" + etcdClientURL,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--advertise-address=127.0.0.1",
+		// Endpoints may not hold a loopback address, so the reconciler of the kubernetes
+		// Service would fail every 10 s; no pod runs here to use that Service. Upstream's
+		// integration test server does the same for a loopback advertise address.
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + pki.APIServerCert,
+		"--tls-private-key-file=" + pki.APIServerKey,
+		"--client-ca-file=" + pki.CACert,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + pki.ServiceAccountPub,
+		"--service-account-signing-key-file=" + pki.ServiceAccountKey,
+		"--service-cluster-ip-range=" + serviceCIDR,
+		// As in a kubeadm cluster: a kubelet credential is held to its own Node and Lease.
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction", // added to the default plugins
+		// API Priority and Fairness stays on (the default): how it classifies the fleet's
+		// requests is part of what is measured.
+	}
+	return ComponentState{
+		Name:       APIServer,
+		Args:       append(args, extra...),
+		Ports:      map[string]int{"secure": port},
+		HealthURL:  url + "/readyz",
+		MetricsURL: url + "/metrics",
+		Log:        logPath(dir, APIServer),
+	}
+}
+
+func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []string) ComponentState {
+	url := loopbackURL("https", port)
+	kubeconfig := controllerManagerKubeconfig(dir)
+	args := []string{bin,
+		"--kubeconfig=" + kubeconfig,
+		// /metrics is authorized the way kubeadm sets it up: the client certificate is checked
+		// against the CA, then a SubjectAccessReview asks the apiserver. The admin certificate
+		// scrapes it, an anonymous local process cannot, and a scrape costs what it costs in a
+		// real cluster (one review, cached 10 s). --authorization-always-allow-paths=/metrics
+		// would also work but opens it to anyone and skips that path.
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--client-ca-file=" + pki.CACert,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + pki.ControllerManagerCert,
+		"--tls-private-key-file=" + pki.ControllerManagerKey,
+		"--leader-elect=false", // one instance: a lease renewal every 2 s would only add traffic
+		// Each controller authenticates as its own service account, as in kubeadm, so its
+		// requests are classified and authorized as in a real cluster.
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + pki.ServiceAccountKey,
+		"--root-ca-file=" + pki.CACert,
+		"--cluster-signing-cert-file=" + pki.CACert,
+		"--cluster-signing-key-file=" + pki.CAKey,
+		// The node lifecycle controller (and the taint eviction controller, on by default)
+		// with upstream's defaults, written out because fakelet's reports depend on them.
+		"--node-monitor-period=5s",
+		"--node-monitor-grace-period=50s",
+	}
+	return ComponentState{
+		Name:       ControllerManager,
+		Args:       append(args, extra...),
+		Ports:      map[string]int{"secure": port},
+		HealthURL:  url + "/healthz",
+		MetricsURL: url + "/metrics",
+		Log:        logPath(dir, ControllerManager),
+	}
+}
+
+func loopbackURL(scheme string, port int) string {
+	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
+}
+
+func logPath(dir, component string) string { return filepath.Join(dir, component+".log") }
+
+// KubeconfigPath is where Up writes the admin kubeconfig of the control plane in dir.
+func KubeconfigPath(dir string) string { return filepath.Join(dir, "kubeconfig") }
+
+func controllerManagerKubeconfig(dir string) string {
+	return filepath.Join(dir, "controller-manager.kubeconfig")
+}

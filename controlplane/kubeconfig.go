@@ -1,0 +1,73 @@
+package controlplane
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// kubeconfigContext names the cluster, user and context of every kubeconfig written here.
+const kubeconfigContext = "fakelet"
+
+// credentials is one client identity of the local control plane, PEM encoded.
+type credentials struct {
+	server                 string
+	caPEM, certPEM, keyPEM []byte
+	user                   string
+}
+
+// readCredentials reads a client certificate and key issued by the CA in caFile.
+func readCredentials(server, caFile, certFile, keyFile, user string) (credentials, error) {
+	c := credentials{server: server, user: user}
+	for _, f := range []struct {
+		path string
+		dst  *[]byte
+	}{{caFile, &c.caPEM}, {certFile, &c.certPEM}, {keyFile, &c.keyPEM}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return c, fmt.Errorf("read credentials of %s: %w", user, err)
+		}
+		*f.dst = b
+	}
+	return c, nil
+}
+
+// writeKubeconfig writes a kubeconfig for c with every certificate and key embedded, so the file works
+// when copied elsewhere and does not break when DIR/pki is regenerated under a running client.
+func writeKubeconfig(path string, c credentials) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[kubeconfigContext] = &clientcmdapi.Cluster{
+		Server:                   c.server,
+		CertificateAuthorityData: c.caPEM,
+	}
+	cfg.AuthInfos[c.user] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: c.certPEM,
+		ClientKeyData:         c.keyPEM,
+	}
+	cfg.Contexts[kubeconfigContext] = &clientcmdapi.Context{Cluster: kubeconfigContext, AuthInfo: c.user}
+	cfg.CurrentContext = kubeconfigContext
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig for %s to %s: %w", c.user, path, err)
+	}
+	// WriteToFile creates the file 0600 already; keep it so if the file existed with looser bits,
+	// since it holds a system:masters key.
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("restrict kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// restConfig is the client configuration for c, the same a client would build from its kubeconfig.
+func (c credentials) restConfig() *rest.Config {
+	return &rest.Config{
+		Host: c.server,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   c.caPEM,
+			CertData: c.certPEM,
+			KeyData:  c.keyPEM,
+		},
+	}
+}

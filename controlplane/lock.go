@@ -1,0 +1,27 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// lockDir takes an exclusive lock on dir for the length of an Up or Down, so that two fakelets do
+// not start or stop the same control plane at once. The kernel drops the lock if this process
+// dies, so a crash never leaves dir locked.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock control plane directory %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock control plane directory %s: another fakelet is starting or stopping it", dir)
+		}
+		return nil, fmt.Errorf("lock control plane directory %s: %w", dir, err)
+	}
+	return func() { f.Close() }, nil // closing the file releases the lock
+}

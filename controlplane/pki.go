@@ -1,0 +1,159 @@
+package controlplane
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/util/keyutil"
+)
+
+// Identities of the control plane's clients. The apiserver maps a client certificate's CN to the
+// user and O to the groups.
+const (
+	// AdminUser is in system:masters, which RBAC lets do anything and API Priority and Fairness
+	// classifies as exempt: an admin client never queues behind the fleet it observes.
+	AdminUser   = "fakelet-admin"
+	AdminGroup  = "system:masters"
+	kcmUser     = "system:kube-controller-manager" // the bootstrap RBAC policy binds this user
+	caName      = "fakelet-ca"
+	serviceCIDR = "10.96.0.0/12" // kubeadm's default
+	serviceIP   = "10.96.0.1"    // the first address of serviceCIDR: the kubernetes Service
+)
+
+// PKI holds the paths of the control plane's certificates and keys, PEM files under DIR/pki.
+type PKI struct {
+	CACert, CAKey string
+	// APIServerCert is the apiserver's serving certificate (127.0.0.1, localhost and the in-cluster
+	// names of the kubernetes Service).
+	APIServerCert, APIServerKey string
+	// ControllerManagerCert is kube-controller-manager's serving certificate, signed by the same CA
+	// so that a scraper of its /metrics needs one trust bundle.
+	ControllerManagerCert, ControllerManagerKey string
+	// ControllerManagerClientCert is the controller manager's identity, system:kube-controller-manager.
+	ControllerManagerClientCert, ControllerManagerClientKey string
+	// AdminCert is the client certificate of AdminUser in AdminGroup.
+	AdminCert, AdminKey string
+	// ServiceAccountKey signs service account tokens (apiserver and the token controller);
+	// ServiceAccountPub verifies them.
+	ServiceAccountKey, ServiceAccountPub string
+}
+
+func pkiPaths(dir string) PKI {
+	p := func(name string) string { return filepath.Join(dir, "pki", name) }
+	return PKI{
+		CACert: p("ca.crt"), CAKey: p("ca.key"),
+		APIServerCert: p("apiserver.crt"), APIServerKey: p("apiserver.key"),
+		ControllerManagerCert: p("controller-manager.crt"), ControllerManagerKey: p("controller-manager.key"),
+		ControllerManagerClientCert: p("controller-manager-client.crt"), ControllerManagerClientKey: p("controller-manager-client.key"),
+		AdminCert: p("admin.crt"), AdminKey: p("admin.key"),
+		ServiceAccountKey: p("sa.key"), ServiceAccountPub: p("sa.pub"),
+	}
+}
+
+func (p PKI) files() []string {
+	return []string{
+		p.CACert, p.CAKey, p.APIServerCert, p.APIServerKey, p.ControllerManagerCert, p.ControllerManagerKey,
+		p.ControllerManagerClientCert, p.ControllerManagerClientKey, p.AdminCert, p.AdminKey,
+		p.ServiceAccountKey, p.ServiceAccountPub,
+	}
+}
+
+// ensurePKI creates every certificate and key of a control plane in DIR/pki. With reuse, a complete
+// PKI already there is kept (service account tokens and the kube-root-ca.crt ConfigMaps in a kept
+// etcd stay valid only with the same keys); otherwise it is created anew.
+func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
+	p := pkiPaths(dir)
+	if reuse {
+		if ca, err := LoadCA(p.CACert, p.CAKey); err == nil && allExist(p.files()) {
+			return p, ca, nil
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "pki")); err != nil {
+		return p, nil, fmt.Errorf("remove old PKI: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pki"), 0o700); err != nil {
+		return p, nil, fmt.Errorf("create PKI directory: %w", err)
+	}
+	ca, caKey, err := newCA(caName, time.Now())
+	if err != nil {
+		return p, nil, err
+	}
+	if err := writePair(p.CACert, ca.certPEM, p.CAKey, caKey); err != nil {
+		return p, nil, err
+	}
+	loopback := []net.IP{net.ParseIP("127.0.0.1")}
+	leaves := []struct {
+		cert, key string
+		req       CertRequest
+	}{
+		{p.APIServerCert, p.APIServerKey, CertRequest{
+			CommonName: "kube-apiserver", Server: true,
+			IPs: append(loopback, net.ParseIP(serviceIP)),
+			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+				"kubernetes.default.svc.cluster.local"},
+		}},
+		{p.ControllerManagerCert, p.ControllerManagerKey, CertRequest{
+			CommonName: "kube-controller-manager", Server: true, IPs: loopback, DNSNames: []string{"localhost"},
+		}},
+		{p.ControllerManagerClientCert, p.ControllerManagerClientKey, CertRequest{CommonName: kcmUser, Client: true}},
+		{p.AdminCert, p.AdminKey, CertRequest{CommonName: AdminUser, Organization: []string{AdminGroup}, Client: true}},
+	}
+	for _, l := range leaves {
+		certPEM, keyPEM, err := ca.Issue(l.req)
+		if err != nil {
+			return p, nil, err
+		}
+		if err := writePair(l.cert, certPEM, l.key, keyPEM); err != nil {
+			return p, nil, err
+		}
+	}
+	if err := writeServiceAccountKeys(p.ServiceAccountKey, p.ServiceAccountPub); err != nil {
+		return p, nil, err
+	}
+	return p, ca, nil
+}
+
+// writeServiceAccountKeys creates the ES256 key pair that signs and verifies service account tokens.
+func writeServiceAccountKeys(keyFile, pubFile string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generate service account key: %w", err)
+	}
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return fmt.Errorf("encode service account key: %w", err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return fmt.Errorf("encode service account public key: %w", err)
+	}
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	return writePair(pubFile, pubPEM, keyFile, keyPEM)
+}
+
+func writePair(certFile string, certPEM []byte, keyFile string, keyPEM []byte) error {
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(certFile), err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(keyFile), err)
+	}
+	return nil
+}
+
+func allExist(paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
