@@ -1,0 +1,67 @@
+package profiles
+
+import "time"
+
+// Defaults. Heartbeat defaults are the kubelet's, so that a profile that says nothing about heartbeats
+// loads the control plane the way real kubelets do.
+const (
+	defaultZones                 = 1
+	defaultLeaseDurationSeconds  = 40               // kubelet nodeLeaseDurationSeconds
+	defaultStatusUpdateFrequency = 10 * time.Second // kubelet nodeStatusUpdateFrequency
+	defaultStatusReportFrequency = 5 * time.Minute  // kubelet nodeStatusReportFrequency
+	defaultFlapDuty              = 0.5
+	// What a kubelet reports when its container runtime is down: the commonest real cause of a node
+	// that renews its Lease but is not Ready.
+	defaultNotReadyReason  = "KubeletNotReady"
+	defaultNotReadyMessage = "container runtime is down"
+	defaultConditionStatus = ConditionTrue
+)
+
+// SetDefaults fills in every field left out (or zero) that has a default. It only fills the parameters
+// of an action's own verb, so Validate's check that no other parameter is set still holds after it.
+// Parse calls it; a profile built in code may too.
+func (p *Profile) SetDefaults() {
+	s := &p.Spec
+	if s.Zones == 0 {
+		s.Zones = defaultZones
+	}
+	hb := &s.Heartbeat
+	if hb.Mode == "" {
+		hb.Mode = ModeLease
+	}
+	if hb.LeaseDurationSeconds == 0 {
+		hb.LeaseDurationSeconds = defaultLeaseDurationSeconds
+	}
+	if hb.StatusUpdateFrequency.Duration == 0 {
+		hb.StatusUpdateFrequency.Duration = defaultStatusUpdateFrequency
+	}
+	if hb.StatusReportFrequency.Duration == 0 {
+		hb.StatusReportFrequency.Duration = defaultStatusReportFrequency
+	}
+	for i := range s.Phases {
+		for j := range s.Phases[i].Actions {
+			a := &s.Phases[i].Actions[j]
+			switch a.Do {
+			case VerbFlap:
+				if a.Duty == nil {
+					duty := defaultFlapDuty
+					a.Duty = &duty
+				}
+				if a.Jitter == nil {
+					a.Jitter = &Duration{}
+				}
+			case VerbNotReady:
+				if a.Reason == "" {
+					a.Reason = defaultNotReadyReason
+				}
+				if a.Message == "" {
+					a.Message = defaultNotReadyMessage
+				}
+			case VerbCondition:
+				if a.Status == "" {
+					a.Status = defaultConditionStatus
+				}
+			}
+		}
+	}
+}
