@@ -27,6 +27,7 @@ func Parse(source string, data []byte) (*Profile, error) {
 	// every value of the wrong type, and keeps decoding the rest. Its messages carry a line, which idx
 	// turns into a field path.
 	p := &Profile{Source: source, Raw: data, lines: idx.lines}
+	var covered []string
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(p); err != nil {
@@ -36,20 +37,22 @@ func Parse(source string, data []byte) (*Profile, error) {
 			return nil, ps.err(source)
 		}
 		for _, msg := range te.Errors {
-			ps.list = append(ps.list, idx.translate(msg))
+			prob, cover := idx.translate(msg)
+			ps.list = append(ps.list, prob)
+			covered = append(covered, cover)
 		}
 	}
-	decoded := len(ps.list)
-	for _, prob := range ps.list {
-		if prob.Path == "" {
+	for _, c := range covered {
+		if c == "" {
 			// The document itself is the wrong shape: there is nothing to validate.
 			return nil, ps.err(source)
 		}
 	}
 
+	decoded := len(ps.list)
 	p.SetDefaults()
 	p.validate(ps)
-	ps.list = append(ps.list[:decoded], hideCovered(ps.list[:decoded], ps.list[decoded:])...)
+	ps.list = append(ps.list[:decoded], hideCovered(covered, ps.list[decoded:])...)
 	if err := ps.err(source); err != nil {
 		return nil, err
 	}
@@ -94,12 +97,12 @@ func syntaxProblem(err error) Problem {
 // hideCovered drops validation problems about a field that already has a decoding problem (or sits
 // under one): "nodes: want an integer" says all there is to say, "nodes: must be at least 1" would only
 // repeat it less clearly.
-func hideCovered(decoded, validated []Problem) []Problem {
+func hideCovered(covers []string, validated []Problem) []Problem {
 	var keep []Problem
 	for _, v := range validated {
 		covered := false
-		for _, d := range decoded {
-			if v.Path == d.Path || strings.HasPrefix(v.Path, d.Path+".") || strings.HasPrefix(v.Path, d.Path+"[") {
+		for _, c := range covers {
+			if v.Path == c || strings.HasPrefix(v.Path, c+".") || strings.HasPrefix(v.Path, c+"[") {
 				covered = true
 				break
 			}

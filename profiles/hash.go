@@ -17,8 +17,8 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// golden is 2^64 / phi, the splitmix64 increment: consecutive inputs land far apart.
-const golden = 0x9e3779b97f4a7c15
+// goldenRatio64 is 2^64 / phi, the splitmix64 increment: consecutive inputs land far apart.
+const goldenRatio64 = 0x9e3779b97f4a7c15
 
 // hashKey derives a key from a seed and a name.
 func hashKey(seed int64, name string) uint64 {
@@ -30,7 +30,7 @@ func hashKey(seed int64, name string) uint64 {
 // hashOf hashes a key with further integers.
 func hashOf(key uint64, xs ...uint64) uint64 {
 	for _, x := range xs {
-		key = mix64(key + (x+1)*golden)
+		key = mix64(key + (x+1)*goldenRatio64)
 	}
 	return key
 }

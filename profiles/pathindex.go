@@ -72,8 +72,18 @@ var (
 )
 
 // translate turns one decoder message into a problem with a field path and a message in the profile's
-// own terms (fields and kinds of value, not Go types).
-func (idx *nodeIndex) translate(msg string) Problem {
+// own terms (fields and kinds of value, not Go types). It also returns the path whose validation the
+// problem makes meaningless: the field itself, or for a key set twice the whole mapping, which the
+// decoder then leaves undecoded.
+func (idx *nodeIndex) translate(msg string) (Problem, string) {
+	p := idx.translateMessage(msg)
+	if duplicateRe.MatchString(msg) {
+		return p, parentPath(p.Path)
+	}
+	return p, p.Path
+}
+
+func (idx *nodeIndex) translateMessage(msg string) Problem {
 	if m := unknownRe.FindStringSubmatch(msg); m != nil {
 		line, field := atoi(m[1]), m[2]
 		p := Problem{Line: line, Path: field, Message: "unknown field"}

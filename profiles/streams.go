@@ -97,11 +97,14 @@ const (
 	jitterStart = 1
 )
 
+// jitterOf draws a delay in [0, jitter), in whole milliseconds: finer would only make schedules harder
+// to read, as no agent acts that precisely.
 func (s *flapStream) jitterOf(node, cycle int, which uint64) time.Duration {
-	if s.jitter <= 0 {
+	steps := uint64(s.jitter / time.Millisecond)
+	if steps == 0 {
 		return 0
 	}
-	return time.Duration(hashOf(s.key, uint64(node), uint64(cycle), which) % uint64(s.jitter))
+	return time.Duration(hashOf(s.key, uint64(node), uint64(cycle), which)%steps) * time.Millisecond
 }
 
 // schedule sets m.at to the time of m's next event, and reports false when m is done: the next cycle

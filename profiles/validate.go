@@ -87,7 +87,9 @@ func (s *Spec) validate(ps *problems) {
 		}
 		for j := range ph.Actions {
 			s.validateAction(ps, indexPath(joinPath(path, "actions"), j), ph, &ph.Actions[j])
-			added += max(ph.Actions[j].Add, 0)
+			if add := ph.Actions[j].Add; add > 0 && add <= maxNodes { // a larger one has its own problem
+				added += add
+			}
 		}
 	}
 	if added > maxNodes {

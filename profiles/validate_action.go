@@ -78,7 +78,9 @@ func (s *Spec) validateAction(ps *problems, path string, ph *Phase, a *Action) {
 			ps.addf(joinPath(path, paramDelay), "is required (0s clears a delay)")
 		}
 	case VerbMode:
-		if a.Mode != ModeLease && a.Mode != ModeStatus {
+		if a.Mode == "" {
+			ps.addf(joinPath(path, paramMode), "is required (%s or %s)", ModeLease, ModeStatus)
+		} else if a.Mode != ModeLease && a.Mode != ModeStatus {
 			ps.addf(joinPath(path, paramMode), "must be %s or %s, got %q", ModeLease, ModeStatus, a.Mode)
 		}
 	case VerbChurn:
