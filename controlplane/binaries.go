@@ -60,20 +60,28 @@ func resolveBinaries(s binSearch) (Binaries, error) {
 		}
 	}
 	var b Binaries
-	var missing []string
+	var notOnPath, nowhere []string
 	for _, name := range componentOrder {
 		p, err := s.lookPath(name)
-		if err != nil {
-			missing = append(missing, name)
+		if err == nil {
+			setBinary(&b, name, p)
 			continue
 		}
-		setBinary(&b, name, p)
+		notOnPath = append(notOnPath, name)
+		if !slices.ContainsFunc(looked, func(dir string) bool { _, missing := binariesIn(dir); return !slices.Contains(missing, name) }) {
+			nowhere = append(nowhere, name)
+		}
 	}
-	if len(missing) > 0 {
-		return Binaries{}, fmt.Errorf("find control plane binaries: %s not in any of %s nor on $PATH: run `make controlplane` (it builds them into the repo's bin/), or pass --bin-dir",
-			strings.Join(missing, ", "), strings.Join(looked, ", "))
+	if len(notOnPath) == 0 {
+		return b, nil
 	}
-	return b, nil
+	what := strings.Join(nowhere, ", ") + " not found"
+	if len(nowhere) == 0 {
+		// Each is somewhere, but not all three together.
+		what = "no directory holds all three"
+	}
+	return Binaries{}, fmt.Errorf("find control plane binaries: %s (etcd, kube-apiserver and kube-controller-manager must be together in one of %s, or each on $PATH): run `make controlplane` (it builds them into the repo's bin/), or pass --bin-dir",
+		what, strings.Join(looked, ", "))
 }
 
 // candidateDirs lists the directories to look in, in order, without repeats.

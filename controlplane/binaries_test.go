@@ -42,6 +42,8 @@ func TestResolveBinaries(t *testing.T) {
 	os.WriteFile(filepath.Join(notExecutable, Etcd), nil, 0o644)
 	install(notExecutable, APIServer, ControllerManager)
 	pathDir := install(mkdir("path"), all...)
+	apart := mkdir("apart")
+	install(mkdir("apart/bin"), APIServer, ControllerManager)
 
 	noPath := func(string) (string, error) { return "", errors.New("not found") }
 	onPath := func(name string) (string, error) { return filepath.Join(pathDir, name), nil }
@@ -96,9 +98,15 @@ func TestResolveBinaries(t *testing.T) {
 			name:   "nowhere",
 			search: binSearch{executable: filepath.Join(partial, "fakelet"), workDir: empty, lookPath: noPath},
 			wantErrs: []string{
-				"etcd, kube-apiserver, kube-controller-manager not in any of " + partial + ", " + filepath.Join(empty, "bin"),
+				"kube-apiserver, kube-controller-manager not found",
+				"together in one of " + partial + ", " + filepath.Join(empty, "bin"),
 				"$PATH", "make controlplane",
 			},
+		},
+		{
+			name:     "all three exist, but apart",
+			search:   binSearch{executable: filepath.Join(partial, "fakelet"), workDir: apart, lookPath: noPath},
+			wantErrs: []string{"no directory holds all three", "make controlplane"},
 		},
 	}
 	for _, tt := range tests {
