@@ -14,17 +14,6 @@ type Binaries struct {
 	Etcd, APIServer, ControllerManager string
 }
 
-func (b Binaries) path(component string) string {
-	switch component {
-	case Etcd:
-		return b.Etcd
-	case APIServer:
-		return b.APIServer
-	default:
-		return b.ControllerManager
-	}
-}
-
 // binSearch is where resolveBinaries looks; FindBinaries fills it from the running process.
 type binSearch struct {
 	binDir     string                       // Options.BinDir; when set, the only place looked at

@@ -1,9 +1,3 @@
-// Package controlplane runs a local Kubernetes control plane for fakelet: etcd, kube-apiserver and
-// kube-controller-manager as detached processes on loopback, with their own CA, state kept in a
-// directory so that another process can find, check and stop them.
-//
-// Up starts one (or reuses a healthy one already in the directory), Attach finds a running one,
-// Status reports on one, Down stops one.
 package controlplane
 
 import (

@@ -1,0 +1,25 @@
+// Package controlplane runs a local Kubernetes control plane for fakelet: etcd, kube-apiserver and
+// kube-controller-manager (the binaries `make controlplane` builds) as detached processes on
+// 127.0.0.1, with their own CA. Everything is recorded in one directory, so that another process can
+// find, check and stop them: Up starts one (or reuses a healthy one already there), Attach finds a
+// running one, Status reports on one, Down stops one.
+//
+// The directory (DefaultDir unless told otherwise) holds:
+//
+//	state.json                     pids, full command lines, ports and URLs of the running components
+//	kubeconfig                     admin (fakelet-admin in system:masters), certificates embedded
+//	controller-manager.kubeconfig  system:kube-controller-manager
+//	pki/                           CA, serving and client certificates, service account keys
+//	etcd/                          etcd's data; removed by Down and at each Up unless KeepData
+//	<component>.log                each component's stdout and stderr
+//	<component>.previous.log       the same, from the control plane before
+//
+// Ports are picked free at each Up, so control planes in two directories run side by side. A
+// component is only ever signalled if /proc/<pid>/cmdline is exactly the command line recorded for
+// it: a pid reused by another program after a crash is left alone.
+//
+// Keys are ECDSA P-256, what a kubelet generates for its own client certificate; CA.IssueClientCert
+// gives per-node kubelet credentials (NodeUser in NodesGroup), which the apiserver authorizes with
+// the Node authorizer and NodeRestriction and classifies with API Priority and Fairness the way it
+// does real kubelets.
+package controlplane
