@@ -33,3 +33,13 @@ func TestDocsInSync(t *testing.T) {
 		}
 	}
 }
+
+func TestVerbsDocumented(t *testing.T) {
+	// Every verb must be described in docs/profiles.md, under its own heading.
+	docs := readDocs(t)
+	for _, v := range Verbs() {
+		if !strings.Contains(docs, "### "+string(v)) {
+			t.Errorf("docs/profiles.md has no section for %q", v)
+		}
+	}
+}
