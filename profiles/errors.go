@@ -28,7 +28,11 @@ type Error struct {
 // Error renders one problem per line, as `profile FILE:LINE: PATH: MESSAGE`.
 func (e *Error) Error() string {
 	var b strings.Builder
-	for i, p := range e.Problems {
+	problems := e.Problems
+	if len(problems) == 0 {
+		problems = []Problem{{Message: "invalid"}}
+	}
+	for i, p := range problems {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
@@ -46,9 +50,6 @@ func (e *Error) Error() string {
 			b.WriteString(": ")
 		}
 		b.WriteString(p.Message)
-	}
-	if len(e.Problems) == 0 {
-		b.WriteString("profile " + e.Source + ": invalid")
 	}
 	return b.String()
 }
