@@ -5,8 +5,6 @@ go 1.26.0
 require (
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0
-	go.yaml.in/yaml/v3 v3.0.5
-	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
 )

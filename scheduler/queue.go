@@ -9,7 +9,6 @@ type entry struct {
 	when    time.Time
 	seq     uint64 // orders entries due at the same time first-in, first-out
 	task    Task
-	gen     uint64
 	sleeper *sleeper
 }
 

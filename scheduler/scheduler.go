@@ -16,10 +16,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Task is work to run at a given time. gen is the value passed to At, so a task can tell a run that
-// was scheduled before its owner stopped (stale) from a current one.
+// Task is work to run at a given time. A task that its owner no longer wants (its kubelet stopped)
+// still runs, and must find that out itself, typically from its context.
 type Task interface {
-	Run(gen uint64)
+	Run()
 }
 
 // Scheduler runs Tasks at their time on an elastic pool of workers.
@@ -56,13 +56,13 @@ func New(c clock.Clock) *Scheduler {
 func (s *Scheduler) Clock() clock.Clock { return s.clock }
 
 // At schedules task to run at t (at once if t has passed).
-func (s *Scheduler) At(t time.Time, task Task, gen uint64) {
-	s.push(entry{when: t, task: task, gen: gen})
+func (s *Scheduler) At(t time.Time, task Task) {
+	s.push(entry{when: t, task: task})
 }
 
 // After schedules task to run d from now.
-func (s *Scheduler) After(d time.Duration, task Task, gen uint64) {
-	s.At(s.clock.Now().Add(d), task, gen)
+func (s *Scheduler) After(d time.Duration, task Task) {
+	s.At(s.clock.Now().Add(d), task)
 }
 
 // Sleep parks the calling task for d on the scheduler's clock. It returns ctx.Err() if ctx ends first.
@@ -193,7 +193,7 @@ func (s *Scheduler) dispatch(e entry) {
 func (s *Scheduler) worker(e entry) {
 	defer s.wg.Done()
 	for {
-		e.task.Run(e.gen)
+		e.task.Run()
 		s.mu.Lock()
 		s.busy--
 		s.cond.Broadcast()

@@ -26,7 +26,7 @@ type recorder struct {
 	ctx   context.Context
 }
 
-func (r *recorder) Run(gen uint64) {
+func (r *recorder) Run() {
 	if r.sleep > 0 {
 		if err := r.s.Sleep(r.ctx, r.sleep); err != nil {
 			return
@@ -37,7 +37,7 @@ func (r *recorder) Run(gen uint64) {
 	*r.times = append(*r.times, r.s.clock.Now().Sub(t0))
 	r.mu.Unlock()
 	if r.every > 0 {
-		r.s.After(r.every, r, gen)
+		r.s.After(r.every, r)
 	}
 }
 
@@ -60,12 +60,12 @@ func TestRunsTasksInTimeOrderOnTheFakeClock(t *testing.T) {
 	mk := func(name string) *recorder {
 		return &recorder{s: s, name: name, mu: &mu, log: &log, times: &times, ctx: ctx}
 	}
-	s.After(3*time.Second, mk("c"), 0)
-	s.After(1*time.Second, mk("a"), 0)
-	s.After(1500*time.Millisecond, mk("b"), 0)
+	s.After(3*time.Second, mk("c"))
+	s.After(1*time.Second, mk("a"))
+	s.After(1500*time.Millisecond, mk("b"))
 	slow := mk("slept")
 	slow.sleep = 5 * time.Second
-	s.After(2*time.Second, slow, 0)
+	s.After(2*time.Second, slow)
 
 	s.Advance(fc, t0.Add(time.Minute))
 
@@ -91,7 +91,7 @@ func TestPeriodicTaskRunsEveryPeriod(t *testing.T) {
 	var mu sync.Mutex
 	var log []string
 	var times []time.Duration
-	s.After(0, &recorder{s: s, name: "tick", mu: &mu, log: &log, times: &times, every: 10 * time.Second, ctx: ctx}, 0)
+	s.After(0, &recorder{s: s, name: "tick", mu: &mu, log: &log, times: &times, every: 10 * time.Second, ctx: ctx})
 	s.Advance(fc, t0.Add(100*time.Second))
 	mu.Lock()
 	defer mu.Unlock()
@@ -112,7 +112,7 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 	var log []string
 	var times []time.Duration
 	r := &recorder{s: s, name: "never", mu: &mu, log: &log, times: &times, sleep: time.Hour, ctx: ctx}
-	s.After(0, r, 0)
+	s.After(0, r)
 	s.Advance(fc, t0.Add(time.Second))
 	cancel()
 	s.WaitIdle()
@@ -130,7 +130,7 @@ func TestConcurrentSleepersEachGetAWorker(t *testing.T) {
 	var log []string
 	var times []time.Duration
 	for i := 0; i < 50; i++ {
-		s.After(0, &recorder{s: s, name: "hung", mu: &mu, log: &log, times: &times, sleep: 10 * time.Second, ctx: ctx}, 0)
+		s.After(0, &recorder{s: s, name: "hung", mu: &mu, log: &log, times: &times, sleep: 10 * time.Second, ctx: ctx})
 	}
 	s.Advance(fc, t0.Add(time.Minute))
 	mu.Lock()
@@ -159,7 +159,7 @@ func BenchmarkScheduleAndRun(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.After(time.Duration(i%1000)*time.Millisecond, task, 0)
+		s.After(time.Duration(i%1000)*time.Millisecond, task)
 		if i%1000 == 999 {
 			s.Advance(fc, fc.Now().Add(time.Second))
 		}
@@ -168,4 +168,4 @@ func BenchmarkScheduleAndRun(b *testing.B) {
 
 type nop struct{}
 
-func (nop) Run(uint64) {}
+func (nop) Run() {}

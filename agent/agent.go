@@ -1,0 +1,251 @@
+// Package agent is one fake kubelet: it registers a Node, renews its Lease and patches its NodeStatus
+// with the request sequence and timing of a v1.37 kubelet, and can be stopped, restarted, made
+// unhealthy or cut off by a profile.
+//
+// Where the kubelet sleeps in a goroutine, an agent schedules itself on a shared scheduler.Scheduler,
+// so that ten thousand idle agents cost memory for their state only; every wait is on the injected
+// clock. The request paths mirror their upstream sources call by call:
+//   - lease.go: k8s.io/component-helpers/apimachinery/lease controller (Run, never Start/Stop) with the
+//     kubelet's node-owner post-process function;
+//   - register.go: registerWithAPIServer and tryRegisterWithAPIServer;
+//   - status.go: syncNodeStatus, updateNodeStatus and tryUpdateNodeStatus, patching with
+//     k8s.io/component-helpers/node/util.PatchNodeStatus.
+//
+// Deliberate differences from a kubelet, each for cost: the agent's view of its own Node comes from the
+// responses to its requests and from one watch the fleet shares (a kubelet runs its own informer on its
+// Node); it sends no Events; and it does not close idle connections after repeated heartbeat failures
+// (connections are shared by the fleet).
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// Clients are the API clients an agent calls. Agents of a fleet share them: whose identity a request
+// carries travels in its context (see IdentityFrom).
+type Clients struct {
+	Core         corev1client.CoreV1Interface
+	Coordination coordinationv1client.CoordinationV1Interface
+}
+
+// Agent is one fake kubelet.
+type Agent struct {
+	cfg       *Config
+	api       Clients
+	name      string
+	user      string // system:node:<name>
+	index     int
+	zone      string
+	addresses []corev1.NodeAddress
+	ids       [3]string // machine ID, system UUID, boot ID
+
+	denied atomic.Bool // the node's credential is revoked (denyAuth)
+
+	mu          sync.Mutex
+	run         *run // nil while stopped
+	health      Health
+	mode        Mode
+	latency     time.Duration
+	partitioned bool
+	server      *corev1.Node // the newest Node the server returned or the fleet saw; never written to
+	fatal       error
+
+	stats stats
+}
+
+// New returns a stopped agent for node name, the fleet's node number index, in zone (may be empty).
+func New(cfg *Config, api Clients, name string, index int, zone string) *Agent {
+	a := &Agent{
+		cfg:   cfg,
+		api:   api,
+		name:  name,
+		user:  "system:node:" + name,
+		index: index,
+		zone:  zone,
+		ids:   machineIDs(name),
+		mode:  cfg.Heartbeat.Mode,
+	}
+	a.addresses = []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: cfg.Template.ipFor(index)},
+		{Type: corev1.NodeHostName, Address: name},
+	}
+	return a
+}
+
+// Name is the agent's node name.
+func (a *Agent) Name() string { return a.name }
+
+// Index is the agent's node number in its fleet.
+func (a *Agent) Index() int { return a.index }
+
+// InternalIP is the address the agent's Node reports.
+func (a *Agent) InternalIP() netip.Addr { return netip.MustParseAddr(a.addresses[0].Address) }
+
+// Start starts the kubelet, or restarts it after Stop: it registers (adopting its existing Node),
+// patches its status at once and renews its lease. It does nothing if the agent runs or has failed.
+// The agent stops for good when ctx ends.
+func (a *Agent) Start(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.run != nil || a.fatal != nil {
+		return
+	}
+	r := &run{a: a}
+	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
+	r.lease.r, r.status.r = r, r
+	a.run = r
+	a.cfg.Scheduler.After(0, &r.status)
+	if a.mode == ModeLease {
+		r.lease.active = true
+		a.cfg.Scheduler.After(0, &r.lease)
+	}
+}
+
+// Stop kills the kubelet: its requests in flight are cancelled and it sends nothing more.
+func (a *Agent) Stop() {
+	a.mu.Lock()
+	r := a.run
+	a.run = nil
+	a.mu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+}
+
+// Running reports whether the kubelet runs.
+func (a *Agent) Running() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.run != nil
+}
+
+// Err returns why the agent gave up for good, or nil.
+func (a *Agent) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.fatal
+}
+
+// SetHealth changes what the kubelet reports; the next status sync (within the update frequency)
+// patches the change, as a kubelet would.
+func (a *Agent) SetHealth(change func(*Health)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	change(&a.health)
+}
+
+// Health returns what the kubelet currently reports.
+func (a *Agent) Health() Health {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.health
+}
+
+// SetPartitioned cuts the node off the network, or heals it: while cut, each request hangs until the
+// client timeout and fails.
+func (a *Agent) SetPartitioned(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.partitioned = on
+}
+
+// SetLatency delays each of the node's requests by d before it is sent; 0 removes the delay.
+func (a *Agent) SetLatency(d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.latency = d
+}
+
+// SetAuthDenied revokes the node's credential, or restores it: while revoked every request is
+// rejected by the apiserver.
+func (a *Agent) SetAuthDenied(on bool) { a.denied.Store(on) }
+
+// SetMode switches the heartbeat mode; a switch to lease starts the lease loop at once.
+func (a *Agent) SetMode(m Mode) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mode = m
+	if r := a.run; r != nil && m == ModeLease && !r.lease.active {
+		r.lease.active = true
+		a.cfg.Scheduler.After(0, &r.lease)
+	}
+}
+
+// Mode returns the agent's heartbeat mode.
+func (a *Agent) Mode() Mode {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mode
+}
+
+// ObserveNode gives the agent a newer view of its Node, from a watch. The agent keeps the pointer and
+// never writes to it; the caller must not either.
+func (a *Agent) ObserveNode(n *corev1.Node) {
+	a.remember(n)
+}
+
+// remember keeps n as the server's view of the Node if it is newer than the one kept.
+func (a *Agent) remember(n *corev1.Node) {
+	if n == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.server == nil || newer(n.ResourceVersion, a.server.ResourceVersion) {
+		a.server = n
+	}
+}
+
+func (a *Agent) serverNode() *corev1.Node {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.server
+}
+
+// fail stops the agent for good.
+func (a *Agent) fail(err error) {
+	a.mu.Lock()
+	first := a.fatal == nil
+	if first {
+		a.fatal = err
+	}
+	r := a.run
+	a.run = nil
+	a.mu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+	if first && a.cfg.OnFatal != nil {
+		a.cfg.OnFatal(a, err)
+	}
+}
+
+// newer compares resource versions as etcd revisions; an unparsable one counts as newer, since the
+// server's word is the last one.
+func newer(rv, than string) bool {
+	x, err1 := strconv.ParseUint(rv, 10, 64)
+	y, err2 := strconv.ParseUint(than, 10, 64)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return x >= y
+}
+
+// run is one life of the kubelet process, from Start to Stop: a restart is a new run with fresh state,
+// so a request still finishing from the old one cannot disturb it.
+type run struct {
+	a      *Agent
+	ctx    context.Context
+	cancel context.CancelFunc
+	lease  leaseLoop
+	status statusLoop
+}

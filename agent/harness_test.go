@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/scheduler"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// call is one request the fake apiserver saw, and when.
+type call struct {
+	at     time.Duration // since t0
+	verb   string        // as client-go names it: get, create, update, patch
+	res    string        // resource[/subresource]
+	object runtime.Object
+	patch  []byte
+	err    error
+}
+
+func (c call) String() string { return fmt.Sprintf("%v %s %s", c.at, c.verb, c.res) }
+
+// harness runs agents on a fake clock against client-go's fake clientset and records every request.
+type harness struct {
+	t      *testing.T
+	clock  *testingclock.FakeClock
+	sched  *scheduler.Scheduler
+	client *fake.Clientset
+	cfg    *Config
+	ctx    context.Context
+
+	mu    sync.Mutex
+	calls []call
+	uids  int
+}
+
+type harnessOption func(*Config)
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: testingclock.NewFakeClock(t0), client: fake.NewClientset()}
+	h.sched = scheduler.New(h.clock)
+	tmpl, err := NewTemplate(TemplateOptions{Fleet: "test", Images: MaxImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rand 0.5: every jittered period is 1.02 x its base and the report delay is zero, so the test
+	// can state exact times.
+	h.cfg = &Config{Template: tmpl, Heartbeat: Heartbeat{}.WithDefaults(), Scheduler: h.sched, Rand: func() float64 { return 0.5 }}
+	for _, o := range opts {
+		o(h.cfg)
+	}
+	h.client.PrependReactor("*", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		c := call{at: h.clock.Now().Sub(t0), verb: action.GetVerb(), res: action.GetResource().Resource}
+		if sub := action.GetSubresource(); sub != "" {
+			c.res += "/" + sub
+		}
+		switch a := action.(type) {
+		case k8stesting.CreateAction:
+			c.object = a.GetObject()
+			// The fake tracker assigns no UIDs; owner references and restarts need them.
+			if m, err := meta.Accessor(c.object); err == nil && m.GetUID() == "" {
+				h.uids++
+				m.SetUID(types.UID(fmt.Sprintf("uid-%d", h.uids)))
+			}
+		case k8stesting.UpdateAction:
+			c.object = a.GetObject()
+		case k8stesting.PatchAction:
+			c.patch = a.GetPatch()
+		}
+		h.calls = append(h.calls, c)
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	h.ctx = ctx
+	done := make(chan struct{})
+	go func() { h.sched.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h
+}
+
+func (h *harness) agent(name string, index int) *Agent {
+	return New(h.cfg, Clients{Core: h.client.CoreV1(), Coordination: h.client.CoordinationV1()}, name, index, "")
+}
+
+// advance runs the fleet's clock to t0+d.
+func (h *harness) advance(d time.Duration) { h.sched.Advance(h.clock, t0.Add(d)) }
+
+// take returns the requests recorded since the last take.
+func (h *harness) take() []call {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.calls
+	h.calls = nil
+	return c
+}
+
+// failNext makes the next n requests matching verb and resource fail with err.
+func (h *harness) failNext(verb, resource string, n int, err error) {
+	var mu sync.Mutex
+	h.client.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 0 {
+			return false, nil, nil
+		}
+		n--
+		return true, nil, err
+	})
+}
+
+func summary(calls []call) string {
+	s := make([]string, len(calls))
+	for i, c := range calls {
+		s[i] = c.verb + " " + c.res
+	}
+	return strings.Join(s, "; ")
+}
+
+func (h *harness) node(name string) *corev1.Node {
+	h.t.Helper()
+	n, err := h.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", name)
+	if err != nil {
+		h.t.Fatalf("get node %s: %v", name, err)
+	}
+	return n.(*corev1.Node)
+}

@@ -1,0 +1,26 @@
+package agent
+
+import "context"
+
+// NodesGroup is the group every kubelet credential carries.
+const NodesGroup = "system:nodes"
+
+var nodesGroups = []string{NodesGroup}
+
+type identityKey struct{}
+
+// IdentityFrom returns who a request made with ctx should be made as: user system:node:<name> in group
+// system:nodes, as a kubelet's client certificate says, so that the apiserver's Node authorizer,
+// NodeRestriction admission and API Priority and Fairness treat it as a kubelet's. While the node's
+// credential is revoked it is the same user without the group, which the apiserver refuses (403). ok
+// is false for requests that are not an agent's.
+func IdentityFrom(ctx context.Context) (user string, groups []string, ok bool) {
+	a, ok := ctx.Value(identityKey{}).(*Agent)
+	if !ok {
+		return "", nil, false
+	}
+	if a.denied.Load() {
+		return a.user, nil, true
+	}
+	return a.user, nodesGroups, true
+}

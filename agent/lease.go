@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// leaseLoop renews the node's Lease. It is the lease controller of k8s.io/component-helpers v0.37.2
+// (apimachinery/lease/controller.go) request for request: Run's wait.JitterUntil(sync, renewInterval,
+// 0.04, sliding) becomes a rescheduling on the fleet's clock, and its backoff sleeps park on the same
+// clock. It is reimplemented, not called, because the upstream controller sleeps on the real clock in
+// a goroutine of its own (see package doc); TestLeaseLoopMatchesUpstreamController holds the two to
+// the same requests.
+type leaseLoop struct {
+	r      *run
+	latest *coordinationv1.Lease // the lease the server last returned to us
+	active bool                  // scheduled; guarded by Agent.mu
+}
+
+// Run is one tick of the loop.
+func (l *leaseLoop) Run() {
+	r, a := l.r, l.r.a
+	if r.ctx.Err() != nil {
+		return
+	}
+	a.mu.Lock()
+	if a.mode != ModeLease {
+		l.active = false
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	l.sync()
+	if r.ctx.Err() != nil {
+		return
+	}
+	a.cfg.Scheduler.After(a.cfg.jitter(a.cfg.Heartbeat.RenewInterval, loopJitter), l)
+}
+
+func (l *leaseLoop) sync() {
+	if l.latest != nil {
+		// The server's copy rarely changes under us, so update from the last one we got: no GET.
+		if err := l.retryUpdate(l.latest); err == nil {
+			return
+		}
+	}
+	lease, created := l.backoffEnsure()
+	l.latest = lease
+	if !created && lease != nil {
+		_ = l.retryUpdate(lease)
+	}
+}
+
+// backoffEnsure gets or creates the lease, backing off from 200 ms to 7 s between failed tries.
+func (l *leaseLoop) backoffEnsure() (*coordinationv1.Lease, bool) {
+	sleep := 100 * time.Millisecond
+	for {
+		lease, created, err := l.ensure()
+		if err == nil {
+			return lease, created
+		}
+		sleep = min(2*sleep, maxBackoff)
+		if l.r.a.cfg.Scheduler.Sleep(l.r.ctx, sleep) != nil {
+			return nil, false
+		}
+	}
+}
+
+// ensure creates the lease if it does not exist, and says whether it did.
+func (l *leaseLoop) ensure() (*coordinationv1.Lease, bool, error) {
+	lease, err := l.r.getLease()
+	if apierrors.IsNotFound(err) {
+		fresh, err := l.newLease(nil)
+		if err != nil {
+			// Most likely the Node does not exist yet: no lease this tick, try at the next.
+			return nil, false, nil
+		}
+		lease, err := l.r.createLease(fresh)
+		l.r.a.heartbeat(KindLease, err)
+		if err != nil {
+			return nil, false, err
+		}
+		l.renewed()
+		return lease, true, nil
+	} else if err != nil {
+		return nil, false, err
+	}
+	return lease, false, nil
+}
+
+// retryUpdate updates the lease up to leaseUpdateRetries times, refetching it after a conflict.
+func (l *leaseLoop) retryUpdate(base *coordinationv1.Lease) error {
+	for i := 0; i < leaseUpdateRetries; i++ {
+		next, err := l.newLease(base)
+		if err == nil {
+			lease, err := l.r.updateLease(next)
+			l.r.a.heartbeat(KindLease, err)
+			if err == nil {
+				l.latest = lease
+				l.renewed()
+				return nil
+			}
+			if apierrors.IsConflict(err) {
+				base, _ = l.backoffEnsure()
+				continue
+			}
+		}
+		if l.r.ctx.Err() != nil {
+			return l.r.ctx.Err()
+		}
+	}
+	return fmt.Errorf("failed %d attempts to update lease", leaseUpdateRetries)
+}
+
+// newLease returns base's copy (or a new lease) renewed now, owned by the Node: the kubelet's
+// SetNodeOwnerFunc fetches the Node for its UID while the lease has no owner.
+func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	a := l.r.a
+	var lease *coordinationv1.Lease
+	if base == nil {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: LeaseNamespace},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(a.name)},
+		}
+	} else {
+		lease = base.DeepCopy()
+	}
+	lease.Spec.LeaseDurationSeconds = ptr.To(a.cfg.Heartbeat.LeaseDurationSeconds)
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: a.cfg.Scheduler.Clock().Now()}
+	if len(lease.OwnerReferences) == 0 {
+		node, err := l.r.getNode()
+		if err != nil {
+			return lease, err
+		}
+		// A kubelet would own whatever Node has its name; fakelet must never tie itself to another's.
+		if !a.cfg.Template.Owns(node) {
+			err := &ForeignNodeError{Node: a.name, Fleet: a.cfg.Template.Fleet, Labels: node.Labels}
+			a.fail(err)
+			return lease, err
+		}
+		lease.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: corev1.SchemeGroupVersion.Version,
+			Kind:       "Node",
+			Name:       a.name,
+			UID:        node.UID,
+		}}
+	}
+	return lease, nil
+}
+
+func (l *leaseLoop) renewed() {
+	l.r.a.leaseRenewed(l.r.a.cfg.Scheduler.Clock().Now())
+}

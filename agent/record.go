@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Heartbeat kinds, as recorded.
+const (
+	KindLease  = "lease"
+	KindStatus = "status"
+)
+
+// Recorder receives what agents do. Its methods are called from many goroutines and on the heartbeat
+// path: they must be cheap and must not block.
+type Recorder interface {
+	// Request is one API call: verb and resource as the apiserver names them ("update", "leases"),
+	// its error (nil on success) and how long it took.
+	Request(verb, resource string, err error, latency time.Duration)
+	// Heartbeat is one lease renewal or status patch attempt and its outcome.
+	Heartbeat(kind string, err error)
+	// LeaseRenewed is a successful renewal, with the time since the node's previous one (0 for the
+	// first): how closely the fleet keeps the kubelet's timing.
+	LeaseRenewed(interval time.Duration)
+}
+
+// Stats is what an agent did, for measurement.
+type Stats struct {
+	LastLeaseRenewal time.Time // zero if never
+	LastStatusPatch  time.Time
+	LeaseRenewals    int64
+	StatusPatches    int64
+	RequestErrors    int64
+}
+
+type stats struct {
+	lastLease, lastStatus       atomic.Int64 // unix nanoseconds
+	renewals, patches, reqFails atomic.Int64
+}
+
+// Stats returns the agent's counters and the times of its last successful heartbeats.
+func (a *Agent) Stats() Stats {
+	return Stats{
+		LastLeaseRenewal: unixNano(a.stats.lastLease.Load()),
+		LastStatusPatch:  unixNano(a.stats.lastStatus.Load()),
+		LeaseRenewals:    a.stats.renewals.Load(),
+		StatusPatches:    a.stats.patches.Load(),
+		RequestErrors:    a.stats.reqFails.Load(),
+	}
+}
+
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func (a *Agent) leaseRenewed(now time.Time) {
+	prev := a.stats.lastLease.Swap(now.UnixNano())
+	a.stats.renewals.Add(1)
+	if rec := a.cfg.Recorder; rec != nil {
+		var interval time.Duration
+		if prev != 0 {
+			interval = now.Sub(time.Unix(0, prev))
+		}
+		rec.LeaseRenewed(interval)
+	}
+}
+
+func (a *Agent) statusPatched(now time.Time) {
+	a.stats.lastStatus.Store(now.UnixNano())
+	a.stats.patches.Add(1)
+}
+
+func (a *Agent) heartbeat(kind string, err error) {
+	if rec := a.cfg.Recorder; rec != nil {
+		rec.Heartbeat(kind, err)
+	}
+}

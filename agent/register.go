@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ForeignNodeError is why an agent refuses to run: a Node with its name exists and is not its fleet's.
+type ForeignNodeError struct {
+	Node, Fleet string
+	Labels      map[string]string
+}
+
+func (e *ForeignNodeError) Error() string {
+	owner := "no fleet label"
+	if f, ok := e.Labels[FleetLabel]; ok {
+		owner = fmt.Sprintf("%s=%s", FleetLabel, f)
+	}
+	return fmt.Sprintf("node %s already exists and is not fleet %q's (%s): refusing to touch it", e.Node, e.Fleet, owner)
+}
+
+// register is the kubelet's registerWithAPIServer: sleep, try, double the sleep up to 7 s, until the
+// Node exists and is ours. It returns false if the run ended first.
+func (s *statusLoop) register() bool {
+	r := s.r
+	step := 100 * time.Millisecond
+	for {
+		if r.a.cfg.Scheduler.Sleep(r.ctx, step) != nil {
+			return false
+		}
+		step = min(2*step, maxBackoff)
+		if s.tryRegister() {
+			s.registered = true
+			return true
+		}
+		if r.ctx.Err() != nil {
+			return false
+		}
+	}
+}
+
+// tryRegister is the kubelet's tryRegisterWithAPIServer: create the Node; if it exists, adopt it when
+// it is ours, reconciling the kubelet's default labels and annotation with one status patch if needed.
+func (s *statusLoop) tryRegister() bool {
+	r, a := s.r, s.r.a
+	now := metav1.NewTime(a.cfg.Scheduler.Clock().Now())
+	a.mu.Lock()
+	health := a.health
+	a.mu.Unlock()
+	node := a.cfg.Template.initialNode(a, now, health.conditions(nil, now))
+	created, err := r.createNode(node)
+	if err == nil {
+		a.remember(a.cfg.Template.compact(created))
+		return true
+	}
+	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+		return false
+	}
+	existing, err := r.getNode()
+	if err != nil {
+		return false
+	}
+	if !a.cfg.Template.Owns(existing) {
+		a.fail(&ForeignNodeError{Node: a.name, Fleet: a.cfg.Template.Fleet, Labels: existing.Labels})
+		return false
+	}
+	original := existing.DeepCopy()
+	if reconcileRegistered(node, existing) {
+		patched, err := r.patchNodeStatus(original, existing)
+		if err != nil {
+			return false
+		}
+		existing = patched
+	}
+	a.remember(a.cfg.Template.compact(existing))
+	return true
+}
+
+// reconciledLabels are the labels the kubelet puts back on a Node it finds registered
+// (updateDefaultLabels), plus the fleet label, which fakelet relies on.
+var reconciledLabels = []string{
+	corev1.LabelHostname, corev1.LabelOSStable, corev1.LabelArchStable,
+	"beta.kubernetes.io/os", "beta.kubernetes.io/arch", corev1.LabelTopologyZone, FleetLabel,
+}
+
+// reconcileRegistered sets existing's default labels and attach-detach annotation to initial's and
+// reports whether anything changed.
+func reconcileRegistered(initial, existing *corev1.Node) bool {
+	changed := false
+	for _, k := range reconciledLabels {
+		want, ok := initial.Labels[k]
+		if !ok || existing.Labels[k] == want {
+			continue
+		}
+		if existing.Labels == nil {
+			existing.Labels = map[string]string{}
+		}
+		existing.Labels[k] = want
+		changed = true
+	}
+	for k, want := range initial.Annotations {
+		if existing.Annotations[k] == want {
+			continue
+		}
+		if existing.Annotations == nil {
+			existing.Annotations = map[string]string{}
+		}
+		existing.Annotations[k] = want
+		changed = true
+	}
+	return changed
+}

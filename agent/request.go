@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	nodeutil "k8s.io/component-helpers/node/util"
+)
+
+// ErrPartitioned is what a request of a partitioned node fails with, after the client timeout.
+var ErrPartitioned = errors.New("partitioned: no response before the client timeout")
+
+// Every API call an agent makes is one of the methods below, and each goes through call.
+
+func (r *run) createNode(n *corev1.Node) (out *corev1.Node, err error) {
+	err = r.call("create", "nodes", func(ctx context.Context) error {
+		out, err = r.a.api.Core.Nodes().Create(ctx, n, metav1.CreateOptions{})
+		return err
+	})
+	return out, err
+}
+
+func (r *run) getNode() (out *corev1.Node, err error) {
+	err = r.call("get", "nodes", func(ctx context.Context) error {
+		out, err = r.a.api.Core.Nodes().Get(ctx, r.a.name, metav1.GetOptions{})
+		return err
+	})
+	return out, err
+}
+
+func (r *run) patchNodeStatus(old, new *corev1.Node) (out *corev1.Node, err error) {
+	err = r.call("patch", "nodes", func(ctx context.Context) error {
+		out, _, err = nodeutil.PatchNodeStatus(contextCore{r.a.api.Core, ctx}, types.NodeName(r.a.name), old, new)
+		return err
+	})
+	return out, err
+}
+
+func (r *run) getLease() (out *coordinationv1.Lease, err error) {
+	err = r.call("get", "leases", func(ctx context.Context) error {
+		out, err = r.a.api.Coordination.Leases(LeaseNamespace).Get(ctx, r.a.name, metav1.GetOptions{})
+		return err
+	})
+	return out, err
+}
+
+func (r *run) createLease(l *coordinationv1.Lease) (out *coordinationv1.Lease, err error) {
+	err = r.call("create", "leases", func(ctx context.Context) error {
+		out, err = r.a.api.Coordination.Leases(LeaseNamespace).Create(ctx, l, metav1.CreateOptions{})
+		return err
+	})
+	return out, err
+}
+
+func (r *run) updateLease(l *coordinationv1.Lease) (out *coordinationv1.Lease, err error) {
+	err = r.call("update", "leases", func(ctx context.Context) error {
+		out, err = r.a.api.Coordination.Leases(LeaseNamespace).Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	return out, err
+}
+
+// call sends one request as the network and the node's faults allow, and records it.
+func (r *run) call(verb, resource string, send func(context.Context) error) error {
+	a := r.a
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	latency, partitioned := a.latency, a.partitioned
+	a.mu.Unlock()
+	sched := a.cfg.Scheduler
+	if latency > 0 {
+		if err := sched.Sleep(r.ctx, latency); err != nil {
+			return err
+		}
+	}
+	start := sched.Clock().Now()
+	var err error
+	if partitioned {
+		if err = sched.Sleep(r.ctx, requestTimeout); err != nil {
+			return err
+		}
+		err = fmt.Errorf("%s %s %s: %w", verb, resource, a.name, ErrPartitioned)
+	} else {
+		err = send(r.ctx)
+	}
+	if r.ctx.Err() != nil {
+		return r.ctx.Err() // the kubelet died mid-request: nothing to record
+	}
+	if err != nil {
+		a.stats.reqFails.Add(1)
+	}
+	if rec := a.cfg.Recorder; rec != nil {
+		rec.Request(verb, resource, err, sched.Clock().Since(start))
+	}
+	return err
+}
+
+// contextCore hands PatchNodeStatus, which sends with context.TODO(), a client that uses the run's
+// context instead: it carries the node's identity and is cancelled when the kubelet stops.
+type contextCore struct {
+	corev1client.CoreV1Interface
+	ctx context.Context
+}
+
+func (c contextCore) Nodes() corev1client.NodeInterface {
+	return contextNodes{c.CoreV1Interface.Nodes(), c.ctx}
+}
+
+type contextNodes struct {
+	corev1client.NodeInterface
+	ctx context.Context
+}
+
+func (n contextNodes) Patch(_ context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Node, error) {
+	return n.NodeInterface.Patch(n.ctx, name, pt, data, opts, subresources...)
+}

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// statusLoop is the kubelet's node status loop: register if needed, then every update frequency
+// recompute the status and patch it if it changed or the report period expired.
+type statusLoop struct {
+	r          *run
+	registered bool
+	lastReport time.Time     // last successful patch; zero after a (re)start
+	delay      time.Duration // the kubelet's delayAfterNodeStatusChange
+}
+
+var errNoNode = errors.New("the node is not known yet")
+
+// Run is one tick of the loop (syncNodeStatus).
+func (s *statusLoop) Run() {
+	r, a := s.r, s.r.a
+	if r.ctx.Err() != nil {
+		return
+	}
+	if s.registered || s.register() {
+		s.update()
+	}
+	if r.ctx.Err() != nil {
+		return
+	}
+	a.cfg.Scheduler.After(a.cfg.jitter(a.cfg.Heartbeat.StatusUpdateFrequency, loopJitter), s)
+}
+
+// update is updateNodeStatus: up to five tries, the first from the known Node, the others after a GET.
+func (s *statusLoop) update() {
+	for i := 0; i < statusUpdateRetries; i++ {
+		if err := s.tryUpdate(i); err == nil || s.r.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// tryUpdate is tryUpdateNodeStatus.
+func (s *statusLoop) tryUpdate(try int) error {
+	r, a := s.r, s.r.a
+	var original *corev1.Node
+	if try == 0 {
+		if original = a.serverNode(); original == nil {
+			return errNoNode
+		}
+	} else {
+		got, err := r.getNode()
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", a.name, err)
+		}
+		original = a.cfg.Template.compact(got)
+		a.remember(original)
+	}
+
+	clock := a.cfg.Scheduler.Clock()
+	node, changed := s.updated(original, metav1.NewTime(clock.Now()))
+	report := a.cfg.Heartbeat.StatusReportFrequency
+	if a.Mode() == ModeStatus {
+		report = a.cfg.Heartbeat.StatusUpdateFrequency
+	}
+	if !changed && clock.Since(s.lastReport) < report+s.delay {
+		return nil
+	}
+	// A change or a restart picks a new random delay, so that nodes changed together do not report
+	// together ever after; a periodic report resets it.
+	if changed || s.lastReport.IsZero() {
+		s.delay = time.Duration(float64(report) * (a.cfg.rand() - 0.5))
+	} else {
+		s.delay = 0
+	}
+	patched, err := r.patchNodeStatus(original, node)
+	a.heartbeat(KindStatus, err)
+	if err != nil {
+		return err
+	}
+	now := clock.Now()
+	s.lastReport = now
+	a.statusPatched(now)
+	a.remember(a.cfg.Template.compact(patched))
+	return nil
+}
+
+// updated returns original with the status the kubelet would report now, and whether it differs from
+// original in anything but heartbeat times. original is shared and not written to: the copy shares
+// everything it does not replace.
+func (s *statusLoop) updated(original *corev1.Node, now metav1.Time) (*corev1.Node, bool) {
+	a := s.r.a
+	a.mu.Lock()
+	health := a.health
+	a.mu.Unlock()
+	node := *original
+	a.cfg.Template.setStatus(a, &node.Status, health.conditions(original.Status.Conditions, now))
+	return &node, statusChanged(&original.Status, &node.Status)
+}
+
+// statusChanged is the kubelet's nodeStatusHasChanged, without its deep copies.
+func statusChanged(old, new *corev1.NodeStatus) bool {
+	if conditionsChanged(old.Conditions, new.Conditions) {
+		return true
+	}
+	o, n := *old, *new
+	o.Conditions, n.Conditions = nil, nil
+	return !equality.Semantic.DeepEqual(&o, &n)
+}

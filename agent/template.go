@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FleetLabel marks every Node fakelet creates with its fleet's name. fakelet only ever adopts, changes
+// or deletes objects that carry it with its own fleet's value.
+const FleetLabel = "fakelet.dev/fleet"
+
+// KubeletVersion is the kubelet release whose behaviour agents reproduce.
+const KubeletVersion = "v1.37.2"
+
+// ZoneLabel is the well-known topology label the node lifecycle controller groups zones by.
+const ZoneLabel = corev1.LabelTopologyZone
+
+// Template is the part of a Node all agents of a fleet share. Agents read it and never change it,
+// so its maps and slices (the image list above all) are stored once for the whole fleet.
+type Template struct {
+	Fleet       string
+	Labels      map[string]string // extra labels, after the kubelet's own
+	Taints      []corev1.Taint    // --register-with-taints
+	Capacity    corev1.ResourceList
+	Allocatable corev1.ResourceList
+	Images      []corev1.ContainerImage
+	// FirstIP is node 0's InternalIP; node i gets FirstIP + i. The addresses are never contacted.
+	FirstIP netip.Addr
+
+	nodeInfo corev1.NodeSystemInfo
+}
+
+// TemplateOptions are the user-facing knobs of a Template.
+type TemplateOptions struct {
+	Fleet       string
+	Labels      map[string]string
+	Taints      []corev1.Taint
+	Capacity    corev1.ResourceList // nil: DefaultCapacity
+	Allocatable corev1.ResourceList // nil: DefaultAllocatable
+	Images      int                 // how many images each node reports; negative means none
+}
+
+// DefaultCapacity is a common general-purpose VM: 8 cores, 32 GiB, 110 pods.
+func DefaultCapacity() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("8"),
+		corev1.ResourceMemory:           resource.MustParse("32879408Ki"),
+		corev1.ResourcePods:             resource.MustParse("110"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("101430960Ki"),
+		"hugepages-1Gi":                 resource.MustParse("0"),
+		"hugepages-2Mi":                 resource.MustParse("0"),
+	}
+}
+
+// DefaultAllocatable is DefaultCapacity less the kubelet's default eviction thresholds.
+func DefaultAllocatable() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("8"),
+		corev1.ResourceMemory:           resource.MustParse("32777008Ki"),
+		corev1.ResourcePods:             resource.MustParse("110"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("93478772582"),
+		"hugepages-1Gi":                 resource.MustParse("0"),
+		"hugepages-2Mi":                 resource.MustParse("0"),
+	}
+}
+
+// NewTemplate builds a fleet's shared node template.
+func NewTemplate(o TemplateOptions) (*Template, error) {
+	if o.Fleet == "" {
+		return nil, fmt.Errorf("fleet name is empty")
+	}
+	for k := range o.Labels {
+		if k == FleetLabel {
+			return nil, fmt.Errorf("label %s is set by fakelet itself from the fleet name", FleetLabel)
+		}
+	}
+	t := &Template{
+		Fleet:       o.Fleet,
+		Labels:      o.Labels,
+		Taints:      o.Taints,
+		Capacity:    o.Capacity,
+		Allocatable: o.Allocatable,
+		FirstIP:     netip.MustParseAddr("10.128.0.1"),
+		nodeInfo: corev1.NodeSystemInfo{
+			KernelVersion:           "6.1.0-40-cloud-amd64",
+			OSImage:                 "Debian GNU/Linux 12 (bookworm)",
+			ContainerRuntimeVersion: "containerd://2.1.4",
+			KubeletVersion:          KubeletVersion,
+			OperatingSystem:         "linux",
+			Architecture:            "amd64",
+		},
+	}
+	if t.Capacity == nil {
+		t.Capacity = DefaultCapacity()
+	}
+	if t.Allocatable == nil {
+		t.Allocatable = DefaultAllocatable()
+	}
+	if o.Images > 0 {
+		t.Images = Images(o.Images)
+	}
+	return t, nil
+}
+
+// Owns reports whether node carries this fleet's label.
+func (t *Template) Owns(node *corev1.Node) bool {
+	return node != nil && node.Labels[FleetLabel] == t.Fleet
+}
+
+// labels are the kubelet's own labels for a node, the fleet label, the zone and the extra labels.
+func (t *Template) labels(name, zone string) map[string]string {
+	l := make(map[string]string, 7+len(t.Labels))
+	for k, v := range t.Labels {
+		l[k] = v
+	}
+	l[corev1.LabelHostname] = name
+	l[corev1.LabelOSStable] = "linux"
+	l[corev1.LabelArchStable] = "amd64"
+	l["beta.kubernetes.io/os"] = "linux"
+	l["beta.kubernetes.io/arch"] = "amd64"
+	l[FleetLabel] = t.Fleet
+	if zone != "" {
+		l[ZoneLabel] = zone
+	}
+	return l
+}
+
+// annotations are those a kubelet sets at registration.
+func annotations() map[string]string {
+	return map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+}
+
+// initialNode is the Node a kubelet POSTs at registration: metadata, spec and full status.
+func (t *Template) initialNode(a *Agent, now metav1.Time, conds []corev1.NodeCondition) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        a.name,
+			Labels:      t.labels(a.name, a.zone),
+			Annotations: annotations(),
+		},
+		Spec: corev1.NodeSpec{
+			ProviderID: "fakelet://" + a.name,
+			Taints:     t.Taints,
+		},
+	}
+	t.setStatus(a, &n.Status, conds)
+	return n
+}
+
+// setStatus writes everything but the conditions' content, as the kubelet's status setters do.
+// Shared maps and slices are assigned, not copied: nobody writes to them.
+func (t *Template) setStatus(a *Agent, s *corev1.NodeStatus, conds []corev1.NodeCondition) {
+	s.Capacity = t.Capacity
+	s.Allocatable = t.Allocatable
+	s.Conditions = conds
+	s.Addresses = a.addresses
+	s.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}}
+	s.NodeInfo = t.nodeInfo
+	s.NodeInfo.MachineID, s.NodeInfo.SystemUUID, s.NodeInfo.BootID = a.ids[0], a.ids[1], a.ids[2]
+	s.Images = t.Images
+}
+
+// ipFor returns node index's InternalIP.
+func (t *Template) ipFor(index int) string {
+	base := t.FirstIP.As4()
+	v := binary.BigEndian.Uint32(base[:]) + uint32(index)
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b).String()
+}
+
+// machineIDs derives stable machine, system and boot IDs from the node name.
+func machineIDs(name string) [3]string {
+	sum := sha256.Sum256([]byte(name))
+	uuid := func(b []byte) string {
+		h := hex.EncodeToString(b)
+		return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	}
+	return [3]string{hex.EncodeToString(sum[:16]), uuid(sum[16:32]), uuid(sum[8:24])}
+}
+
+// compact drops what an agent need not keep of a Node the server returned: managed fields, and the
+// decoded image list when it equals the shared one. A fleet of 10,000 agents keeps one image list.
+func (t *Template) compact(n *corev1.Node) *corev1.Node {
+	if n == nil {
+		return nil
+	}
+	n.ManagedFields = nil
+	if t.Images != nil && sameImages(n.Status.Images, t.Images) {
+		n.Status.Images = t.Images
+	}
+	return n
+}
