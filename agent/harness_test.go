@@ -42,9 +42,10 @@ type harness struct {
 	cfg    *Config
 	ctx    context.Context
 
-	mu    sync.Mutex
-	calls []call
-	uids  int
+	mu     sync.Mutex
+	calls  []call
+	faults []fault
+	uids   int
 }
 
 type harnessOption func(*Config)
@@ -83,6 +84,15 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		case k8stesting.PatchAction:
 			c.patch = a.GetPatch()
 		}
+		for i := range h.faults {
+			f := &h.faults[i]
+			if f.n > 0 && f.verb == c.verb && f.res == c.res {
+				f.n--
+				c.err = f.err
+				h.calls = append(h.calls, c)
+				return true, nil, f.err
+			}
+		}
 		h.calls = append(h.calls, c)
 		return false, nil, nil
 	})
@@ -110,18 +120,17 @@ func (h *harness) take() []call {
 	return c
 }
 
-// failNext makes the next n requests matching verb and resource fail with err.
+type fault struct {
+	verb, res string
+	n         int
+	err       error
+}
+
+// failNext makes the next n requests matching verb and resource fail with err. They are recorded.
 func (h *harness) failNext(verb, resource string, n int, err error) {
-	var mu sync.Mutex
-	h.client.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if n == 0 {
-			return false, nil, nil
-		}
-		n--
-		return true, nil, err
-	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.faults = append(h.faults, fault{verb, resource, n, err})
 }
 
 func summary(calls []call) string {

@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -94,8 +95,8 @@ func (r *run) call(verb, resource string, send func(context.Context) error) erro
 	if r.ctx.Err() != nil {
 		return r.ctx.Err() // the kubelet died mid-request: nothing to record
 	}
-	if err != nil {
-		a.stats.reqFails.Add(1)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) {
+		a.stats.reqFails.Add(1) // not found and already exists are answers the kubelet expects
 	}
 	if rec := a.cfg.Recorder; rec != nil {
 		rec.Request(verb, resource, err, sched.Clock().Since(start))

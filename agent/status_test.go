@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func patchesOf(calls []call) []call {
+	var out []call
+	for _, c := range calls {
+		if c.verb == "patch" && c.res == "nodes/status" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestFiveMinutePatchCarriesHeartbeatTimesOnly(t *testing.T) {
+	h := newHarness(t)
+	h.agent("fakelet-00000", 0).Start(h.ctx)
+	h.advance(6 * time.Minute)
+	patches := patchesOf(h.take())
+	if len(patches) != 2 {
+		t.Fatalf("got %d status patches, want 2", len(patches))
+	}
+	var body map[string]any
+	if err := json.Unmarshal(patches[1].patch, &body); err != nil {
+		t.Fatal(err)
+	}
+	status, _ := body["status"].(map[string]any)
+	if len(body) != 1 || status == nil {
+		t.Fatalf("patch %s touches more than the status", patches[1].patch)
+	}
+	keys := make([]string, 0, len(status))
+	for k := range status {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if !reflect.DeepEqual(keys, []string{"$setElementOrder/conditions", "conditions"}) {
+		t.Fatalf("patch status keys %v, want only the conditions and their order: %s", keys, patches[1].patch)
+	}
+	conds := status["conditions"].([]any)
+	if len(conds) != 4 {
+		t.Fatalf("patch has %d conditions, want 4: %s", len(conds), patches[1].patch)
+	}
+	for _, c := range conds {
+		m := c.(map[string]any)
+		if len(m) != 2 || m["type"] == nil || m["lastHeartbeatTime"] == nil {
+			t.Errorf("condition patch %v, want type and lastHeartbeatTime only", m)
+		}
+	}
+	if n := len(patches[1].patch); n < 300 || n > 500 {
+		t.Errorf("heartbeat patch is %d bytes, a kubelet's is about 410", n)
+	}
+}
+
+func TestStatusModePatchesEveryUpdatePeriodWithoutLease(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Heartbeat.Mode = ModeStatus })
+	h.agent("fakelet-00000", 0).Start(h.ctx)
+	h.advance(time.Minute + 50*time.Millisecond)
+	calls := h.take()
+	for _, c := range calls {
+		if c.res == "leases" {
+			t.Fatalf("status mode sent a lease request: %v", c)
+		}
+	}
+	patches := patchesOf(calls)
+	// syncs at 0.1 + k*10.2 s up to 60.05 s: k = 0..5.
+	if len(patches) != 6 {
+		t.Fatalf("got %d status patches in a minute, want 6: %v", len(patches), patches)
+	}
+	for i := 1; i < len(patches); i++ {
+		if d := patches[i].at - patches[i-1].at; d != 10200*time.Millisecond {
+			t.Errorf("patch %d came %v after the previous one, want 10.2 s", i, d)
+		}
+	}
+}
+
+func TestHealthChangeIsPatchedAtTheNextSync(t *testing.T) {
+	h := newHarness(t)
+	a := h.agent("fakelet-00000", 0)
+	a.Start(h.ctx)
+	h.advance(time.Second)
+	h.take()
+	a.SetHealth(func(s *Health) {
+		s.NotReady, s.NotReadyMsg = true, "container runtime network not ready"
+		s.DiskPressure = true
+	})
+	h.advance(11 * time.Second)
+	patches := patchesOf(h.take())
+	if len(patches) != 1 || patches[0].at != 10300*time.Millisecond {
+		t.Fatalf("status patches %v, want one at the next sync, 10.3 s", patches)
+	}
+	n := h.node("fakelet-00000")
+	ready := findCondition(n.Status.Conditions, corev1.NodeReady)
+	if ready.Status != corev1.ConditionFalse || ready.Reason != "KubeletNotReady" || ready.Message != "container runtime network not ready" {
+		t.Errorf("Ready condition %+v, want False KubeletNotReady with the given message", ready)
+	}
+	if !ready.LastTransitionTime.Time.Equal(t0.Add(10 * time.Second)) { // metav1.Time keeps seconds
+		t.Errorf("Ready transition time %v, want the sync's time", ready.LastTransitionTime)
+	}
+	disk := findCondition(n.Status.Conditions, corev1.NodeDiskPressure)
+	if disk.Status != corev1.ConditionTrue || disk.Reason != "KubeletHasDiskPressure" {
+		t.Errorf("DiskPressure condition %+v, want True KubeletHasDiskPressure", disk)
+	}
+	var types []corev1.NodeConditionType
+	for _, c := range n.Status.Conditions {
+		types = append(types, c.Type)
+	}
+	if !reflect.DeepEqual(types, conditionTypes[:]) {
+		t.Errorf("conditions in order %v, want the kubelet's %v", types, conditionTypes)
+	}
+}
+
+func TestRegisteredNodeLooksLikeAKubeletsNode(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Template.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
+	a := New(h.cfg, Clients{Core: h.client.CoreV1(), Coordination: h.client.CoordinationV1()}, "fakelet-00007", 7, "zone-2")
+	a.Start(h.ctx)
+	h.advance(time.Second)
+	n := h.node("fakelet-00007")
+	for k, v := range map[string]string{
+		"kubernetes.io/hostname": "fakelet-00007", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", FleetLabel: "test",
+		ZoneLabel: "zone-2", "node-role.kubernetes.io/worker": "",
+	} {
+		if got, ok := n.Labels[k]; !ok || got != v {
+			t.Errorf("label %s=%q, want %q", k, got, v)
+		}
+	}
+	if n.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("annotations %v lack the kubelet's attach-detach annotation", n.Annotations)
+	}
+	if n.Spec.ProviderID != "fakelet://fakelet-00007" {
+		t.Errorf("providerID %q", n.Spec.ProviderID)
+	}
+	if got := n.Status.Addresses; len(got) != 2 || got[0].Address != "10.128.0.8" || got[1].Address != "fakelet-00007" {
+		t.Errorf("addresses %v, want InternalIP 10.128.0.8 and the hostname", got)
+	}
+	if len(n.Status.Images) != MaxImages || n.Status.NodeInfo.KubeletVersion != KubeletVersion ||
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 || n.Status.Capacity.Pods().Value() != 110 {
+		t.Errorf("status lacks kubelet detail: %d images, %+v", len(n.Status.Images), n.Status.NodeInfo)
+	}
+	raw, err := json.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) < 10_000 || len(raw) > 15_000 {
+		t.Errorf("a Node with 50 images is %d bytes of JSON, a kubelet's is about 12 KB", len(raw))
+	}
+}
