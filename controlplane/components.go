@@ -88,6 +88,10 @@ func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []stri
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--client-ca-file=" + pki.CACert,
+		// The CA comes from the flag above. Without this, the controller manager also looks up a
+		// front-proxy (requestheader) CA in kube-system/extension-apiserver-authentication,
+		// which this apiserver has no use for, and logs an error for it every few seconds.
+		"--authentication-skip-lookup=true",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + pki.ControllerManagerCert,
@@ -104,6 +108,8 @@ func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []stri
 		// with upstream's defaults, written out because fakelet's reports depend on them.
 		"--node-monitor-period=5s",
 		"--node-monitor-grace-period=50s",
+		// Its default is under /usr/libexec, which it creates if missing: keep the host clean.
+		"--flex-volume-plugin-dir=" + filepath.Join(dir, "flexvolume"),
 	}
 	return ComponentState{
 		Name:       ControllerManager,
