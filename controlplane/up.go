@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -126,8 +127,8 @@ func reuseOrClean(ctx context.Context, dir string, opts Options, progress io.Wri
 	a := assess(ctx, prev, procfs{}, healthChecker(dir))
 	if a.healthy {
 		if !sameArgs(prev.ExtraArgs, opts.extraArgs()) {
-			return nil, fmt.Errorf("control plane in %s is already up with other extra arguments (%v); run `fakelet controlplane down --dir %s` first",
-				dir, prev.ExtraArgs, dir)
+			return nil, fmt.Errorf("control plane in %s is already up with other extra arguments (%s; now asked for %s); run `fakelet controlplane down --dir %s` first",
+				dir, describeArgs(prev.ExtraArgs), describeArgs(opts.extraArgs()), dir)
 		}
 		fmt.Fprintf(progress, "control plane in %s is already up (since %s); reusing it\n", dir, prev.StartedAt.Local().Format(time.DateTime))
 		return newControlPlane(dir, prev)
@@ -147,6 +148,19 @@ func sameArgs(a, b map[string][]string) bool {
 		}
 	}
 	return true
+}
+
+func describeArgs(m map[string][]string) string {
+	var parts []string
+	for _, name := range componentOrder {
+		if len(m[name]) > 0 {
+			parts = append(parts, name+" "+strings.Join(m[name], " "))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // healthChecker probes a recorded component's health endpoint with the admin credentials in dir.
