@@ -54,7 +54,7 @@ func (s *statusLoop) tryRegister() bool {
 	node := a.cfg.Template.initialNode(a, now, health.conditions(nil, now))
 	created, err := r.createNode(node)
 	if err == nil {
-		a.remember(a.cfg.Template.compact(created))
+		a.remember(a.cfg.Template.Compact(created))
 		return true
 	}
 	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
@@ -76,7 +76,7 @@ func (s *statusLoop) tryRegister() bool {
 		}
 		existing = patched
 	}
-	a.remember(a.cfg.Template.compact(existing))
+	a.remember(a.cfg.Template.Compact(existing))
 	return true
 }
 

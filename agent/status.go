@@ -58,7 +58,7 @@ func (s *statusLoop) tryUpdate(try int) error {
 		if err != nil {
 			return fmt.Errorf("get node %s: %w", a.name, err)
 		}
-		original = a.cfg.Template.compact(got)
+		original = a.cfg.Template.Compact(got)
 		a.remember(original)
 	}
 
@@ -86,7 +86,7 @@ func (s *statusLoop) tryUpdate(try int) error {
 	now := clock.Now()
 	s.lastReport = now
 	a.statusPatched(now)
-	a.remember(a.cfg.Template.compact(patched))
+	a.remember(a.cfg.Template.Compact(patched))
 	return nil
 }
 

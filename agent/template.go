@@ -186,9 +186,9 @@ func machineIDs(name string) [3]string {
 	return [3]string{hex.EncodeToString(sum[:16]), uuid(sum[16:32]), uuid(sum[8:24])}
 }
 
-// compact drops what an agent need not keep of a Node the server returned: managed fields, and the
+// Compact drops what an agent need not keep of a Node the server returned: managed fields, and the
 // decoded image list when it equals the shared one. A fleet of 10,000 agents keeps one image list.
-func (t *Template) compact(n *corev1.Node) *corev1.Node {
+func (t *Template) Compact(n *corev1.Node) *corev1.Node {
 	if n == nil {
 		return nil
 	}

@@ -1,0 +1,109 @@
+package fleet
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// Identity is whose credential a fake kubelet's requests carry.
+type Identity string
+
+const (
+	// IdentityNode impersonates system:node:<name> in group system:nodes, as a kubelet's client
+	// certificate would: the Node authorizer, NodeRestriction admission and API Priority and Fairness
+	// (priority level node-high) treat the requests as a kubelet's.
+	IdentityNode Identity = "node"
+	// IdentityFleet sends everything as the fleet's own credential, for raw throughput: an admin
+	// credential lands in the exempt priority level and skips node authorization.
+	IdentityFleet Identity = "fleet"
+)
+
+// ParseIdentity checks an identity given by a user.
+func ParseIdentity(s string) (Identity, error) {
+	switch Identity(s) {
+	case IdentityNode, IdentityFleet:
+		return Identity(s), nil
+	}
+	return "", fmt.Errorf("unknown identity %q (want %q or %q)", s, IdentityNode, IdentityFleet)
+}
+
+// UserAgent names fakelet the way a kubelet names itself.
+var UserAgent = "kubelet/" + agent.KubeletVersion + " (linux/amd64) fakelet"
+
+const protobuf = "application/vnd.kubernetes.protobuf"
+
+// heartbeatClients returns n sets of agent clients, each over its own HTTP/2 connection: protobuf, no
+// client-side rate limit (the kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout.
+func heartbeatClients(base *rest.Config, n int, id Identity) ([]agent.Clients, error) {
+	out := make([]agent.Clients, n)
+	for i := range out {
+		cfg := rest.CopyConfig(base)
+		cfg.ContentType = protobuf
+		cfg.AcceptContentTypes = protobuf + ",application/json"
+		cfg.QPS = -1
+		cfg.Timeout = 10 * time.Second
+		cfg.UserAgent = UserAgent
+		// client-go shares one cached transport between configs with equal TLS settings; a dialer
+		// of its own gives each config its own transport, so its own connection.
+		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		if id == IdentityNode {
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNode{rt} })
+		}
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
+		}
+		core, err := corev1client.NewForConfigAndClient(cfg, hc)
+		if err != nil {
+			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
+		}
+		coord, err := coordinationv1client.NewForConfigAndClient(cfg, hc)
+		if err != nil {
+			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
+		}
+		out[i] = agent.Clients{Core: core, Coordination: coord}
+	}
+	return out, nil
+}
+
+// adminClient is the fleet's own client, for what no kubelet does: the shared watch, checks and
+// cleanup.
+func adminClient(base *rest.Config) (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.ContentType = protobuf
+	cfg.AcceptContentTypes = protobuf + ",application/json"
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.UserAgent = "fakelet"
+	return kubernetes.NewForConfig(cfg)
+}
+
+// impersonateNode sets the impersonation headers of the agent that makes the request, read from its
+// context. One shared transport serves every node this way.
+type impersonateNode struct{ next http.RoundTripper }
+
+func (rt impersonateNode) RoundTrip(req *http.Request) (*http.Response, error) {
+	user, groups, ok := agent.IdentityFrom(req.Context())
+	if !ok {
+		return rt.next.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set(transport.ImpersonateUserHeader, user)
+	req.Header.Del(transport.ImpersonateGroupHeader)
+	for _, g := range groups {
+		req.Header.Add(transport.ImpersonateGroupHeader, g)
+	}
+	return rt.next.RoundTrip(req)
+}
+
+// WrappedRoundTripper lets client-go unwrap the chain.
+func (rt impersonateNode) WrappedRoundTripper() http.RoundTripper { return rt.next }

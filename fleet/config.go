@@ -1,0 +1,112 @@
+// Package fleet runs many fake kubelets in one process: it builds their shared clients and node
+// template, checks the cluster before writing anything, registers them at a bounded rate, keeps one
+// watch on their Nodes for all of them, and deletes what it created when it stops.
+package fleet
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// Config describes a fleet.
+type Config struct {
+	Nodes       int
+	FirstIndex  int    // node numbers run FirstIndex..FirstIndex+Nodes-1
+	NamePrefix  string // node i is PREFIX-NNNNN
+	Fleet       string // value of the fakelet.dev/fleet label
+	Zones       int    // nodes get topology.kubernetes.io/zone zone-1..zone-Zones round-robin; 0 sets none
+	Heartbeat   agent.Heartbeat
+	Template    agent.TemplateOptions // Fleet is taken from Fleet
+	Identity    Identity
+	Connections int     // HTTP/2 connections the agents share; 0 picks one per 1000 nodes
+	RegisterQPS float64 // agents started per second
+	Keep        bool    // leave Nodes and Leases behind on shutdown
+	Clock       clock.Clock
+	// ZoneOf names node index's zone; nil uses zone-(index mod Zones + 1).
+	ZoneOf func(index, zones int) string
+}
+
+// Defaults for a Config's zero fields.
+const (
+	DefaultNamePrefix  = "fakelet"
+	DefaultFleet       = "fakelet"
+	DefaultRegisterQPS = 200
+)
+
+// dnsLabel is what a node name prefix and a label value must look like.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// WithDefaults returns c with zero fields set.
+func (c Config) WithDefaults() Config {
+	if c.NamePrefix == "" {
+		c.NamePrefix = DefaultNamePrefix
+	}
+	if c.Fleet == "" {
+		c.Fleet = DefaultFleet
+	}
+	if c.Identity == "" {
+		c.Identity = IdentityNode
+	}
+	if c.RegisterQPS == 0 {
+		c.RegisterQPS = DefaultRegisterQPS
+	}
+	if c.Connections == 0 {
+		c.Connections = max(1, (c.Nodes+999)/1000)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	c.Heartbeat = c.Heartbeat.WithDefaults()
+	c.Template.Fleet = c.Fleet
+	return c
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Nodes <= 0:
+		return fmt.Errorf("nodes must be positive, got %d", c.Nodes)
+	case c.FirstIndex < 0:
+		return fmt.Errorf("first node index must not be negative, got %d", c.FirstIndex)
+	case len(c.NamePrefix) > 40 || !dnsLabel.MatchString(c.NamePrefix):
+		return fmt.Errorf("name prefix %q must be a lower-case DNS label of at most 40 characters", c.NamePrefix)
+	case len(c.Fleet) > 63 || !dnsLabel.MatchString(c.Fleet):
+		return fmt.Errorf("fleet name %q must be a lower-case DNS label (it is a label value)", c.Fleet)
+	case c.Zones < 0:
+		return fmt.Errorf("zones must not be negative, got %d", c.Zones)
+	case c.Connections < 0:
+		return fmt.Errorf("connections must not be negative, got %d", c.Connections)
+	case c.RegisterQPS <= 0:
+		return fmt.Errorf("register QPS must be positive, got %v", c.RegisterQPS)
+	}
+	if _, err := ParseIdentity(string(c.Identity)); err != nil {
+		return err
+	}
+	if err := c.Heartbeat.Validate(); err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	return nil
+}
+
+// NodeName is the name of node number index.
+func NodeName(prefix string, index int) string {
+	return fmt.Sprintf("%s-%05d", prefix, index)
+}
+
+func (c *Config) zone(index int) string {
+	if c.Zones <= 0 {
+		return ""
+	}
+	if c.ZoneOf != nil {
+		return c.ZoneOf(index, c.Zones)
+	}
+	return fmt.Sprintf("zone-%d", index%c.Zones+1)
+}
+
+// shutdownTimeout bounds the cleanup after a run.
+const shutdownTimeout = 2 * time.Minute

@@ -1,0 +1,213 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/scheduler"
+)
+
+// Fleet is many fake kubelets sharing clients, a scheduler and a watch.
+type Fleet struct {
+	cfg    Config
+	admin  kubernetes.Interface
+	sched  *scheduler.Scheduler
+	agents []*agent.Agent
+	byName map[string]*agent.Agent
+	tally  *Tally
+	nodes  *nodeWatch
+
+	running chan struct{} // closed once agents start
+
+	mu      sync.Mutex
+	started int
+	failed  []error // agents that gave up for good
+}
+
+// New builds a fleet against the cluster of restConfig.
+func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	admin, err := adminClient(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("build the fleet's client: %w", err)
+	}
+	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithClients(cfg, admin, clients)
+}
+
+// NewWithClients builds a fleet on given clients: admin for the fleet's own requests, heartbeat for
+// the agents, spread round-robin.
+func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients) (*Fleet, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(heartbeat) == 0 {
+		return nil, errors.New("no heartbeat clients")
+	}
+	tmpl, err := agent.NewTemplate(cfg.Template)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{
+		cfg:     cfg,
+		admin:   admin,
+		sched:   scheduler.New(cfg.Clock),
+		agents:  make([]*agent.Agent, cfg.Nodes),
+		byName:  make(map[string]*agent.Agent, cfg.Nodes),
+		tally:   newTally(),
+		running: make(chan struct{}),
+	}
+	acfg := &agent.Config{
+		Template:  tmpl,
+		Heartbeat: cfg.Heartbeat,
+		Scheduler: f.sched,
+		Recorder:  f.tally,
+		OnFatal:   f.agentFailed,
+	}
+	for i := range f.agents {
+		index := cfg.FirstIndex + i
+		name := NodeName(cfg.NamePrefix, index)
+		a := agent.New(acfg, heartbeat[i%len(heartbeat)], name, index, cfg.zone(index))
+		f.agents[i] = a
+		f.byName[name] = a
+	}
+	f.nodes = newNodeWatch(admin, tmpl, f.byName)
+	return f, nil
+}
+
+// Running is closed once the cluster passed the checks and agents begin to start.
+func (f *Fleet) Running() <-chan struct{} { return f.running }
+
+// OnNode adds a handler for every change the fleet's watch sees to one of its Nodes (old is nil when
+// a Node first appears). Handlers run on the watch's goroutine and must not modify the Nodes.
+func (f *Fleet) OnNode(h func(old, new *corev1.Node)) { f.nodes.OnNode(h) }
+
+// Agents returns the fleet's agents by position (node index - FirstIndex).
+func (f *Fleet) Agents() []*agent.Agent { return f.agents }
+
+// Agent returns the agent of node number index, or nil.
+func (f *Fleet) Agent(index int) *agent.Agent {
+	i := index - f.cfg.FirstIndex
+	if i < 0 || i >= len(f.agents) {
+		return nil
+	}
+	return f.agents[i]
+}
+
+// Config returns the fleet's configuration with defaults applied.
+func (f *Fleet) Config() Config { return f.cfg }
+
+// Scheduler is the fleet's scheduler, whose clock drives every agent.
+func (f *Fleet) Scheduler() *scheduler.Scheduler { return f.sched }
+
+// Tally returns the fleet's request and heartbeat counts.
+func (f *Fleet) Tally() *Tally { return f.tally }
+
+// Run checks the cluster, starts the agents at the register rate and heartbeats until ctx ends; then
+// it stops every agent and, unless Keep, deletes the Nodes and Leases it created. Nothing is written
+// if the check fails.
+func (f *Fleet) Run(ctx context.Context) error {
+	if err := f.Preflight(ctx); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	schedDone := make(chan struct{})
+	go func() { f.sched.Run(runCtx); close(schedDone) }()
+	watchErr := f.nodes.start(runCtx)
+	if watchErr == nil {
+		f.sched.After(0, &starter{f: f, ctx: runCtx, limit: rate.NewLimiter(rate.Limit(f.cfg.RegisterQPS), 1)})
+		close(f.running)
+		<-runCtx.Done()
+	}
+	f.stopAll()
+	cancel()
+	<-schedDone
+	if watchErr != nil {
+		return fmt.Errorf("watch the fleet's nodes: %w", watchErr)
+	}
+	if f.cfg.Keep {
+		return nil
+	}
+	cleanCtx, cancelClean := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancelClean()
+	return f.Cleanup(cleanCtx)
+}
+
+func (f *Fleet) stopAll() {
+	for _, a := range f.agents {
+		a.Stop()
+	}
+}
+
+func (f *Fleet) agentFailed(a *agent.Agent, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = append(f.failed, err)
+}
+
+// Failures returns why agents gave up for good.
+func (f *Fleet) Failures() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]error(nil), f.failed...)
+}
+
+// starter starts agents one by one as the registration rate limit admits them, as kubelets booting.
+type starter struct {
+	f     *Fleet
+	ctx   context.Context
+	limit *rate.Limiter
+	next  int
+}
+
+func (s *starter) Run() {
+	f := s.f
+	now := f.sched.Clock().Now()
+	for s.next < len(f.agents) && s.ctx.Err() == nil {
+		r := s.limit.ReserveN(now, 1)
+		if d := r.DelayFrom(now); d > 0 {
+			r.CancelAt(now)
+			f.sched.After(d, s)
+			return
+		}
+		f.agents[s.next].Start(s.ctx)
+		s.next++
+		f.mu.Lock()
+		f.started = s.next
+		f.mu.Unlock()
+	}
+}
+
+// Progress is how far the fleet has come.
+type Progress struct {
+	Nodes, Started, Registered, Ready, Failed int
+	Errors                                    int64
+	Elapsed                                   time.Duration
+}
+
+// Progress returns how many agents started, how many Nodes the watch has seen and how many are Ready.
+func (f *Fleet) Progress() Progress {
+	f.mu.Lock()
+	p := Progress{Nodes: len(f.agents), Started: f.started, Failed: len(f.failed)}
+	f.mu.Unlock()
+	p.Registered, p.Ready = f.nodes.counts()
+	p.Errors = f.tally.Errors()
+	return p
+}

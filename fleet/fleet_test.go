@@ -1,0 +1,199 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+type testFleet struct {
+	*Fleet
+	client *fake.Clientset
+	clock  *testingclock.FakeClock
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startFleet(t *testing.T, cfg Config, objects ...*corev1.Node) *testFleet {
+	t.Helper()
+	client := fake.NewClientset()
+	for _, n := range objects {
+		if _, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client.ClearActions()
+	fc := testingclock.NewFakeClock(t0)
+	cfg.Clock = fc
+	cfg.Template.Images = 3
+	f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tf := &testFleet{Fleet: f, client: client, clock: fc, cancel: cancel, done: make(chan error, 1)}
+	go func() { tf.done <- f.Run(ctx) }()
+	t.Cleanup(cancel)
+	return tf
+}
+
+// stop ends the run and returns Run's error.
+func (tf *testFleet) stop() error {
+	tf.cancel()
+	return <-tf.done
+}
+
+func (tf *testFleet) advance(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-tf.Running():
+	case err := <-tf.done:
+		t.Fatalf("fleet ended before running: %v", err)
+	}
+	tf.Scheduler().Advance(tf.clock, t0.Add(d))
+}
+
+func writes(client *fake.Clientset) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+	}
+	return out
+}
+
+func TestAgentsStartAtTheRegisterRate(t *testing.T) {
+	tf := startFleet(t, Config{Nodes: 50, RegisterQPS: 10})
+	tf.advance(t, 2*time.Second)
+	// One at once, then one every 100 ms: 21 by 2 s.
+	if got := tf.Progress().Started; got != 21 {
+		t.Fatalf("%d agents started in 2 s at 10/s, want 21", got)
+	}
+	tf.advance(t, 10*time.Second)
+	if got := tf.Progress().Started; got != 50 {
+		t.Fatalf("%d agents started after 10 s, want all 50", got)
+	}
+	nodes, err := tf.client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 50 {
+		t.Fatalf("%d nodes registered (%v), want 50", len(nodes.Items), err)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return tf.Progress().Ready == 50, nil }); err != nil {
+		t.Errorf("the fleet's watch saw %d Ready nodes, want 50", tf.Progress().Ready)
+	}
+	if err := tf.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShutdownDeletesOnlyWhatTheFleetCreated(t *testing.T) {
+	neighbour := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00099", Labels: map[string]string{"team": "prod"}}}
+	otherFleet := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00098", Labels: map[string]string{agent.FleetLabel: "other"}}}
+	tf := startFleet(t, Config{Nodes: 5}, neighbour, otherFleet)
+	tf.advance(t, 30*time.Second)
+	foreignLease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00099", Namespace: agent.LeaseNamespace}}
+	if _, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Create(context.Background(), foreignLease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tf.stop(); err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := tf.client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	if strings.Join(names, ",") != "fakelet-00098,fakelet-00099" {
+		t.Errorf("nodes after shutdown %v, want only the two that were not the fleet's", names)
+	}
+	leases, _ := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).List(context.Background(), metav1.ListOptions{})
+	if len(leases.Items) != 1 || leases.Items[0].Name != "fakelet-00099" {
+		t.Errorf("leases after shutdown %v, want only the foreign one", leases.Items)
+	}
+}
+
+func TestKeepLeavesNodesAndLeases(t *testing.T) {
+	tf := startFleet(t, Config{Nodes: 3, Keep: true})
+	tf.advance(t, 30*time.Second)
+	if err := tf.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range writes(tf.client) {
+		if strings.HasPrefix(w, "delete") {
+			t.Fatalf("--keep deleted: %v", w)
+		}
+	}
+	leases, _ := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).List(context.Background(), metav1.ListOptions{})
+	if len(leases.Items) != 3 {
+		t.Errorf("%d leases kept, want 3", len(leases.Items))
+	}
+}
+
+func TestForeignNodeWithOurNameStopsTheRunBeforeAnyWrite(t *testing.T) {
+	squatter := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00002"}}
+	tf := startFleet(t, Config{Nodes: 5}, squatter)
+	err := <-tf.done
+	if err == nil || !strings.Contains(err.Error(), "fakelet-00002 (no fleet label)") {
+		t.Fatalf("run error %v, want one naming fakelet-00002", err)
+	}
+	if w := writes(tf.client); len(w) != 0 {
+		t.Errorf("the refused run wrote %v", w)
+	}
+}
+
+func TestUnreachableClusterFailsBeforeAnyWrite(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("connection refused")
+	})
+	f, err := NewWithClients(Config{Nodes: 2, Clock: testingclock.NewFakeClock(t0)}, client,
+		[]agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "list nodes") {
+		t.Fatalf("run error %v, want the failed node list", err)
+	}
+	if w := writes(client); len(w) != 0 {
+		t.Errorf("wrote %v", w)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Nodes: 0}, "nodes must be positive"},
+		{Config{Nodes: 1, NamePrefix: "Bad_Prefix"}, "name prefix"},
+		{Config{Nodes: 1, Fleet: "no spaces"}, "fleet name"},
+		{Config{Nodes: 1, RegisterQPS: -1}, "register QPS"},
+		{Config{Nodes: 1, Identity: "root"}, "unknown identity"},
+		{Config{Nodes: 1, Heartbeat: agent.Heartbeat{Mode: "gossip"}}, "heartbeat mode"},
+		{Config{Nodes: 1, Heartbeat: agent.Heartbeat{LeaseDurationSeconds: 40, RenewInterval: time.Minute}}, "shorter than the lease duration"},
+	} {
+		err := tc.cfg.WithDefaults().Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// Preflight fails, before anything is written, if the cluster cannot be reached or already has Nodes
+// with the fleet's names that are not the fleet's own.
+func (f *Fleet) Preflight(ctx context.Context) error {
+	var foreign []string
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := f.admin.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list nodes to check that the fleet's names are free: %w", err)
+		}
+		for i := range list.Items {
+			n := &list.Items[i]
+			if f.byName[n.Name] == nil || n.Labels[agent.FleetLabel] == f.cfg.Fleet {
+				continue
+			}
+			owner := "no fleet label"
+			if v, ok := n.Labels[agent.FleetLabel]; ok {
+				owner = agent.FleetLabel + "=" + v
+			}
+			foreign = append(foreign, n.Name+" ("+owner+")")
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	sort.Strings(foreign)
+	shown := foreign
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], "and "+strconv.Itoa(len(foreign)-10)+" more")
+	}
+	return fmt.Errorf("%d node(s) with the fleet's names already exist and are not fleet %q's: %s; "+
+		"choose another --name-prefix, or remove them yourself: fakelet never touches what it did not create",
+		len(foreign), f.cfg.Fleet, strings.Join(shown, ", "))
+}

@@ -1,0 +1,146 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// nodeWatch is the one watch on the fleet's Nodes that stands in for every kubelet's own node
+// informer: each agent learns from it what the node lifecycle controller changed.
+type nodeWatch struct {
+	informer cache.SharedIndexInformer
+	agents   map[string]*agent.Agent
+
+	mu          sync.Mutex
+	seen        map[string]bool // name -> Ready
+	ready       int
+	handlers    []func(old, new *corev1.Node)
+	handlerMu   sync.RWMutex
+	syncTimeout time.Duration
+}
+
+func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agents map[string]*agent.Agent) *nodeWatch {
+	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: tmpl.Fleet}).String()
+	nodes := client.CoreV1().Nodes()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return nodes.Watch(ctx, o)
+		},
+	}
+	// The wrapper lets a client that cannot stream lists (the fake clientset) say so.
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{}, 0, cache.Indexers{})
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			return tmpl.Compact(n), nil
+		}
+		return obj, nil
+	})
+	w := &nodeWatch{informer: inf, agents: agents, seen: make(map[string]bool, len(agents)), syncTimeout: time.Minute}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.observe(nil, obj) },
+		UpdateFunc: func(old, obj any) { w.observe(old, obj) },
+		DeleteFunc: w.forget,
+	})
+	return w
+}
+
+// start runs the watch until ctx ends and waits for its first list.
+func (w *nodeWatch) start(ctx context.Context) error {
+	go w.informer.RunWithContext(ctx)
+	syncCtx, cancel := context.WithTimeout(ctx, w.syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), w.informer.HasSynced) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("no list of nodes within %v", w.syncTimeout)
+	}
+	return nil
+}
+
+// OnNode adds a handler called with every change to one of the fleet's Nodes (old is nil when the
+// Node first appears). Handlers must not modify the Nodes.
+func (w *nodeWatch) OnNode(h func(old, new *corev1.Node)) {
+	w.handlerMu.Lock()
+	defer w.handlerMu.Unlock()
+	w.handlers = append(w.handlers, h)
+}
+
+func (w *nodeWatch) observe(oldObj, obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	if a := w.agents[n.Name]; a != nil {
+		a.ObserveNode(n)
+	} else {
+		return // a node of our fleet run by another process or shard
+	}
+	ready := isReady(n)
+	w.mu.Lock()
+	was, known := w.seen[n.Name]
+	w.seen[n.Name] = ready
+	switch {
+	case ready && (!known || !was):
+		w.ready++
+	case !ready && known && was:
+		w.ready--
+	}
+	w.mu.Unlock()
+	old, _ := oldObj.(*corev1.Node)
+	w.handlerMu.RLock()
+	defer w.handlerMu.RUnlock()
+	for _, h := range w.handlers {
+		h(old, n)
+	}
+}
+
+func (w *nodeWatch) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ready, known := w.seen[n.Name]; known {
+		if ready {
+			w.ready--
+		}
+		delete(w.seen, n.Name)
+	}
+}
+
+func (w *nodeWatch) counts() (registered, ready int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen), w.ready
+}
+
+func isReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
