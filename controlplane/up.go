@@ -294,6 +294,10 @@ func (s *starter) startComponent(name string, nPorts int, client *http.Client,
 			stopComponent(stopCtx, procfs{}, c, stopGracePeriod)
 			cancel()
 		}
+		if s.ctx.Err() != nil {
+			// Interrupted: the log would only tell of the shutdown we caused.
+			return c, fmt.Errorf("start %s: %w", name, context.Cause(s.ctx))
+		}
 		tail := logTail(c.Log, logTailLines)
 		if exited && isPortInUse(tail) && attempt < startAttempts {
 			fmt.Fprintf(s.progress, "%s lost a port to another process; retrying on new ports\n", name)
