@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +166,18 @@ func TestLoadCA(t *testing.T) {
 	}
 	if _, err := LoadCA(filepath.Join(dir, "missing.crt"), filepath.Join(dir, "ca.key")); err == nil {
 		t.Error("LoadCA of a missing file succeeded")
+	}
+}
+
+// BenchmarkIssueClientCert measures what per-node kubelet credentials cost a fleet at start.
+func BenchmarkIssueClientCert(b *testing.B) {
+	ca, _, err := newCA("bench-ca", time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		if _, _, err := ca.IssueClientCert(NodeUser("fakelet-"+strconv.Itoa(i)), []string{NodesGroup}, 0); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
