@@ -18,6 +18,9 @@ func (s *Scheduler) WaitIdle() {
 		if !due && s.busy == s.parked {
 			return
 		}
+		if due {
+			s.wake()
+		}
 		s.cond.Wait()
 	}
 }

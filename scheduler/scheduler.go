@@ -72,11 +72,17 @@ func (s *Scheduler) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	sl := &sleeper{wake: make(chan struct{})}
+	// Parking and queueing the wake-up happen at once, so WaitIdle never sees this task parked
+	// without its deadline in the queue.
 	s.mu.Lock()
 	s.parked++
+	s.seq++
+	first := s.queue.push(entry{when: s.clock.Now().Add(d), seq: s.seq, sleeper: sl})
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	s.push(entry{when: s.clock.Now().Add(d), sleeper: sl})
+	if first {
+		s.wake()
+	}
 	select {
 	case <-sl.wake:
 		return nil
@@ -97,7 +103,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 	defer s.wg.Wait()
 	defer close(s.done)
 	for {
-		due, now, wait, ok := s.popDue()
+		due, ok := s.popDue()
 		for _, e := range due {
 			s.dispatch(e)
 		}
@@ -107,14 +113,13 @@ func (s *Scheduler) Run(ctx context.Context) {
 		var timer clock.Timer
 		var fire <-chan time.Time
 		if ok {
+			// A fake clock may move between here and the timer, making it fire late; WaitIdle kicks
+			// the loop when it sees work due, so nothing waits on such a timer.
+			s.mu.Lock()
+			wait := s.queue.peek().when.Sub(s.clock.Now())
+			s.mu.Unlock()
 			timer = s.clock.NewTimer(wait)
 			fire = timer.C()
-			// A timer is relative to the time it is made: if the clock moved since popDue read it,
-			// this one may fire late, so look again.
-			if !s.clock.Now().Equal(now) {
-				timer.Stop()
-				continue
-			}
 		}
 		select {
 		case <-ctx.Done():
@@ -145,23 +150,27 @@ func (s *Scheduler) push(e entry) {
 	first := s.queue.push(e)
 	s.mu.Unlock()
 	if first {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+		s.wake()
 	}
 }
 
-// popDue removes the entries due now, wakes due sleepers, and says how long until the next entry.
-func (s *Scheduler) popDue() (due []entry, now time.Time, wait time.Duration, ok bool) {
+// wake makes the dispatcher look at the queue again.
+func (s *Scheduler) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// popDue removes the entries due now, wakes due sleepers, and says whether any entry is left.
+func (s *Scheduler) popDue() (due []entry, more bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.cond.Broadcast()
-	now = s.clock.Now()
+	now := s.clock.Now()
 	for s.queue.Len() > 0 {
-		next := s.queue.peek()
-		if next.when.After(now) {
-			return due, now, next.when.Sub(now), true
+		if s.queue.peek().when.After(now) {
+			return due, true
 		}
 		e := s.queue.pop()
 		if sl := e.sleeper; sl != nil {
@@ -175,7 +184,7 @@ func (s *Scheduler) popDue() (due []entry, now time.Time, wait time.Duration, ok
 		s.busy++
 		due = append(due, e)
 	}
-	return due, now, 0, false
+	return due, false
 }
 
 func (s *Scheduler) dispatch(e entry) {

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleet"
+)
+
+func init() { subcommandFactories = append(subcommandFactories, newRunCommand) }
+
+type runFlags struct {
+	target                targetFlags
+	fleet                 fleet.Config
+	mode, identity        string
+	leaseDuration         time.Duration
+	renewInterval         time.Duration
+	statusUpdateFrequency time.Duration
+	statusReportFrequency time.Duration
+	duration              time.Duration
+	images                int
+}
+
+func newRunCommand() *cobra.Command {
+	var rf runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a fleet of fake kubelets against a control plane",
+		Long: `Run a fleet of fake kubelets: each registers a Node, renews its Lease and patches its
+NodeStatus with a v1.37 kubelet's requests and timing. With neither --kubeconfig nor --context,
+fakelet uses the local control plane (starting it if none is up, and stopping it afterwards if
+it started it); another cluster is only ever targeted by one of those flags. At the end fakelet
+deletes the Nodes and Leases it created, unless --keep.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := rf.config()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runFleet(ctx, cmd, rf, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&rf.target.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to target (default: the local control plane)")
+	f.StringVar(&rf.target.context, "context", "", "kubeconfig context of the cluster to target (default: the local control plane)")
+	f.StringVar(&rf.target.controlPlaneDir, "controlplane-dir", controlplane.DefaultDir, "directory of the local control plane")
+	f.StringVar(&rf.target.binDir, "bin-dir", "", "directory of the control plane binaries (see fakelet controlplane up)")
+	f.StringArrayVar(&rf.target.apiServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag when fakelet starts the local control plane (repeatable)")
+	f.StringArrayVar(&rf.target.controllerMgrArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag when fakelet starts the local control plane (repeatable)")
+	f.IntVar(&rf.fleet.Nodes, "nodes", 1000, "number of fake kubelets")
+	f.StringVar(&rf.fleet.NamePrefix, "name-prefix", fleet.DefaultNamePrefix, "node i is named PREFIX-NNNNN")
+	f.StringVar(&rf.fleet.Fleet, "fleet", fleet.DefaultFleet, "fleet name, the value of the "+agent.FleetLabel+" label on every Node fakelet creates")
+	f.IntVar(&rf.fleet.Zones, "zones", 0, "label nodes with topology.kubernetes.io/zone zone-1..zone-N round-robin (0: no zone label)")
+	f.StringVar(&rf.mode, "mode", string(agent.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
+	f.DurationVar(&rf.leaseDuration, "lease-duration", agent.DefaultLeaseDurationSeconds*time.Second, "lease duration (whole seconds); the lease is renewed every quarter of it")
+	f.DurationVar(&rf.renewInterval, "renew-interval", 0, "lease renew interval (default: a quarter of --lease-duration)")
+	f.DurationVar(&rf.statusUpdateFrequency, "status-update-frequency", agent.DefaultStatusUpdateFrequency, "how often each kubelet recomputes its node status")
+	f.DurationVar(&rf.statusReportFrequency, "status-report-frequency", agent.DefaultStatusReportFrequency, "how often an unchanged status is patched in lease mode")
+	f.DurationVar(&rf.duration, "duration", 0, "how long to run (0: until Ctrl-C)")
+	f.IntVar(&rf.fleet.Connections, "connections", 0, "HTTP/2 connections the fleet's kubelets share (0: one per 1000 nodes)")
+	f.Float64Var(&rf.fleet.RegisterQPS, "register-qps", fleet.DefaultRegisterQPS, "kubelets started (and so Nodes registered) per second")
+	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
+	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
+	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
+	return cmd
+}
+
+// config checks the flags and turns them into a fleet configuration.
+func (rf *runFlags) config() (fleet.Config, error) {
+	cfg := rf.fleet
+	mode, err := agent.ParseMode(rf.mode)
+	if err != nil {
+		return cfg, fmt.Errorf("--mode: %w", err)
+	}
+	if cfg.Identity, err = fleet.ParseIdentity(rf.identity); err != nil {
+		return cfg, fmt.Errorf("--identity: %w", err)
+	}
+	if rf.leaseDuration <= 0 || rf.leaseDuration%time.Second != 0 {
+		return cfg, fmt.Errorf("--lease-duration must be a positive whole number of seconds, got %v", rf.leaseDuration)
+	}
+	for name, d := range map[string]time.Duration{
+		"--renew-interval": rf.renewInterval, "--duration": rf.duration,
+		"--status-update-frequency": rf.statusUpdateFrequency, "--status-report-frequency": rf.statusReportFrequency,
+	} {
+		if d < 0 {
+			return cfg, fmt.Errorf("%s must not be negative, got %v", name, d)
+		}
+	}
+	if rf.images < 0 || rf.images > agent.MaxImages {
+		return cfg, fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, rf.images)
+	}
+	cfg.Heartbeat = agent.Heartbeat{
+		Mode:                  mode,
+		LeaseDurationSeconds:  int32(rf.leaseDuration / time.Second),
+		RenewInterval:         rf.renewInterval,
+		StatusUpdateFrequency: rf.statusUpdateFrequency,
+		StatusReportFrequency: rf.statusReportFrequency,
+	}
+	cfg.Template.Images = rf.images
+	if rf.images == 0 {
+		cfg.Template.Images = -1
+	}
+	cfg = cfg.WithDefaults()
+	return cfg, cfg.Validate()
+}
+
+func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config) error {
+	out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	tgt, err := resolveTarget(ctx, rf.target, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintln(log, "stop the local control plane:", err)
+		}
+	}()
+	fmt.Fprintf(log, "target: %s\n", tgt.description)
+	f, err := fleet.New(cfg, tgt.config)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "fleet %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s\n",
+		cfg.Fleet, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
+		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS)
+
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if rf.duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, rf.duration)
+	}
+	defer cancel()
+	begin := time.Now()
+	progressDone := make(chan struct{})
+	progressCtx, stopProgress := context.WithCancel(runCtx)
+	go func() {
+		defer close(progressDone)
+		select {
+		case <-f.Running():
+			showProgress(progressCtx, log, f, 30*time.Second)
+		case <-progressCtx.Done():
+		}
+	}()
+	runErr := f.Run(runCtx)
+	stopProgress()
+	<-progressDone
+	elapsed := time.Since(begin)
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		select {
+		case <-f.Running():
+		default:
+			return runErr // refused before anything was written: no summary to give
+		}
+	}
+	summarize(tgt.description, f, elapsed).render(out)
+	if !cfg.Keep && runErr == nil {
+		fmt.Fprintf(log, "deleted the fleet's Nodes and Leases (use --keep to leave them)\n")
+	}
+	return runErr
+}
+
+// signalContext ends on the first SIGINT or SIGTERM; a second one exits at once.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sig:
+			fmt.Fprintln(os.Stderr, "\nstopping: the fleet's Nodes and Leases are being deleted (again to quit at once)")
+			cancel()
+		case <-ctx.Done():
+			return
+		}
+		<-sig
+		os.Exit(130)
+	}()
+	return ctx, func() { signal.Stop(sig); cancel() }
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleet"
+)
+
+// runSummary is what the end of a run prints.
+type runSummary struct {
+	Target    string
+	Mode      agent.Mode
+	Elapsed   time.Duration
+	Progress  fleet.Progress
+	Heartbeat map[string][2]int64 // kind -> ok, failed
+	Requests  []fleet.Count
+	Failures  []error
+	Usage     processUsage
+}
+
+func summarize(target string, f *fleet.Fleet, elapsed time.Duration) runSummary {
+	s := runSummary{
+		Target: target, Mode: f.Config().Heartbeat.Mode, Elapsed: elapsed,
+		Progress: f.Progress(), Heartbeat: map[string][2]int64{},
+		Requests: f.Tally().Requests(), Failures: f.Failures(), Usage: selfUsage(),
+	}
+	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
+		ok, failed := f.Tally().Heartbeats(kind)
+		s.Heartbeat[kind] = [2]int64{ok, failed}
+	}
+	return s
+}
+
+func (s runSummary) render(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := s.Progress
+	fmt.Fprintf(tw, "fakelet run summary\n")
+	fmt.Fprintf(tw, "  target\t%s\n", s.Target)
+	fmt.Fprintf(tw, "  duration\t%s\n", s.Elapsed.Round(100*time.Millisecond))
+	fmt.Fprintf(tw, "  nodes\t%d started, %d registered, %d Ready at the end, %d refused\n", p.Started, p.Registered, p.Ready, p.Failed)
+	fmt.Fprintf(tw, "  heartbeat mode\t%s\n", s.Mode)
+	secs := max(s.Elapsed.Seconds(), 1e-9)
+	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
+		hb := s.Heartbeat[kind]
+		fmt.Fprintf(tw, "  %s heartbeats\t%d ok, %d failed (%.1f/s)\n", kind, hb[0], hb[1], float64(hb[0])/secs)
+	}
+	var total, failed int64
+	for _, c := range s.Requests {
+		total += c.OK + c.Failed
+		failed += c.Failed
+	}
+	fmt.Fprintf(tw, "  requests\t%d (%.1f/s), %d failed\n", total, float64(total)/secs, failed)
+	for _, c := range s.Requests {
+		fmt.Fprintf(tw, "    %s %s\t%d ok, %d failed\n", c.Verb, c.Resource, c.OK, c.Failed)
+	}
+	fmt.Fprintf(tw, "  fleet CPU\t%.2f s (%.1f%% of a core)\n", s.Usage.CPU.Seconds(), 100*s.Usage.CPU.Seconds()/secs)
+	fmt.Fprintf(tw, "  fleet memory\t%.1f MiB RSS, %.1f MiB peak\n", mib(s.Usage.RSS), mib(s.Usage.MaxRSS))
+	_ = tw.Flush()
+	for i, err := range s.Failures {
+		if i == 5 {
+			fmt.Fprintf(w, "  ... and %d more refused nodes\n", len(s.Failures)-5)
+			break
+		}
+		fmt.Fprintf(w, "  refused: %v\n", err)
+	}
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"fakelet.dev/fakelet/controlplane"
+)
+
+// target is the cluster a run talks to, and how to let go of it afterwards.
+type target struct {
+	config      *rest.Config
+	description string
+	local       *controlplane.ControlPlane // nil for a cluster given by --kubeconfig or --context
+	release     func(context.Context) error
+}
+
+type targetFlags struct {
+	kubeconfig, context string
+	controlPlaneDir     string
+	binDir              string
+	apiServerArgs       []string
+	controllerMgrArgs   []string
+}
+
+// resolveTarget picks the cluster: the one named by --kubeconfig or --context, or else the local
+// control plane, started if none is up and stopped at release if this run started it. $KUBECONFIG is
+// never used unless one of the two flags asks for a kubeconfig.
+func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*target, error) {
+	if f.kubeconfig != "" || f.context != "" {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		if f.kubeconfig != "" {
+			rules.ExplicitPath = f.kubeconfig
+		}
+		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
+		cfg, err := cc.ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig: %w", err)
+		}
+		raw, _ := cc.RawConfig()
+		ctxName := f.context
+		if ctxName == "" {
+			ctxName = raw.CurrentContext
+		}
+		return &target{
+			config:      cfg,
+			description: fmt.Sprintf("%s (context %s)", cfg.Host, ctxName),
+			release:     func(context.Context) error { return nil },
+		}, nil
+	}
+	opts := controlplane.Options{
+		Dir: f.controlPlaneDir, BinDir: f.binDir, Progress: progress,
+		APIServerArgs: f.apiServerArgs, ControllerManagerArgs: f.controllerMgrArgs,
+	}
+	started := false
+	cp, err := controlplane.Attach(f.controlPlaneDir)
+	switch {
+	case err == nil && len(f.apiServerArgs)+len(f.controllerMgrArgs) > 0:
+		return nil, fmt.Errorf("a control plane already runs in %s, so the component arguments cannot apply: stop it first (fakelet controlplane down --dir %s)", cp.Dir, cp.Dir)
+	case err != nil:
+		fmt.Fprintln(progress, "starting the local control plane in", f.controlPlaneDir)
+		if cp, err = controlplane.Up(ctx, opts); err != nil {
+			return nil, err
+		}
+		started = true
+	}
+	t := &target{
+		config:      cp.AdminConfig(),
+		description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir),
+		local:       cp,
+		release:     func(context.Context) error { return nil },
+	}
+	if started {
+		t.release = cp.Down
+	}
+	return t, nil
+}
