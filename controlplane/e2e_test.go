@@ -376,7 +376,7 @@ func processesMentioning(t *testing.T, dir string) []int {
 		if err != nil {
 			continue
 		}
-		if cmdline, err := (procfs{}).cmdline(pid); err == nil && strings.Contains(strings.Join(cmdline, " "), dir) {
+		if info, err := (procfs{}).process(pid); err == nil && strings.Contains(strings.Join(info.cmdline, " "), dir) {
 			pids = append(pids, pid)
 		}
 	}

@@ -67,49 +67,82 @@ func (s procStatus) String() string {
 	return [...]string{"gone", "running", "pid reused by another process"}[s]
 }
 
+// procInfo is what /proc says about one live process.
+type procInfo struct {
+	// startTime is when it started, in clock ticks after boot: with the pid, it names one process
+	// for as long as the machine runs, where a pid alone can be reused.
+	startTime uint64
+	// cmdline is empty once an exiting process has released its memory, a moment before it
+	// becomes a zombie.
+	cmdline []string
+}
+
 // procReader is the part of /proc the control plane reads; tests replace it with fake pids.
 type procReader interface {
-	// cmdline returns the command line of a live process, or an error wrapping fs.ErrNotExist if
-	// there is none (a zombie counts as none: it has exited, and has no command line any more).
-	cmdline(pid int) ([]string, error)
+	// process describes a live process, or returns an error wrapping fs.ErrNotExist if there is
+	// none (a zombie counts as none: it has exited).
+	process(pid int) (procInfo, error)
 	// rss returns the resident set size of a live process, in bytes.
 	rss(pid int) (int64, error)
 }
 
-// inspect tells whether c's process is still the one that was started.
+// inspect tells whether c's process is still the one that was started: same start time (when
+// recorded) and same command line, or, while it exits, same start time and no command line left.
 func inspect(r procReader, c ComponentState) procStatus {
 	if c.PID <= 0 {
 		return procGone
 	}
-	cmdline, err := r.cmdline(c.PID)
+	info, err := r.process(c.PID)
 	if err != nil {
 		return procGone
 	}
-	if !slices.Equal(cmdline, c.Args) {
+	sameStart := c.ProcStartTime != 0 && info.startTime == c.ProcStartTime
+	switch {
+	case c.ProcStartTime != 0 && !sameStart:
+		return procForeign
+	case slices.Equal(info.cmdline, c.Args):
+		return procOurs
+	case sameStart && len(info.cmdline) == 0:
+		return procOurs // exiting: it still holds its files and ports
+	default:
 		return procForeign
 	}
-	return procOurs
 }
 
 // procfs reads the real /proc.
 type procfs struct{}
 
-func (procfs) cmdline(pid int) ([]string, error) {
+func (procfs) process(pid int) (procInfo, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return nil, err
+		return procInfo{}, err
 	}
-	// The state letter follows the command name in parentheses, which may itself hold ") ".
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
-		if state := stat[i+2]; state == 'Z' || state == 'X' {
-			return nil, fmt.Errorf("process %d has exited: %w", pid, fs.ErrNotExist)
-		}
+	// The fields after the command name, which is in parentheses and may itself hold ") ":
+	// state is field 3 of proc(5), starttime field 22.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return procInfo{}, fmt.Errorf("parse /proc/%d/stat: no command name", pid)
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 {
+		return procInfo{}, fmt.Errorf("parse /proc/%d/stat: %d fields after the command name", pid, len(fields))
+	}
+	if state := fields[0]; state == "Z" || state == "X" {
+		return procInfo{}, fmt.Errorf("process %d has exited: %w", pid, fs.ErrNotExist)
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return procInfo{}, fmt.Errorf("parse start time in /proc/%d/stat: %w", pid, err)
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
-		return nil, err
+		return procInfo{}, err
 	}
-	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), nil
+	var cmdline []string
+	if len(b) > 0 {
+		cmdline = strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	}
+	return procInfo{startTime: start, cmdline: cmdline}, nil
 }
 
 func (procfs) rss(pid int) (int64, error) {

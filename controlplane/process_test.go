@@ -30,7 +30,11 @@ func startSleeper(t *testing.T, script string) (ComponentState, *process) {
 		syscall.Kill(-p.pid, syscall.SIGKILL)
 		<-p.exited
 	})
-	return ComponentState{Name: "sleeper", PID: p.pid, Args: args, Log: logFile}, p
+	info, err := (procfs{}).process(p.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ComponentState{Name: "sleeper", PID: p.pid, Args: args, Log: logFile, ProcStartTime: info.startTime}, p
 }
 
 // waitStarted waits for the sleeper's first log line: until then its command line may still be
@@ -75,6 +79,7 @@ func TestStopComponent(t *testing.T) {
 			name: "pid runs something else: left alone", script: "sleep 60 & wait", grace: time.Second,
 			recorded: func(c ComponentState) ComponentState {
 				c.Args = []string{"/usr/local/bin/etcd", "--name=fakelet"}
+				c.ProcStartTime = 0
 				return c
 			},
 			wantGone: false,

@@ -10,31 +10,34 @@ import (
 	"testing"
 )
 
-// fakeProcs is a /proc of made-up pids: pid -> command line.
-type fakeProcs map[int][]string
+// fakeProcs is a /proc of made-up pids.
+type fakeProcs map[int]procInfo
 
-func (f fakeProcs) cmdline(pid int) ([]string, error) {
-	if c, ok := f[pid]; ok {
-		return c, nil
+func (f fakeProcs) process(pid int) (procInfo, error) {
+	if p, ok := f[pid]; ok {
+		return p, nil
 	}
-	return nil, fmt.Errorf("pid %d: %w", pid, fs.ErrNotExist)
+	return procInfo{}, fmt.Errorf("pid %d: %w", pid, fs.ErrNotExist)
 }
+
+// running is the procInfo of c's own process.
+func running(c ComponentState) procInfo { return procInfo{startTime: c.ProcStartTime, cmdline: c.Args} }
 
 func (f fakeProcs) rss(pid int) (int64, error) { return 1 << 20, nil }
 
 func TestAssess(t *testing.T) {
 	st := testState()
 	etcd, apiserver, kcm := st.Components[0], st.Components[1], st.Components[2]
-	allRunning := fakeProcs{101: etcd.Args, 102: apiserver.Args, 103: kcm.Args}
-	withProc := func(pid int, cmdline []string) fakeProcs {
+	allRunning := fakeProcs{101: running(etcd), 102: running(apiserver), 103: running(kcm)}
+	withProc := func(pid int, p *procInfo) fakeProcs {
 		f := fakeProcs{}
 		for k, v := range allRunning {
 			f[k] = v
 		}
-		if cmdline == nil {
+		if p == nil {
 			delete(f, pid)
 		} else {
-			f[pid] = cmdline
+			f[pid] = *p
 		}
 		return f
 	}
@@ -62,12 +65,12 @@ func TestAssess(t *testing.T) {
 		},
 		{
 			name: "apiserver pid reused by another program", state: testState,
-			procs: withProc(102, []string{"/usr/bin/vim", "notes.txt"}), check: healthy,
+			procs: withProc(102, &procInfo{startTime: 5000, cmdline: []string{"/usr/bin/vim", "notes.txt"}}), check: healthy,
 			wantSurvivors: []string{Etcd, ControllerManager}, wantProblem: "pid reused",
 		},
 		{
 			name: "same binary, other arguments: another control plane's", state: testState,
-			procs: withProc(101, []string{"/bin/etcd", "--name=other"}), check: healthy,
+			procs: withProc(101, &procInfo{startTime: etcd.ProcStartTime, cmdline: []string{"/bin/etcd", "--name=other"}}), check: healthy,
 			wantSurvivors: []string{APIServer, ControllerManager}, wantProblem: "etcd (pid 101) pid reused",
 		},
 		{
@@ -120,24 +123,31 @@ func TestAssess(t *testing.T) {
 }
 
 func TestInspect(t *testing.T) {
-	c := ComponentState{Name: Etcd, PID: 7, Args: []string{"/bin/etcd", "--data-dir=/a"}}
+	args := []string{"/bin/etcd", "--data-dir=/a"}
+	c := ComponentState{Name: Etcd, PID: 7, Args: args, ProcStartTime: 1234}
+	legacy := c // recorded without a start time: the command line alone decides
+	legacy.ProcStartTime = 0
 	tests := []struct {
-		name  string
-		procs fakeProcs
-		pid   int
-		want  procStatus
+		name     string
+		recorded ComponentState
+		procs    fakeProcs
+		want     procStatus
 	}{
-		{"ours", fakeProcs{7: {"/bin/etcd", "--data-dir=/a"}}, 7, procOurs},
-		{"gone", fakeProcs{}, 7, procGone},
-		{"reused", fakeProcs{7: {"/bin/sh"}}, 7, procForeign},
-		{"one argument more", fakeProcs{7: {"/bin/etcd", "--data-dir=/a", "--x"}}, 7, procForeign},
-		{"never started", fakeProcs{0: {"/bin/etcd", "--data-dir=/a"}}, 0, procGone},
+		{"ours", c, fakeProcs{7: {1234, args}}, procOurs},
+		{"gone", c, fakeProcs{}, procGone},
+		{"exiting: memory released, files not yet", c, fakeProcs{7: {1234, nil}}, procOurs},
+		{"reused by another program", c, fakeProcs{7: {9999, []string{"/bin/sh"}}}, procForeign},
+		{"reused by the same command line, started later", c, fakeProcs{7: {9999, args}}, procForeign},
+		{"reused by a kernel thread", c, fakeProcs{7: {9999, nil}}, procForeign},
+		{"same start, one argument more", c, fakeProcs{7: {1234, append(args[:2:2], "--x")}}, procForeign},
+		{"never started", ComponentState{Name: Etcd, Args: args}, fakeProcs{0: {1234, args}}, procGone},
+		{"no start time recorded, ours", legacy, fakeProcs{7: {1234, args}}, procOurs},
+		{"no start time recorded, reused", legacy, fakeProcs{7: {1234, []string{"/bin/sh"}}}, procForeign},
+		{"no start time recorded, no command line", legacy, fakeProcs{7: {1234, nil}}, procForeign},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := c
-			c.PID = tt.pid
-			if got := inspect(tt.procs, c); got != tt.want {
+			if got := inspect(tt.procs, tt.recorded); got != tt.want {
 				t.Errorf("inspect = %v, want %v", got, tt.want)
 			}
 		})

@@ -47,9 +47,12 @@ type ComponentState struct {
 	PID  int    `json:"pid"`
 	// Args is the full command line, Args[0] the binary. Nothing is signalled unless
 	// /proc/<pid>/cmdline is exactly this, so a reused pid is never killed.
-	Args      []string       `json:"args"`
-	Ports     map[string]int `json:"ports"`
-	HealthURL string         `json:"healthURL"`
+	Args []string `json:"args"`
+	// ProcStartTime is the process's start time from /proc/<pid>/stat (clock ticks after boot);
+	// it must match too, and it tells an exiting component (no cmdline left) from a new process.
+	ProcStartTime uint64         `json:"procStartTime,omitempty"`
+	Ports         map[string]int `json:"ports"`
+	HealthURL     string         `json:"healthURL"`
 	// MetricsURL is the component's Prometheus endpoint; see ControlPlane.MetricsClient.
 	MetricsURL string    `json:"metricsURL"`
 	Log        string    `json:"log"`

@@ -15,9 +15,9 @@ func testState() *State {
 		APIServerURL: "https://127.0.0.1:40001",
 		ExtraArgs:    map[string][]string{APIServer: {"--max-requests-inflight=800"}},
 		Components: []ComponentState{
-			{Name: Etcd, PID: 101, Args: []string{"/bin/etcd", "--name=fakelet"}, Ports: map[string]int{"client": 40002}},
-			{Name: APIServer, PID: 102, Args: []string{"/bin/kube-apiserver"}, Ports: map[string]int{"secure": 40001}},
-			{Name: ControllerManager, PID: 103, Args: []string{"/bin/kube-controller-manager"}, Ports: map[string]int{"secure": 40003}},
+			{Name: Etcd, PID: 101, ProcStartTime: 1001, Args: []string{"/bin/etcd", "--name=fakelet"}, Ports: map[string]int{"client": 40002}},
+			{Name: APIServer, PID: 102, ProcStartTime: 1002, Args: []string{"/bin/kube-apiserver"}, Ports: map[string]int{"secure": 40001}},
+			{Name: ControllerManager, PID: 103, ProcStartTime: 1003, Args: []string{"/bin/kube-controller-manager"}, Ports: map[string]int{"secure": 40003}},
 		},
 	}
 }

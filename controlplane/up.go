@@ -278,6 +278,9 @@ func (s *starter) startComponent(name string, nPorts int, client *http.Client,
 			return c, err
 		}
 		c.PID, c.StartedAt = p.pid, started.UTC()
+		if info, err := (procfs{}).process(p.pid); err == nil {
+			c.ProcStartTime = info.startTime
+		} // else it has exited already, and waitHealthy says so
 		s.state.setComponent(c)
 		if err := writeState(s.dir, s.state); err != nil {
 			return c, err
