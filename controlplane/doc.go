@@ -15,8 +15,8 @@
 //	<component>.previous.log       the same, from the control plane before
 //
 // Ports are picked free at each Up, so control planes in two directories run side by side. A
-// component is only ever signalled if /proc/<pid>/cmdline is exactly the command line recorded for
-// it: a pid reused by another program after a crash is left alone.
+// component is only ever signalled if /proc/<pid> shows the start time and command line recorded
+// for it: a pid reused by another program after a crash is left alone.
 //
 // Keys are ECDSA P-256, what a kubelet generates for its own client certificate; CA.IssueClientCert
 // gives per-node kubelet credentials (NodeUser in NodesGroup), which the apiserver authorizes with
