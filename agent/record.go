@@ -24,6 +24,30 @@ type Recorder interface {
 	LeaseRenewed(interval time.Duration)
 }
 
+// Recorders sends everything to each of its recorders in turn.
+type Recorders []Recorder
+
+// Request implements Recorder.
+func (rs Recorders) Request(verb, resource string, err error, latency time.Duration) {
+	for _, r := range rs {
+		r.Request(verb, resource, err, latency)
+	}
+}
+
+// Heartbeat implements Recorder.
+func (rs Recorders) Heartbeat(kind string, err error) {
+	for _, r := range rs {
+		r.Heartbeat(kind, err)
+	}
+}
+
+// LeaseRenewed implements Recorder.
+func (rs Recorders) LeaseRenewed(interval time.Duration) {
+	for _, r := range rs {
+		r.LeaseRenewed(interval)
+	}
+}
+
 // Stats is what an agent did, for measurement.
 type Stats struct {
 	LastLeaseRenewal time.Time // zero if never

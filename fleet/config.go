@@ -29,6 +29,8 @@ type Config struct {
 	Clock       clock.Clock
 	// ZoneOf names node index's zone; nil uses zone-(index mod Zones + 1).
 	ZoneOf func(index, zones int) string
+	// Recorder, if set, receives every agent's requests and heartbeats besides the fleet's Tally.
+	Recorder agent.Recorder
 }
 
 // Defaults for a Config's zero fields.

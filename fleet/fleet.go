@@ -73,11 +73,15 @@ func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Cl
 		tally:   newTally(),
 		running: make(chan struct{}),
 	}
+	var rec agent.Recorder = f.tally
+	if cfg.Recorder != nil {
+		rec = agent.Recorders{f.tally, cfg.Recorder}
+	}
 	acfg := &agent.Config{
 		Template:  tmpl,
 		Heartbeat: cfg.Heartbeat,
 		Scheduler: f.sched,
-		Recorder:  f.tally,
+		Recorder:  rec,
 		OnFatal:   f.agentFailed,
 	}
 	for i := range f.agents {
