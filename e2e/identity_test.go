@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleet"
+)
+
+// TestFakeKubeletsAreTreatedAsKubelets: requests carry system:node:<name> in system:nodes, so API
+// Priority and Fairness dispatches them at priority level node-high, and the Node authorizer keeps a
+// kubelet's credential to its own Node.
+func TestFakeKubeletsAreTreatedAsKubelets(t *testing.T) {
+	cp := controlPlane(t)
+	before := nodeHighDispatched(t, cp)
+	rf := startFleet(t, fleet.Config{Nodes: 20, Fleet: "ident", NamePrefix: "ident", RegisterQPS: 50})
+
+	eventually(t, 60*time.Second, "20 registered nodes with leases", func() (bool, error) {
+		return rf.Progress().Ready == 20 && rf.Tally().Requests() != nil, nil
+	})
+	var ok int64
+	for _, r := range rf.Tally().Requests() {
+		ok += r.OK
+	}
+	after := nodeHighDispatched(t, cp)
+	// Registration alone sends 20 node POSTs, 20 status PATCHes and the lease requests.
+	if grown := after - before; grown < float64(ok)*0.9 {
+		t.Errorf("node-high dispatched %v requests while the fleet sent %d: the fleet's traffic is not classified as kubelets'", grown, ok)
+	}
+
+	// The same identity from a client certificate: a kubelet may patch only its own Node.
+	cfg, err := cp.ClientConfig(controlplane.NodeUser("ident-00000"), controlplane.NodesGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"e2e":"x"}}}`)
+	_, err = kubelet.CoreV1().Nodes().Patch(context.Background(), "ident-00001", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("ident-00000's credential patching ident-00001's status: %v, want 403 Forbidden", err)
+	}
+	if _, err := kubelet.CoreV1().Nodes().Patch(context.Background(), "ident-00000", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Errorf("ident-00000's credential patching its own status: %v", err)
+	}
+
+}
+
+// nodeHighDispatched reads apiserver_flowcontrol_dispatched_requests_total{priority_level="node-high"}.
+func nodeHighDispatched(t *testing.T, cp *controlplane.ControlPlane) float64 {
+	t.Helper()
+	client, err := cp.MetricsClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(cp.APIServerURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape apiserver: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, m := range families["apiserver_flowcontrol_dispatched_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "priority_level" && l.GetValue() == "node-high" {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
