@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
-RUN_ARGS ?=
+RUN_ARGS ?= --nodes 1000 --duration 2m
 
 .PHONY: build test unit e2e run bench lint controlplane clean
 

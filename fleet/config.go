@@ -37,7 +37,7 @@ type Config struct {
 const (
 	DefaultNamePrefix  = "fakelet"
 	DefaultFleet       = "fakelet"
-	DefaultRegisterQPS = 200
+	DefaultRegisterQPS = 100
 )
 
 // dnsLabel is what a node name prefix and a label value must look like.

@@ -1,6 +1,12 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"flag"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -8,6 +14,19 @@ func newRootCommand() *cobra.Command {
 		Short:         "Scale-test a Kubernetes control plane with thousands of fake kubelets",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	var clientLog bool
+	root.PersistentFlags().BoolVar(&clientLog, "client-log", false, "show client-go's own log lines (retries, watch restarts); fakelet counts errors itself")
+	root.PersistentPreRun = func(*cobra.Command, []string) {
+		if !clientLog {
+			// client-go logs every failed request of every fake kubelet: at thousands of nodes under
+			// an overloaded apiserver that is a flood, and the summary counts them anyway.
+			fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+			klog.InitFlags(fs)
+			_ = fs.Set("logtostderr", "false")
+			_ = fs.Set("stderrthreshold", "FATAL")
+			klog.SetOutput(io.Discard)
+		}
 	}
 	root.AddCommand(subcommands()...)
 	return root
