@@ -14,14 +14,14 @@ build:
 controlplane: $(CONTROLPLANE_BINS)
 
 $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kube/go.mod tools/kube/go.sum
-	@echo ">> building kube-apiserver and kube-controller-manager $$(awk '/k8s.io\/kubernetes v/{print $$2; exit}' tools/kube/go.mod) from the Go module proxy"
+	@echo ">> building kube-apiserver and kube-controller-manager $$(awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' tools/kube/go.mod) from the Go module proxy"
 	@echo ">> the first build takes about 10 minutes on 2 cores; later builds use the Go build cache"
 	@mkdir -p $(BIN)
 	cd tools/kube && time $(GO) build -trimpath -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 	@touch $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum
-	@echo ">> building etcd $$(awk '/go.etcd.io\/etcd\/server\/v3 v/{print $$2; exit}' tools/etcd/go.mod) from the Go module proxy (about a minute)"
+	@echo ">> building etcd $$(awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' tools/etcd/go.mod) from the Go module proxy (about a minute)"
 	@mkdir -p $(BIN)
 	cd tools/etcd && time $(GO) build -trimpath -o $(BIN)/etcd go.etcd.io/etcd/server/v3
 	@touch $(BIN)/etcd
