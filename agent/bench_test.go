@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/scheduler"
+)
+
+// The benchmarks measure what an agent itself spends per heartbeat, against stub clients that answer
+// at once without encoding: the cost of the apiserver round trip is make bench's business.
+
+type stubLeases struct {
+	coordinationv1client.LeaseInterface
+}
+
+func (stubLeases) Update(_ context.Context, l *coordinationv1.Lease, _ metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	return l, nil
+}
+
+type stubCoordination struct {
+	coordinationv1client.CoordinationV1Interface
+}
+
+func (stubCoordination) Leases(string) coordinationv1client.LeaseInterface { return stubLeases{} }
+
+type stubNodes struct {
+	corev1client.NodeInterface
+	node *corev1.Node
+}
+
+func (s stubNodes) Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*corev1.Node, error) {
+	return s.node, nil
+}
+
+type stubCore struct {
+	corev1client.CoreV1Interface
+	node *corev1.Node
+}
+
+func (s stubCore) Nodes() corev1client.NodeInterface { return stubNodes{node: s.node} }
+
+func benchAgent(b *testing.B) (*Agent, *run) {
+	b.Helper()
+	fc := testingclock.NewFakeClock(t0)
+	tmpl, err := NewTemplate(TemplateOptions{Fleet: "bench", Images: MaxImages})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := &Config{Template: tmpl, Heartbeat: Heartbeat{}.WithDefaults(), Scheduler: scheduler.New(fc)}
+	a := New(cfg, Clients{}, "fakelet-00042", 42, "zone-1")
+	now := metav1.NewTime(t0)
+	node := tmpl.initialNode(a, now, a.health.conditions(nil, now))
+	node.UID, node.ResourceVersion = "uid", "1"
+	a.api = Clients{Core: stubCore{node: node}, Coordination: stubCoordination{}}
+	a.remember(node)
+	r := &run{a: a, ctx: context.Background()}
+	r.lease.r, r.status.r = r, r
+	return a, r
+}
+
+// BenchmarkLeaseRenewal is one steady-state renewal: copy the last lease, renew it, PUT it.
+func BenchmarkLeaseRenewal(b *testing.B) {
+	_, r := benchAgent(b)
+	holder := "fakelet-00042"
+	r.lease.latest = &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "7",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.lease.sync()
+	}
+}
+
+// BenchmarkStatusSyncUnchanged is the status loop's common tick: recompute, compare, send nothing.
+func BenchmarkStatusSyncUnchanged(b *testing.B) {
+	_, r := benchAgent(b)
+	r.status.registered = true
+	r.status.lastReport = t0
+	b.ReportAllocs()
+	for b.Loop() {
+		r.status.update()
+	}
+}
+
+// BenchmarkStatusPatch is a status patch: the two-way strategic merge patch of a 50-image Node.
+func BenchmarkStatusPatch(b *testing.B) {
+	_, r := benchAgent(b)
+	r.status.registered = true
+	b.ReportAllocs()
+	for b.Loop() {
+		r.status.lastReport = time.Time{}
+		r.status.update()
+	}
+}
+
+// BenchmarkNewAgent is the memory an idle agent holds.
+func BenchmarkNewAgent(b *testing.B) {
+	a, _ := benchAgent(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = New(a.cfg, a.api, "fakelet-00042", 42, "zone-1")
+	}
+}
