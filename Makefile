@@ -32,7 +32,7 @@ unit:
 
 # all tests: unit and end-to-end against the real local control plane.
 test: controlplane build
-	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -p 1 -count=1 -timeout 60m ./...
 
 run: controlplane build
 	$(BIN)/fakelet run $(RUN_ARGS)

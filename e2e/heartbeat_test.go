@@ -58,6 +58,7 @@ func TestHundredKubeletsRegisterAndRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	checked := 0
+	var intervals []time.Duration
 	for _, l := range leases.Items {
 		uid, ours := uids[l.Name]
 		if !ours {
@@ -72,13 +73,22 @@ func TestHundredKubeletsRegisterAndRenew(t *testing.T) {
 		}
 		times := renewals[l.Name]
 		for i := 1; i < len(times); i++ {
-			// Each renewal is sent 10.0-10.4 s after the previous one returned; on this loaded
-			// machine a request can take most of a second. Timing accuracy under load is measured by
-			// make bench, not here.
-			if d := times[i].Sub(times[i-1]); d < 9800*time.Millisecond || d > 12*time.Second {
-				t.Errorf("lease %s renewed %v after the previous renewal, want about 10 s", l.Name, d)
+			d := times[i].Sub(times[i-1])
+			intervals = append(intervals, d)
+			// A renewal is sent 10.0-10.4 s after the previous one returned: never sooner.
+			if d < 9900*time.Millisecond {
+				t.Errorf("lease %s renewed %v after the previous renewal, sooner than the kubelet's 10 s", l.Name, d)
 			}
 		}
+	}
+	// Later renewals come later by the request's own latency, which a loaded 2-core machine can
+	// stretch; on average they must stay close to 10 s. make bench measures timing accuracy.
+	var sum time.Duration
+	for _, d := range intervals {
+		sum += d
+	}
+	if mean := sum / time.Duration(max(len(intervals), 1)); mean > 11500*time.Millisecond {
+		t.Errorf("leases renewed every %v on average, want about 10 s", mean)
 	}
 	if checked != n {
 		t.Errorf("%d leases of the fleet, want %d", checked, n)

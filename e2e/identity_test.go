@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,19 +67,20 @@ func nodeHighDispatched(t *testing.T, cp *controlplane.ControlPlane) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := client.Get(cp.APIServerURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape apiserver: %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var families map[string]*dto.MetricFamily
+	eventually(t, time.Minute, "a scrape of the apiserver's metrics", func() (bool, error) {
+		resp, err := client.Get(cp.APIServerURL + "/metrics")
+		if err != nil {
+			return false, nil // a busy apiserver may miss the client's timeout: try again
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("scrape apiserver: %s", resp.Status)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err = parser.TextToMetricFamilies(resp.Body)
+		return err == nil, nil
+	})
 	var sum float64
 	for _, m := range families["apiserver_flowcontrol_dispatched_requests_total"].GetMetric() {
 		for _, l := range m.GetLabel() {
