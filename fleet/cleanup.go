@@ -24,7 +24,7 @@ const cleanupWorkers = 16
 // Nodes own. Each delete is conditional on the UID fakelet saw, so an object someone else created in
 // the meantime under the same name is never deleted.
 func (f *Fleet) Cleanup(ctx context.Context) error {
-	return DeleteFleet(ctx, f.admin, f.cfg.Fleet, func(name string) bool { return f.byName[name] != nil })
+	return DeleteFleet(ctx, f.admin, f.cfg.Fleet, f.holds)
 }
 
 // DeleteFleet deletes the Nodes labelled fakelet.dev/fleet=fleet whose names mine accepts (nil: all),

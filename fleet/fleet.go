@@ -18,18 +18,26 @@ import (
 
 // Fleet is many fake kubelets sharing clients, a scheduler and a watch.
 type Fleet struct {
-	cfg    Config
-	admin  kubernetes.Interface
-	sched  *scheduler.Scheduler
-	agents []*agent.Agent
-	byName map[string]*agent.Agent
-	tally  *Tally
-	nodes  *nodeWatch
+	cfg       Config
+	admin     kubernetes.Interface
+	heartbeat []agent.Clients
+	acfg      *agent.Config
+	sched     *scheduler.Scheduler
+	tally     *Tally
+	nodes     *nodeWatch
 
 	running chan struct{} // closed once agents start
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// agents holds every agent the fleet has had, by position (index - FirstIndex): the initial ones,
+	// then those AddNodes appended. Entries are never replaced, so a snapshot of the slice stays valid.
+	agents  []*agent.Agent
+	byName  map[string]*agent.Agent // every name the fleet has held, for cleanup
+	removed map[*agent.Agent]bool   // removed by RemoveNodes: stopped for good, Node deleted
+	runCtx  context.Context         // the agents' context; nil until running
+	closed  bool                    // shutting down: no more starts or additions
 	started int
+	added   int
 	failed  []error // agents that gave up for good
 }
 
@@ -65,19 +73,21 @@ func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Cl
 		return nil, err
 	}
 	f := &Fleet{
-		cfg:     cfg,
-		admin:   admin,
-		sched:   scheduler.New(cfg.Clock),
-		agents:  make([]*agent.Agent, cfg.Nodes),
-		byName:  make(map[string]*agent.Agent, cfg.Nodes),
-		tally:   newTally(),
-		running: make(chan struct{}),
+		cfg:       cfg,
+		admin:     admin,
+		heartbeat: heartbeat,
+		sched:     scheduler.New(cfg.Clock),
+		agents:    make([]*agent.Agent, cfg.Nodes),
+		byName:    make(map[string]*agent.Agent, cfg.Nodes),
+		removed:   map[*agent.Agent]bool{},
+		tally:     newTally(),
+		running:   make(chan struct{}),
 	}
 	var rec agent.Recorder = f.tally
 	if cfg.Recorder != nil {
 		rec = agent.Recorders{f.tally, cfg.Recorder}
 	}
-	acfg := &agent.Config{
+	f.acfg = &agent.Config{
 		Template:  tmpl,
 		Heartbeat: cfg.Heartbeat,
 		Scheduler: f.sched,
@@ -87,11 +97,11 @@ func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Cl
 	for i := range f.agents {
 		index := cfg.FirstIndex + i
 		name := NodeName(cfg.NamePrefix, index)
-		a := agent.New(acfg, heartbeat[i%len(heartbeat)], name, index, cfg.zone(index))
+		a := agent.New(f.acfg, heartbeat[i%len(heartbeat)], name, index, cfg.zone(index))
 		f.agents[i] = a
 		f.byName[name] = a
 	}
-	f.nodes = newNodeWatch(admin, tmpl, f.byName)
+	f.nodes = newNodeWatch(admin, tmpl, f.liveAgent)
 	return f, nil
 }
 
@@ -102,16 +112,44 @@ func (f *Fleet) Running() <-chan struct{} { return f.running }
 // a Node first appears). Handlers run on the watch's goroutine and must not modify the Nodes.
 func (f *Fleet) OnNode(h func(old, new *corev1.Node)) { f.nodes.OnNode(h) }
 
-// Agents returns the fleet's agents by position (node index - FirstIndex).
-func (f *Fleet) Agents() []*agent.Agent { return f.agents }
+// Agents returns every agent the fleet has had by position (node index - FirstIndex), those added
+// by AddNodes included. Agents removed by RemoveNodes stay in the list, stopped for good.
+func (f *Fleet) Agents() []*agent.Agent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.agents[:len(f.agents):len(f.agents)]
+}
 
-// Agent returns the agent of node number index, or nil.
+// Agent returns the agent of node number index, or nil if the fleet has no such node or removed it.
 func (f *Fleet) Agent(index int) *agent.Agent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.agentLocked(index)
+}
+
+func (f *Fleet) agentLocked(index int) *agent.Agent {
 	i := index - f.cfg.FirstIndex
-	if i < 0 || i >= len(f.agents) {
+	if i < 0 || i >= len(f.agents) || f.removed[f.agents[i]] {
 		return nil
 	}
 	return f.agents[i]
+}
+
+// liveAgent returns the agent named name, or nil if the fleet has none or removed it.
+func (f *Fleet) liveAgent(name string) *agent.Agent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a := f.byName[name]; a != nil && !f.removed[a] {
+		return a
+	}
+	return nil
+}
+
+// holds reports whether the fleet has ever had a node named name.
+func (f *Fleet) holds(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byName[name] != nil
 }
 
 // Config returns the fleet's configuration with defaults applied.
@@ -136,7 +174,11 @@ func (f *Fleet) Run(ctx context.Context) error {
 	go func() { f.sched.Run(runCtx); close(schedDone) }()
 	watchErr := f.nodes.start(runCtx)
 	if watchErr == nil {
-		f.sched.After(0, &starter{f: f, ctx: runCtx, limit: rate.NewLimiter(rate.Limit(f.cfg.RegisterQPS), 1)})
+		f.mu.Lock()
+		f.runCtx = runCtx
+		initial := f.agents[:len(f.agents):len(f.agents)]
+		f.mu.Unlock()
+		f.sched.After(0, &starter{f: f, agents: initial, ctx: runCtx, limit: rate.NewLimiter(rate.Limit(f.cfg.RegisterQPS), 1)})
 		close(f.running)
 		<-runCtx.Done()
 	}
@@ -155,7 +197,11 @@ func (f *Fleet) Run(ctx context.Context) error {
 }
 
 func (f *Fleet) stopAll() {
-	for _, a := range f.agents {
+	f.mu.Lock()
+	f.closed = true
+	all := f.agents
+	f.mu.Unlock()
+	for _, a := range all {
 		a.Stop()
 	}
 }
@@ -175,33 +221,39 @@ func (f *Fleet) Failures() []error {
 
 // starter starts agents one by one as the registration rate limit admits them, as kubelets booting.
 type starter struct {
-	f     *Fleet
-	ctx   context.Context
-	limit *rate.Limiter
-	next  int
+	f      *Fleet
+	agents []*agent.Agent // the initial ones: AddNodes starts the others itself
+	ctx    context.Context
+	limit  *rate.Limiter
+	next   int
 }
 
 func (s *starter) Run() {
 	f := s.f
 	now := f.sched.Clock().Now()
-	for s.next < len(f.agents) && s.ctx.Err() == nil {
+	for s.next < len(s.agents) && s.ctx.Err() == nil {
 		r := s.limit.ReserveN(now, 1)
 		if d := r.DelayFrom(now); d > 0 {
 			r.CancelAt(now)
 			f.sched.After(d, s)
 			return
 		}
-		f.agents[s.next].Start(s.ctx)
+		a := s.agents[s.next]
 		s.next++
 		f.mu.Lock()
-		f.started = s.next
+		if !f.removed[a] {
+			a.Start(s.ctx)
+			f.started++
+		}
 		f.mu.Unlock()
 	}
 }
 
-// Progress is how far the fleet has come.
+// Progress is how far the fleet has come. Nodes counts every node the fleet has had: the initial
+// ones and those AddNodes added (Added); Removed of them were removed by RemoveNodes.
 type Progress struct {
 	Nodes, Started, Registered, Ready, Failed int
+	Added, Removed                            int
 	Errors                                    int64
 	Elapsed                                   time.Duration
 }
@@ -209,7 +261,7 @@ type Progress struct {
 // Progress returns how many agents started, how many Nodes the watch has seen and how many are Ready.
 func (f *Fleet) Progress() Progress {
 	f.mu.Lock()
-	p := Progress{Nodes: len(f.agents), Started: f.started, Failed: len(f.failed)}
+	p := Progress{Nodes: len(f.agents), Started: f.started, Failed: len(f.failed), Added: f.added, Removed: len(f.removed)}
 	f.mu.Unlock()
 	p.Registered, p.Ready = f.nodes.counts()
 	p.Errors = f.tally.Errors()

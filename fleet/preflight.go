@@ -24,7 +24,7 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 		}
 		for i := range list.Items {
 			n := &list.Items[i]
-			if f.byName[n.Name] == nil || n.Labels[agent.FleetLabel] == f.cfg.Fleet {
+			if !f.holds(n.Name) || n.Labels[agent.FleetLabel] == f.cfg.Fleet {
 				continue
 			}
 			owner := "no fleet label"

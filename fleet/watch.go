@@ -21,7 +21,7 @@ import (
 // informer: each agent learns from it what the node lifecycle controller changed.
 type nodeWatch struct {
 	informer cache.SharedIndexInformer
-	agents   map[string]*agent.Agent
+	agent    func(name string) *agent.Agent // the fleet's live agent of that name, or nil
 
 	mu          sync.Mutex
 	seen        map[string]bool // name -> Ready
@@ -31,7 +31,7 @@ type nodeWatch struct {
 	syncTimeout time.Duration
 }
 
-func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agents map[string]*agent.Agent) *nodeWatch {
+func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agentOf func(name string) *agent.Agent) *nodeWatch {
 	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: tmpl.Fleet}).String()
 	nodes := client.CoreV1().Nodes()
 	lw := &cache.ListWatch{
@@ -52,7 +52,7 @@ func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agents map[
 		}
 		return obj, nil
 	})
-	w := &nodeWatch{informer: inf, agents: agents, seen: make(map[string]bool, len(agents)), syncTimeout: time.Minute}
+	w := &nodeWatch{informer: inf, agent: agentOf, seen: map[string]bool{}, syncTimeout: time.Minute}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.observe(nil, obj) },
 		UpdateFunc: func(old, obj any) { w.observe(old, obj) },
@@ -88,7 +88,7 @@ func (w *nodeWatch) observe(oldObj, obj any) {
 	if !ok {
 		return
 	}
-	if a := w.agents[n.Name]; a != nil {
+	if a := w.agent(n.Name); a != nil {
 		a.ObserveNode(n)
 	} else {
 		return // a node of our fleet run by another process or shard

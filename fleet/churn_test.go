@@ -1,0 +1,202 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// apiserverLike makes the fake clientset assign UIDs on create and honour UID preconditions on
+// delete, as the apiserver does; the tracker does neither.
+func apiserverLike(client *fake.Clientset) {
+	var mu sync.Mutex
+	uids := 0
+	client.PrependReactor("create", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if m, err := meta.Accessor(action.(k8stesting.CreateAction).GetObject()); err == nil && m.GetUID() == "" {
+			mu.Lock()
+			uids++
+			m.SetUID(types.UID(fmt.Sprintf("uid-%d", uids)))
+			mu.Unlock()
+		}
+		return false, nil, nil
+	})
+	client.PrependReactor("delete", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		d := action.(k8stesting.DeleteActionImpl)
+		pre := d.DeleteOptions.Preconditions
+		if pre == nil || pre.UID == nil {
+			return false, nil, nil
+		}
+		obj, err := client.Tracker().Get(d.GetResource(), d.GetNamespace(), d.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		if m, _ := meta.Accessor(obj); m.GetUID() != *pre.UID {
+			return true, nil, apierrors.NewConflict(d.GetResource().GroupResource(), d.GetName(),
+				fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, m.GetUID()))
+		}
+		return false, nil, nil
+	})
+}
+
+// startFleetLike is startFleet on a fake clientset made apiserverLike.
+func startFleetLike(t *testing.T, cfg Config) *testFleet {
+	t.Helper()
+	client := fake.NewClientset()
+	apiserverLike(client)
+	fc := testingclock.NewFakeClock(t0)
+	cfg.Clock = fc
+	cfg.Template.Images = 3
+	f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tf := &testFleet{Fleet: f, client: client, clock: fc, cancel: cancel, done: make(chan error, 1)}
+	go func() { tf.done <- f.Run(ctx) }()
+	t.Cleanup(cancel)
+	return tf
+}
+
+func (tf *testFleet) lease(t *testing.T, name string) *coordinationv1.Lease {
+	t.Helper()
+	l, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get lease %s: %v", name, err)
+	}
+	return l
+}
+
+func TestAddNodesContinuesTheNumberingAndIsCleanedUp(t *testing.T) {
+	tf := startFleetLike(t, Config{Nodes: 3, Zones: 2})
+	tf.advance(t, 30*time.Second)
+	if err := tf.AddNodes([]int{4}); err == nil {
+		t.Error("adding node 4 to a fleet of 3 (next is 3) succeeded")
+	}
+	if err := tf.AddNodes([]int{3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	tf.advance(t, 60*time.Second)
+	for _, name := range []string{"fakelet-00003", "fakelet-00004"} {
+		n, err := tf.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("added node %s not registered: %v", name, err)
+		}
+		if n.Labels[agent.FleetLabel] != "fakelet" {
+			t.Errorf("added node %s labels %v", name, n.Labels)
+		}
+		tf.lease(t, name)
+	}
+	if z := tf.Agent(4); z == nil || !z.Running() {
+		t.Fatal("node 4 has no running agent")
+	}
+	if n, _ := tf.client.CoreV1().Nodes().Get(context.Background(), "fakelet-00004", metav1.GetOptions{}); n.Labels[corev1.LabelTopologyZone] != "zone-1" {
+		t.Errorf("node 4 in zone %q, want zone-1 (round-robin over 2 zones)", n.Labels[corev1.LabelTopologyZone])
+	}
+	if p := tf.Progress(); p.Nodes != 5 || p.Added != 2 || p.Started != 5 {
+		t.Errorf("progress %+v, want 5 nodes, 2 added, 5 started", p)
+	}
+	if err := tf.stop(); err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := tf.client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	leases, _ := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).List(context.Background(), metav1.ListOptions{})
+	if len(nodes.Items)+len(leases.Items) != 0 {
+		t.Errorf("%d nodes and %d leases left after shutdown, want none", len(nodes.Items), len(leases.Items))
+	}
+	if err := tf.AddNodes([]int{5}); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("adding to a stopped fleet: %v, want ErrNotRunning", err)
+	}
+}
+
+func TestRemoveNodesStopsTheAgentAndDeletesNodeAndLease(t *testing.T) {
+	tf := startFleetLike(t, Config{Nodes: 3})
+	tf.advance(t, 30*time.Second)
+	a := tf.Agent(1)
+	if err := tf.RemoveNodes(context.Background(), []int{1}); err != nil {
+		t.Fatal(err)
+	}
+	if a.Running() {
+		t.Error("the removed node's agent still runs")
+	}
+	if tf.Agent(1) != nil {
+		t.Error("Agent(1) still returns the removed agent")
+	}
+	if err := tf.StartNode(1); err == nil {
+		t.Error("a removed node was started again")
+	}
+	tf.client.ClearActions()
+	tf.advance(t, 3*time.Minute)
+	if _, err := tf.client.CoreV1().Nodes().Get(context.Background(), "fakelet-00001", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("removed node: %v, want not found", err)
+	}
+	if _, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Get(context.Background(), "fakelet-00001", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("removed node's lease: %v, want not found", err)
+	}
+	for _, w := range writes(tf.client) {
+		if w == "create nodes" || w == "create leases" {
+			t.Errorf("after removal the fleet wrote %s", w)
+		}
+	}
+	if p := tf.Progress(); p.Removed != 1 {
+		t.Errorf("progress %+v, want 1 removed", p)
+	}
+	if err := tf.RemoveNodes(context.Background(), []int{1}); err == nil {
+		t.Error("removing a node twice succeeded")
+	}
+}
+
+func TestDeleteLeaseOnlyDeletesALeaseOurNodeOwns(t *testing.T) {
+	tf := startFleetLike(t, Config{Nodes: 2})
+	tf.advance(t, 30*time.Second)
+	old := tf.lease(t, "fakelet-00000")
+	if err := tf.DeleteLease(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Get(context.Background(), "fakelet-00000", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("lease after DeleteLease: %v, want not found", err)
+	}
+	// The agent recreates it at its next sync: a new lease, owned by the same Node.
+	tf.advance(t, 55*time.Second)
+	fresh := tf.lease(t, "fakelet-00000")
+	if fresh.UID == old.UID || fresh.OwnerReferences[0].UID != old.OwnerReferences[0].UID {
+		t.Errorf("recreated lease uid %s owner %v; old uid %s owner %v", fresh.UID, fresh.OwnerReferences, old.UID, old.OwnerReferences)
+	}
+
+	// Someone else's lease under node 1's name (owned by another Node uid) is never deleted.
+	tf.Agent(1).Stop()
+	leases := tf.client.CoordinationV1().Leases(agent.LeaseNamespace)
+	if err := leases.Delete(context.Background(), "fakelet-00001", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	foreign := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Name: "fakelet-00001", Namespace: agent.LeaseNamespace,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "fakelet-00001", UID: "someone-else"}},
+	}}
+	if _, err := leases.Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tf.client.ClearActions()
+	if err := tf.DeleteLease(context.Background(), 1); !errors.Is(err, ErrNotOwned) {
+		t.Errorf("deleting a lease our node does not own: %v, want ErrNotOwned", err)
+	}
+	for _, w := range writes(tf.client) {
+		t.Errorf("the refused DeleteLease wrote %s", w)
+	}
+	tf.lease(t, "fakelet-00001")
+}
