@@ -25,6 +25,40 @@ type targetFlags struct {
 	binDir              string
 	apiServerArgs       []string
 	controllerMgrArgs   []string
+	// insecure turns TLS verification off for a cluster given by --kubeconfig or --context
+	// (--insecure-skip-tls-verify). The local control plane is always verified: fakelet made its CA.
+	insecure bool
+}
+
+// kubeconfigTarget is the cluster named by --kubeconfig and --context. TLS verification stays on
+// unless --insecure-skip-tls-verify is given: a kubeconfig that turns it off is refused, so that
+// only an explicit flag can.
+func kubeconfigTarget(f targetFlags) (*target, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f.kubeconfig != "" {
+		rules.ExplicitPath = f.kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	raw, _ := cc.RawConfig()
+	ctxName := f.context
+	if ctxName == "" {
+		ctxName = raw.CurrentContext
+	}
+	description := fmt.Sprintf("%s (context %s)", cfg.Host, ctxName)
+	switch {
+	case f.insecure:
+		cfg.Insecure = true
+		cfg.CAFile, cfg.CAData = "", nil // client-go refuses a CA together with Insecure
+		description += ", TLS verification OFF (--insecure-skip-tls-verify)"
+	case cfg.Insecure:
+		return nil, fmt.Errorf("kubeconfig context %s turns TLS verification off (insecure-skip-tls-verify); "+
+			"fakelet verifies the apiserver's certificate unless --insecure-skip-tls-verify is given", ctxName)
+	}
+	return &target{config: cfg, description: description, release: func(context.Context) error { return nil }}, nil
 }
 
 // resolveTarget picks the cluster: the one named by --kubeconfig or --context, or else the local
@@ -32,25 +66,7 @@ type targetFlags struct {
 // never used unless one of the two flags asks for a kubeconfig.
 func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*target, error) {
 	if f.kubeconfig != "" || f.context != "" {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		if f.kubeconfig != "" {
-			rules.ExplicitPath = f.kubeconfig
-		}
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
-		cfg, err := cc.ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("load kubeconfig: %w", err)
-		}
-		raw, _ := cc.RawConfig()
-		ctxName := f.context
-		if ctxName == "" {
-			ctxName = raw.CurrentContext
-		}
-		return &target{
-			config:      cfg,
-			description: fmt.Sprintf("%s (context %s)", cfg.Host, ctxName),
-			release:     func(context.Context) error { return nil },
-		}, nil
+		return kubeconfigTarget(f)
 	}
 	opts := controlplane.Options{
 		Dir: f.controlPlaneDir, BinDir: f.binDir, Progress: progress,
