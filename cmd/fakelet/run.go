@@ -28,6 +28,7 @@ type runFlags struct {
 	statusReportFrequency time.Duration
 	duration              time.Duration
 	images                int
+	metrics               metricsFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -73,6 +74,7 @@ deletes the Nodes and Leases it created, unless --keep.`,
 	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
+	addMetricsFlags(f, &rf.metrics)
 	return cmd
 }
 
@@ -117,6 +119,11 @@ func (rf *runFlags) config() (fleet.Config, error) {
 
 func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config) error {
 	out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	m, err := startMetrics(rf.metrics, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer m.stop(log)
 	tgt, err := resolveTarget(ctx, rf.target, log)
 	if err != nil {
 		return err
@@ -131,6 +138,7 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 	if err != nil {
 		return err
 	}
+	m.RegisterFleet(f)
 	fmt.Fprintf(log, "fleet %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s\n",
 		cfg.Fleet, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
 		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/metrics"
+)
+
+type metricsFlags struct {
+	addr  string
+	pprof bool
+}
+
+func addMetricsFlags(f *pflag.FlagSet, mf *metricsFlags) {
+	f.StringVar(&mf.addr, "metrics-addr", metrics.DefaultAddr, "serve Prometheus metrics on http://ADDR/metrics (and /healthz); empty serves nothing")
+	f.BoolVar(&mf.pprof, "pprof", false, "also serve Go's profiles on http://ADDR/debug/pprof/ of --metrics-addr")
+}
+
+// runMetrics are a run's metrics and the server that exposes them.
+type runMetrics struct {
+	*metrics.Metrics
+	srv *metrics.Server // nil with --metrics-addr=""
+}
+
+// metricsShutdownTimeout bounds the wait for a scrape in flight at the end of a run.
+const metricsShutdownTimeout = 5 * time.Second
+
+// startMetrics serves the run's metrics at --metrics-addr and makes them the fleet's recorder. With
+// --metrics-addr="" nothing is served or recorded, but the metrics still take a profile's calls.
+func startMetrics(mf metricsFlags, cfg *fleet.Config, log io.Writer) (*runMetrics, error) {
+	rm := &runMetrics{Metrics: metrics.New(metrics.Options{RenewInterval: cfg.Heartbeat.RenewInterval})}
+	if mf.addr == "" {
+		if mf.pprof {
+			return nil, errors.New("--pprof serves on --metrics-addr, which is empty")
+		}
+		return rm, nil
+	}
+	srv, err := metrics.Serve(mf.addr, rm.Metrics, metrics.ServerOptions{Pprof: mf.pprof})
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	rm.srv = srv
+	if cfg.Recorder != nil {
+		cfg.Recorder = agent.Recorders{cfg.Recorder, rm.Recorder()}
+	} else {
+		cfg.Recorder = rm.Recorder()
+	}
+	fmt.Fprintf(log, "metrics: %s\n", srv.URL())
+	if mf.pprof {
+		fmt.Fprintf(log, "pprof: http://%s/debug/pprof/\n", srv.Addr())
+	}
+	if !srv.Loopback() {
+		fmt.Fprintf(log, "warning: metrics%s served beyond loopback, on %s\n", map[bool]string{true: " and pprof"}[mf.pprof], srv.Addr())
+	}
+	return rm, nil
+}
+
+// stop ends the server, letting a scrape in flight finish.
+func (rm *runMetrics) stop(log io.Writer) {
+	if rm.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metricsShutdownTimeout)
+	defer cancel()
+	if err := rm.srv.Shutdown(ctx); err != nil {
+		fmt.Fprintln(log, "stop serving metrics:", err)
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleet"
+)
+
+func TestStartMetrics(t *testing.T) {
+	var log bytes.Buffer
+	cfg := fleet.Config{}
+	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0", pprof: true}, &cfg, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop(&log)
+	if cfg.Recorder != m.Recorder() {
+		t.Errorf("fleet recorder %v, want the metrics' recorder", cfg.Recorder)
+	}
+	url := "http://" + m.srv.Addr()
+	if want := "metrics: " + url + "/metrics\npprof: " + url + "/debug/pprof/\n"; log.String() != want {
+		t.Errorf("printed %q, want %q", log.String(), want)
+	}
+	cfg.Recorder.Request("update", "leases", nil, time.Millisecond)
+	for _, path := range []string{"/metrics", "/healthz", "/debug/pprof/"} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", path, resp.Status)
+		}
+		if path == "/metrics" && !strings.Contains(string(body), `fakelet_request_duration_seconds_count{code="200",resource="leases",verb="update"} 1`) {
+			t.Errorf("GET /metrics lacks the recorded request:\n%s", body)
+		}
+	}
+}
+
+func TestStartMetricsKeepsAnotherRecorder(t *testing.T) {
+	other := agent.Recorders{}
+	cfg := fleet.Config{Recorder: other}
+	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0"}, &cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop(io.Discard)
+	rs, ok := cfg.Recorder.(agent.Recorders)
+	if !ok || len(rs) != 2 {
+		t.Errorf("fleet recorder %#v, want the one before and the metrics' recorder", cfg.Recorder)
+	}
+}
+
+func TestStartMetricsDisabled(t *testing.T) {
+	cfg := fleet.Config{}
+	var log bytes.Buffer
+	m, err := startMetrics(metricsFlags{addr: ""}, &cfg, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.stop(&log)
+	m.SetPhase("p", "q") // a profile still may call it
+	if cfg.Recorder != nil || log.Len() > 0 {
+		t.Errorf("--metrics-addr=\"\" set recorder %v and printed %q", cfg.Recorder, log.String())
+	}
+	if _, err := startMetrics(metricsFlags{addr: "", pprof: true}, &cfg, &log); err == nil || !strings.Contains(err.Error(), "--pprof") {
+		t.Errorf("--pprof without --metrics-addr: %v", err)
+	}
+}
+
+func TestStartMetricsBusyAddress(t *testing.T) {
+	cfg := fleet.Config{}
+	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0"}, &cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop(io.Discard)
+	if _, err := startMetrics(metricsFlags{addr: m.srv.Addr()}, &fleet.Config{}, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "--metrics-addr: ") {
+		t.Errorf("a busy --metrics-addr: %v", err)
+	}
+}
