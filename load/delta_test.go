@@ -81,7 +81,7 @@ func TestComputeAcrossACounterReset(t *testing.T) {
 		apiSnap(10, 1100, 990, 1090, 1100),
 		apiSnap(20, 1200, 1080, 1190, 1200),
 		{Component: APIServer, At: sec(25), Err: "connection refused"}, // restarting: ignored
-		apiSnap(30, 50, 40, 50, 50),   // restarted: 50 since
+		apiSnap(30, 50, 40, 50, 50),                                    // restarted: 50 since
 		apiSnap(40, 150, 130, 150, 150),
 	}
 	phases := Compute(snaps, []Window{
