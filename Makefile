@@ -4,6 +4,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
 RUN_ARGS ?= --nodes 1000 --duration 2m
+BENCH_ARGS ?= --sizes 1000,2000,5000,10000 --out docs/performance-table.md
 
 .PHONY: build test unit e2e run bench lint controlplane clean
 
@@ -36,6 +37,10 @@ test: controlplane build
 
 run: controlplane build
 	$(BIN)/fakelet run $(RUN_ARGS)
+
+# Measures fleets of several sizes on fresh local control planes: a few minutes per size.
+bench: controlplane build
+	$(BIN)/fakelet bench $(BENCH_ARGS)
 
 lint:
 	$(GO) vet ./...
