@@ -15,7 +15,17 @@ import (
 // families is one scrape of a Prometheus endpoint.
 type families map[string]*dto.MetricFamily
 
-func scrape(client *http.Client, url string) (families, error) {
+// scrape reads url, trying three times: a busy apiserver can miss a client timeout.
+func scrape(client *http.Client, url string) (f families, err error) {
+	for range 3 {
+		if f, err = scrapeOnce(client, url); err == nil {
+			return f, nil
+		}
+	}
+	return nil, err
+}
+
+func scrapeOnce(client *http.Client, url string) (families, error) {
 	resp, err := client.Get(url)
 	if err != nil {
 		return nil, err
