@@ -17,6 +17,7 @@ type statusLoop struct {
 	registered bool
 	lastReport time.Time     // last successful patch; zero after a (re)start
 	delay      time.Duration // the kubelet's delayAfterNodeStatusChange
+	delayFor   time.Duration // the report period delay was drawn for
 }
 
 var errNoNode = errors.New("the node is not known yet")
@@ -67,6 +68,11 @@ func (s *statusLoop) tryUpdate(try int) error {
 	report := a.cfg.Heartbeat.StatusReportFrequency
 	if a.Mode() == ModeStatus {
 		report = a.cfg.Heartbeat.StatusUpdateFrequency
+	}
+	if s.delayFor != report {
+		// The heartbeat mode changed: a delay drawn for the other report period (up to 2.5 minutes
+		// for 5) does not apply to this one.
+		s.delay, s.delayFor = 0, report
 	}
 	if !changed && clock.Since(s.lastReport) < report+s.delay {
 		return nil
