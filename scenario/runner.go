@@ -1,0 +1,384 @@
+// Package scenario runs a resolved profile against a running fleet: it waits for the fleet's nodes
+// to be Ready, then walks the profile's phases on the fleet's clock, applies each scheduled op to its
+// node's agent at its time, logs each phase and action as it starts, and records when every op took
+// effect for measurement.
+//
+// The whole run is one task on the fleet's scheduler that sleeps until the next event is due, plus a
+// few workers for the ops that call the apiserver (deleteLease and remove), so a profile over
+// 100,000 nodes costs no goroutine per node or per event. Events are computed phase by phase from
+// profiles.Schedule, never all held at once.
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/profiles"
+	"fakelet.dev/fakelet/scheduler"
+)
+
+// readyPoll is how often the runner looks at the fleet's Ready count while it waits for its nodes.
+const readyPoll = time.Second
+
+// readyMargin is how much longer than the registration itself (nodes / register QPS) the runner waits
+// for every node to be Ready by default: a node is Ready about a second after it starts.
+const readyMargin = time.Minute
+
+// DefaultReadyTimeout is how long a run waits for nodes Ready nodes, started at registerQPS per
+// second, before its first phase begins anyway.
+func DefaultReadyTimeout(nodes int, registerQPS float64) time.Duration {
+	if registerQPS <= 0 {
+		return readyMargin
+	}
+	return time.Duration(float64(nodes)/registerQPS*float64(time.Second)) + readyMargin
+}
+
+// Config is what a Runner runs.
+type Config struct {
+	Plan  *profiles.Plan
+	Fleet *fleet.Fleet
+	// Log receives one line for the wait for Ready nodes, one per phase and per action as each starts,
+	// one per phase as it ends and one at the end; nil discards them.
+	Log io.Writer
+	// ReadyTimeout bounds the wait for every node to be Ready before the first phase; 0 means
+	// DefaultReadyTimeout for the fleet.
+	ReadyTimeout time.Duration
+	// OnPhase, if set, is called as each phase begins; OnApplied after each op is applied. They run on
+	// the runner's tasks and must not block.
+	OnPhase   func(profile string, phase PhaseRecord)
+	OnApplied func(Applied)
+}
+
+// Runner runs one profile on one fleet, once.
+type Runner struct {
+	cfg      Config
+	plan     *profiles.Plan
+	fleet    *fleet.Fleet
+	sched    *scheduler.Scheduler
+	schedule *profiles.Schedule
+	windows  []profiles.PhaseWindow
+	log      io.Writer
+	name     string
+
+	ctx  context.Context
+	done chan struct{}
+	once sync.Once
+
+	mu      sync.Mutex // the run's progress, changed by its task
+	started bool       // Run was called
+	waitFor time.Time  // when the wait for Ready nodes began
+	phase   int        // the current phase; -1 while waiting for Ready nodes
+	next    func() (profiles.Event, bool)
+	stop    func()
+	pending profiles.Event
+	has     bool
+	begun   []bool // per action of the current phase: logged already
+	ended   bool   // the last phase ended
+	aborted bool
+
+	admin adminQueue
+
+	recMu  sync.Mutex
+	rec    Record
+	counts []phaseCounts // by phase
+}
+
+// phaseCounts counts the ops of one phase for its closing line.
+type phaseCounts struct {
+	applied, failed int
+	firstErr        string
+}
+
+// New checks that the plan can run on the fleet and returns a Runner for it. The fleet must be the
+// plan's: the same number of nodes, numbered from 0, zoned as the profile says. Profiles asking for
+// what the runner cannot do yet (pods) are refused here, before anything touches a cluster.
+func New(cfg Config) (*Runner, error) {
+	plan, f := cfg.Plan, cfg.Fleet
+	if plan == nil || f == nil {
+		return nil, errors.New("a profile run needs a resolved profile and a fleet")
+	}
+	p := plan.Profile
+	if err := Supported(p); err != nil {
+		return nil, err
+	}
+	fc := f.Config()
+	if fc.FirstIndex != 0 || fc.Nodes != plan.Nodes {
+		return nil, fmt.Errorf("profile %s was resolved for %d nodes, and the fleet has %d numbered from %d: "+
+			"the runner needs the plan's fleet, numbered from 0", p.Metadata.Name, plan.Nodes, fc.Nodes, fc.FirstIndex)
+	}
+	if zones := max(p.Spec.Zones, 1); fc.Zones != zones {
+		return nil, fmt.Errorf("profile %s has %d zone(s), and the fleet labels %d", p.Metadata.Name, zones, fc.Zones)
+	}
+	if uses(p, profiles.VerbDenyAuth) && fc.Identity != fleet.IdentityNode {
+		return nil, fmt.Errorf("profile %s uses denyAuth, which revokes the node's own identity: it needs identity %q, and the fleet uses %q",
+			p.Metadata.Name, fleet.IdentityNode, fc.Identity)
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = DefaultReadyTimeout(fc.Nodes, fc.RegisterQPS)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := plan.Schedule()
+	r := &Runner{
+		cfg: cfg, plan: plan, fleet: f, sched: f.Scheduler(), schedule: s, windows: s.Phases(),
+		log: cfg.Log, name: p.Metadata.Name, done: make(chan struct{}), phase: -1,
+	}
+	r.admin.r = r
+	r.rec = Record{Profile: p.Metadata.Name, Nodes: plan.Nodes}
+	r.counts = make([]phaseCounts, len(r.windows))
+	return r, nil
+}
+
+// Supported returns an error naming what a profile asks for that the runner does not do yet: pods
+// (spec.podsPerNode above 0).
+func Supported(p *profiles.Profile) error {
+	if p.Spec.PodsPerNode > 0 {
+		return fmt.Errorf("profile %s: spec.podsPerNode is %d: pods are not supported yet by the runner; set podsPerNode to 0",
+			p.Metadata.Name, p.Spec.PodsPerNode)
+	}
+	return nil
+}
+
+func uses(p *profiles.Profile, v profiles.Verb) bool {
+	for _, ph := range p.Spec.Phases {
+		for _, a := range ph.Actions {
+			if a.Do == v {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Duration is how long the phases last, from the first one's start.
+func (r *Runner) Duration() time.Duration { return r.schedule.Duration() }
+
+// Run waits until the fleet runs and its nodes are Ready (or ReadyTimeout passed), runs every phase
+// on the fleet's clock, and returns once the last phase ended and the ops it started took effect.
+// The fleet must be running (fleet.Run) meanwhile, and keeps running after: stopping it is the
+// caller's. If ctx ends first, the run stops where it is, the record says so, and Run returns
+// ctx.Err().
+func (r *Runner) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("a profile runner runs once")
+	}
+	r.started = true
+	r.ctx = ctx
+	r.mu.Unlock()
+	select {
+	case <-r.fleet.Running():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.mu.Lock()
+	r.waitFor = r.sched.Clock().Now()
+	r.mu.Unlock()
+	r.logf("profile %s: waiting for %d nodes to be Ready before the first phase (at most %v)",
+		r.name, r.plan.Nodes, r.cfg.ReadyTimeout.Round(time.Second))
+	r.sched.After(0, runTask{r})
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		r.abort()
+		return ctx.Err()
+	}
+}
+
+// Record returns a copy of what the run did so far.
+func (r *Runner) Record() Record {
+	r.recMu.Lock()
+	defer r.recMu.Unlock()
+	rec := r.rec
+	rec.Phases = append([]PhaseRecord(nil), r.rec.Phases...)
+	rec.Applied = append([]Applied(nil), r.rec.Applied...)
+	return rec
+}
+
+// runTask is the run's one scheduler task: each time it runs it does what is due and schedules
+// itself again for what comes next.
+type runTask struct{ r *Runner }
+
+func (t runTask) Run() { t.r.step() }
+
+func (r *Runner) step() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended || r.aborted || r.ctx.Err() != nil {
+		return
+	}
+	now := r.sched.Clock().Now()
+	if r.phase < 0 {
+		if !r.readyOrTimedOut(now) {
+			r.sched.After(readyPoll, runTask{r})
+			return
+		}
+		r.beginPhase(0, now)
+	}
+	start := r.startTime()
+	for {
+		for r.has && !start.Add(r.pending.At).After(now) {
+			r.apply(r.pending, now)
+			r.pending, r.has = r.next()
+		}
+		if r.has {
+			r.sched.At(start.Add(r.pending.At), runTask{r})
+			return
+		}
+		end := start.Add(r.windows[r.phase].End)
+		if now.Before(end) {
+			r.sched.At(end, runTask{r})
+			return
+		}
+		r.endPhase(now)
+		if r.phase+1 == len(r.windows) {
+			r.finish(now)
+			return
+		}
+		r.beginPhase(r.phase+1, now)
+	}
+}
+
+// readyOrTimedOut says whether the phases may begin: every initial node that has not failed for good
+// is Ready, or the wait timed out.
+func (r *Runner) readyOrTimedOut(now time.Time) bool {
+	p := r.fleet.Progress()
+	waited := now.Sub(r.waitFor)
+	switch {
+	case p.Ready+p.Failed >= r.plan.Nodes:
+		r.logf("profile %s: %d of %d nodes Ready after %v: the phases begin (%v in all)",
+			r.name, p.Ready, r.plan.Nodes, waited, r.schedule.Duration())
+	case waited >= r.cfg.ReadyTimeout:
+		r.logf("profile %s: only %d of %d nodes Ready after %v (the ready timeout): the phases begin anyway (%v in all)",
+			r.name, p.Ready, r.plan.Nodes, waited, r.schedule.Duration())
+	default:
+		return false
+	}
+	r.recMu.Lock()
+	r.rec.Start = now
+	r.rec.Ready = p.Ready
+	r.rec.ReadyTimedOut = p.Ready+p.Failed < r.plan.Nodes
+	r.recMu.Unlock()
+	return true
+}
+
+func (r *Runner) startTime() time.Time {
+	r.recMu.Lock()
+	defer r.recMu.Unlock()
+	return r.rec.Start
+}
+
+func (r *Runner) beginPhase(i int, now time.Time) {
+	r.phase = i
+	r.next, r.stop = pull(r.schedule, i)
+	r.pending, r.has = r.next()
+	ph := &r.plan.Profile.Spec.Phases[i]
+	r.begun = make([]bool, len(ph.Actions))
+	pr := PhaseRecord{Name: ph.Name, Start: now}
+	r.recMu.Lock()
+	r.rec.Phases = append(r.rec.Phases, pr)
+	r.recMu.Unlock()
+	w := r.windows[i]
+	r.logf("%s phase %d/%d %s begins: %v, %s", offset(w.Start), i+1, len(r.windows), ph.Name, w.End-w.Start, plural(len(ph.Actions), "action"))
+	if r.cfg.OnPhase != nil {
+		r.cfg.OnPhase(r.name, pr)
+	}
+}
+
+func (r *Runner) endPhase(now time.Time) {
+	if r.stop != nil {
+		r.stop()
+		r.next, r.stop = nil, nil
+	}
+	r.recMu.Lock()
+	r.rec.Phases[r.phase].End = now
+	c := r.counts[r.phase]
+	r.recMu.Unlock()
+	w := r.windows[r.phase]
+	line := fmt.Sprintf("%s phase %d/%d %s ends: %s applied", offset(w.End), r.phase+1, len(r.windows), w.Name, plural(c.applied, "op"))
+	if c.failed > 0 {
+		line += fmt.Sprintf(", %d failed (first: %s)", c.failed, c.firstErr)
+	}
+	r.logf("%s", line)
+}
+
+// finish marks the last phase over; the run is done once the apiserver ops it queued are.
+func (r *Runner) finish(now time.Time) {
+	r.ended = true
+	r.logf("%s profile %s: the last phase ended", offset(r.schedule.Duration()), r.name)
+	if r.admin.idle() {
+		r.once.Do(func() { close(r.done) })
+	}
+}
+
+// abort stops the run where it is, once ctx ended.
+func (r *Runner) abort() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return
+	}
+	r.aborted = true
+	if r.stop != nil {
+		r.stop()
+		r.next, r.stop = nil, nil
+	}
+	now := r.sched.Clock().Now()
+	r.recMu.Lock()
+	defer r.recMu.Unlock()
+	r.rec.CutShort = true
+	if n := len(r.rec.Phases); n > 0 && r.rec.Phases[n-1].End.IsZero() {
+		r.rec.Phases[n-1].End = now
+	}
+}
+
+// record adds one applied op to the record and to its phase's counts.
+func (r *Runner) record(ev profiles.Event, at time.Time, err error) {
+	a := Applied{Phase: ev.Phase, Action: ev.Action, Node: ev.Node, Op: ev.Op, At: at,
+		Group: r.plan.Profile.Spec.Phases[ev.Phase].Actions[ev.Action].Group}
+	if err != nil {
+		a.Err = err.Error()
+	}
+	r.recMu.Lock()
+	r.rec.Applied = append(r.rec.Applied, a)
+	c := &r.counts[ev.Phase]
+	if err != nil {
+		c.failed++
+		if c.firstErr == "" {
+			c.firstErr = fmt.Sprintf("node %d %s: %v", ev.Node, ev.Op, err)
+		}
+	} else {
+		c.applied++
+	}
+	r.recMu.Unlock()
+	if r.cfg.OnApplied != nil {
+		r.cfg.OnApplied(a)
+	}
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.log, format+"\n", args...)
+}
+
+func plural(n int, word string) string {
+	switch n {
+	case 0:
+		return "no " + word + "s"
+	case 1:
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// offset is a time into the run as log lines start with it: "+1m30s", padded so that lines align.
+func offset(d time.Duration) string {
+	return fmt.Sprintf("%-7s", "+"+d.String())
+}
