@@ -1,0 +1,119 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"time"
+)
+
+// htmlPage is the report page: no scripts, no links, no fonts or images from anywhere, so the file
+// reads the same offline and in ten years.
+var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>fakelet report: {{.Title}}</title>
+<style>
+body { font-family: sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #eee; white-space: nowrap; }
+th:first-child, td:first-child, td.l, th.l { text-align: left; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; font-size: 0.9em; }
+dt { font-weight: bold; }
+.chart svg { width: 100%; height: auto; }
+.missing { color: #b00; }
+</style>
+</head>
+<body>
+<h1>fakelet report: {{.Title}}</h1>
+<dl>
+<dt>target</dt><dd>{{.R.Target.Description}}</dd>
+<dt>nodes</dt><dd>{{.R.Parameters.Nodes}}, {{.R.Parameters.Mode}} heartbeats, identity {{.R.Parameters.Identity}}</dd>
+<dt>run</dt><dd>{{.Start}}, {{.Duration}}</dd>
+<dt>phases</dt><dd>{{.Phases}}</dd>
+<dt>versions</dt><dd>fakelet {{.R.Versions.Fakelet}}, {{.R.Versions.Go}}, server {{.R.Versions.Server}}</dd>
+</dl>
+{{range .Charts}}<h2>{{.Title}}</h2>
+<div class="chart">{{.SVG}}</div>
+{{end}}
+{{if .R.Reactions}}<h2>Reactions</h2>
+<p>Seconds from the action, and from the node's last heartbeat before a stop, partition or denyAuth.</p>
+<table>
+<tr><th>phase</th><th class="l">group</th><th class="l">op</th><th class="l">event</th><th>reacted</th><th>missing</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th><th>last-hb p50</th><th>p99</th><th>max</th></tr>
+{{range .R.Reactions}}<tr><td>{{.Phase}}</td><td class="l">{{.Group}}</td><td class="l">{{.Op}}</td><td class="l">{{.Event}}</td><td>{{.Reacted}}/{{.Actions}}</td><td{{if .Missing}} class="missing"{{end}}>{{.Missing}}</td>
+{{if .Reacted}}<td>{{printf "%.1f" .FromAction.Min}}</td><td>{{printf "%.1f" .FromAction.P50}}</td><td>{{printf "%.1f" .FromAction.P90}}</td><td>{{printf "%.1f" .FromAction.P99}}</td><td>{{printf "%.1f" .FromAction.Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>{{end}}
+{{with .FromLastRenewal}}<td>{{printf "%.1f" .P50}}</td><td>{{printf "%.1f" .P99}}</td><td>{{printf "%.1f" .Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}</tr>
+{{end}}</table>
+{{range .R.Reactions}}{{if .Missing}}<p class="missing">never within {{.Phase}}: {{.Event}} of {{.Group}} {{.Op}} on {{range $i, $n := .MissingNodes}}{{if $i}}, {{end}}{{$n}}{{end}}{{if gt .Missing (len .MissingNodes)}} and more ({{.Missing}} in all){{end}}</p>
+{{end}}{{end}}{{end}}
+<h2>Load</h2>
+<table>
+<tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td>{{.Label}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{range .R.Load.ScrapeErrors}}<p class="missing">scrape failed: {{.}}</p>
+{{end}}
+</body>
+</html>
+`))
+
+type htmlRow struct {
+	Label string
+	Cells []string
+}
+
+// WriteHTML writes the report as one self-contained HTML page with its charts inline.
+func (r *Report) WriteHTML(w io.Writer) error {
+	charts, err := r.Charts()
+	if err != nil {
+		return err
+	}
+	var svgs []struct {
+		Title string
+		SVG   template.HTML
+	}
+	for _, c := range charts {
+		svgs = append(svgs, struct {
+			Title string
+			SVG   template.HTML
+		}{c.Title, template.HTML(c.SVG)}) // rendered by gonum/plot from numbers, not from input text
+	}
+	cols := append(r.Load.Phases[:len(r.Load.Phases):len(r.Load.Phases)], r.Load.Run)
+	if len(r.Load.Phases) == 1 {
+		cols = cols[1:]
+	}
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.Name)
+	}
+	var rows []htmlRow
+	for _, row := range LoadRows {
+		hr := htmlRow{Label: row.Label}
+		for _, c := range cols {
+			if v, ok := row.Value(c); ok {
+				hr.Cells = append(hr.Cells, row.Format(v))
+			} else {
+				hr.Cells = append(hr.Cells, "-")
+			}
+		}
+		rows = append(rows, hr)
+	}
+	title := r.Profile
+	if title == "" {
+		title = fmt.Sprintf("%d nodes", r.Parameters.Nodes)
+	}
+	var buf bytes.Buffer
+	err = htmlPage.Execute(&buf, map[string]any{
+		"R": r, "Title": title, "Charts": svgs, "Cols": names, "Rows": rows,
+		"Start": r.Start.UTC().Format(time.RFC3339), "Duration": r.End.Sub(r.Start).Round(time.Second).String(),
+		"Phases": r.phaseLine(),
+	})
+	if err != nil {
+		return fmt.Errorf("render report.html: %w", err)
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}

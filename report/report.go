@@ -1,0 +1,144 @@
+package report
+
+import (
+	"time"
+
+	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/observe"
+	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/scrape"
+)
+
+// SchemaVersion names the schema of report.json; docs/report.md documents it. A change that removes
+// or redefines a field takes a new version.
+const SchemaVersion = "fakelet.dev/report/v1"
+
+// Report is everything a run measured.
+type Report struct {
+	Version string `json:"version"`
+	// Profile is the profile's name, or "" for a run without one.
+	Profile    string     `json:"profile,omitempty"`
+	Parameters Parameters `json:"parameters"`
+	Versions   Versions   `json:"versions"`
+	Target     Target     `json:"target"`
+	Start      time.Time  `json:"start"`
+	End        time.Time  `json:"end"`
+	// Phases are the profile's phases as they ran; a run without a profile has one phase, "run".
+	Phases []reaction.Phase `json:"phases"`
+	Nodes  Nodes            `json:"nodes"`
+	// Reactions summarise the control plane's reactions to the profile's actions, by phase, group,
+	// op and event.
+	Reactions []reaction.Summary `json:"reactions,omitempty"`
+	Load      Load               `json:"load"`
+}
+
+// Parameters are the run's settings.
+type Parameters struct {
+	Nodes                 int     `json:"nodes"`
+	Mode                  string  `json:"mode"`
+	LeaseDurationSeconds  int32   `json:"leaseDurationSeconds"`
+	RenewInterval         string  `json:"renewInterval"`
+	StatusUpdateFrequency string  `json:"statusUpdateFrequency"`
+	StatusReportFrequency string  `json:"statusReportFrequency"`
+	Identity              string  `json:"identity"`
+	Images                int     `json:"images"`
+	Zones                 int     `json:"zones,omitempty"`
+	RegisterQPS           float64 `json:"registerQPS"`
+	Seed                  int64   `json:"seed,omitempty"`
+	ScrapeInterval        string  `json:"scrapeInterval"`
+	// Args is the command line.
+	Args []string `json:"args,omitempty"`
+}
+
+// Versions are the versions of fakelet and of what it ran against.
+type Versions struct {
+	Fakelet string `json:"fakelet"`
+	Go      string `json:"go"`
+	// Server is the apiserver's gitVersion.
+	Server string `json:"server,omitempty"`
+}
+
+// Target is the cluster the run talked to.
+type Target struct {
+	Server      string `json:"server"`
+	Description string `json:"description"`
+	// Local says it was fakelet's local control plane.
+	Local bool `json:"local"`
+}
+
+// Nodes is the fleet's nodes as the fleet's watch saw them.
+type Nodes struct {
+	// Timeline counts the nodes by Ready status over the run.
+	Timeline []observe.StateCount `json:"timeline,omitempty"`
+	// Transitions is how many changes of condition, taint and Lease were recorded.
+	Transitions int `json:"transitions"`
+	// LeaseRenewalsSeen counts the Lease renewals the Lease watch saw (0 when it was off).
+	LeaseRenewalsSeen int64 `json:"leaseRenewalsSeen"`
+}
+
+// Load is the load on the control plane, per phase, over the whole run, and scrape by scrape.
+type Load struct {
+	Phases   []load.Phase  `json:"phases,omitempty"`
+	Run      load.Phase    `json:"run"`
+	Timeline load.Timeline `json:"timeline"`
+	// ScrapeErrors are the failed scrapes, first few of each component.
+	ScrapeErrors []string `json:"scrapeErrors,omitempty"`
+}
+
+// Record is what a run recorded: the input of Build.
+type Record struct {
+	Profile     string
+	Parameters  Parameters
+	Versions    Versions
+	Target      Target
+	Start, End  time.Time
+	Phases      []reaction.Phase
+	Actions     []reaction.Action
+	Transitions []observe.Transition
+	Snapshots   []scrape.Snapshot
+	// LeaseRenewalsSeen is observe.Recorder.LeaseRenewals.
+	LeaseRenewalsSeen int64
+}
+
+// maxTimelinePoints bounds the node-state timeline: one point a second for a run of ten minutes,
+// one every six seconds for an hour.
+const maxTimelinePoints = 600
+
+// scrapeErrorsListed is how many failed scrapes of each component a report names.
+const scrapeErrorsListed = 3
+
+// Build computes the report of a recorded run.
+func Build(rec Record) *Report {
+	r := &Report{
+		Version: SchemaVersion, Profile: rec.Profile, Parameters: rec.Parameters, Versions: rec.Versions,
+		Target: rec.Target, Start: rec.Start, End: rec.End, Phases: rec.Phases,
+	}
+	if len(r.Phases) == 0 {
+		r.Phases = []reaction.Phase{{Name: "run", Start: rec.Start, End: rec.End}}
+	}
+	step := max(time.Second, rec.End.Sub(rec.Start)/maxTimelinePoints).Round(time.Second)
+	r.Nodes = Nodes{
+		Timeline:          observe.Timeline(rec.Transitions, rec.Start, rec.End, step),
+		Transitions:       len(rec.Transitions),
+		LeaseRenewalsSeen: rec.LeaseRenewalsSeen,
+	}
+	if len(rec.Actions) > 0 {
+		r.Reactions = reaction.SummarizeResults(reaction.Extract(rec.Actions, r.Phases, rec.Transitions), r.Phases)
+	}
+	windows := make([]load.Window, len(r.Phases))
+	for i, p := range r.Phases {
+		windows[i] = load.Window{Name: p.Name, Start: p.Start, End: p.End}
+	}
+	r.Load.Phases = load.Compute(rec.Snapshots, windows)
+	r.Load.Run = load.Compute(rec.Snapshots, []load.Window{{Name: "run", Start: rec.Start, End: rec.End}})[0]
+	r.Load.Timeline = load.ComputeTimeline(rec.Snapshots)
+	failed := map[string]int{}
+	for _, s := range rec.Snapshots {
+		if s.Err != "" {
+			if failed[s.Component]++; failed[s.Component] <= scrapeErrorsListed {
+				r.Load.ScrapeErrors = append(r.Load.ScrapeErrors, s.At.UTC().Format(time.RFC3339)+" "+s.Err)
+			}
+		}
+	}
+	return r
+}

@@ -1,0 +1,187 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/observe"
+	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/scrape"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// fixture is a recorded stop of two of ten nodes: steady 60 s, outage 120 s, recovery 60 s, with
+// scrapes every 15 s (and at the boundaries, which fall on them).
+func fixture() Record {
+	phases := []reaction.Phase{
+		{Name: "steady", Start: at(0), End: at(60)},
+		{Name: "outage", Start: at(60), End: at(180)},
+		{Name: "recovery", Start: at(180), End: at(240)},
+	}
+	var ts []observe.Transition
+	tr := func(s float64, node string, kind observe.Kind, typ, status string) {
+		ts = append(ts, observe.Transition{At: at(s), Node: node, Kind: kind, Type: typ, Status: status})
+	}
+	for i := range 10 {
+		n := fmt.Sprintf("node-%02d", i)
+		tr(0.5, n, observe.Condition, "Ready", "True")
+	}
+	var actions []reaction.Action
+	for k, n := range []string{"node-02", "node-05"} {
+		d := float64(k)
+		actions = append(actions,
+			reaction.Action{Phase: "outage", Group: "victims", Op: "stop", Node: n, At: at(60), LastRenewal: at(57 + d)},
+			reaction.Action{Phase: "recovery", Group: "victims", Op: "start", Node: n, At: at(180), LastRenewal: at(57 + d)},
+		)
+		tr(81+2*d, n, observe.Condition, "Ready", "Unknown")
+		tr(81.1+2*d, n, observe.TaintAdded, "node.kubernetes.io/unreachable", "NoSchedule")
+		tr(182+d, n, observe.Condition, "Ready", "True")
+		tr(183+d, n, observe.TaintRemoved, "node.kubernetes.io/unreachable", "NoSchedule")
+	}
+	tr(91, "node-02", observe.TaintAdded, "node.kubernetes.io/unreachable", "NoExecute")
+	tr(184, "node-02", observe.TaintRemoved, "node.kubernetes.io/unreachable", "NoExecute")
+
+	var snaps []scrape.Snapshot
+	bounds := []float64{0.005, 0.025, 0.1, math.Inf(1)}
+	for s := 0.0; s <= 240; s += 15 {
+		silent := max(0, min(s, 180)-60) // two nodes renew nothing during the outage
+		puts := s - silent*0.2           // ten nodes, a renewal every 10 s: 1/s
+		lat := &scrape.Series{Labels: []string{"PUT", "leases", ""}, Value: puts, Sum: puts * 0.004, Bounds: bounds,
+			Buckets: []float64{puts * 0.9, puts * 0.99, puts, puts}}
+		snaps = append(snaps,
+			scrape.Snapshot{Component: load.APIServer, At: at(s), Families: map[string]*scrape.Family{
+				"apiserver_request_total": {Type: scrape.Counter, Labels: []string{"verb", "resource", "subresource", "code"}, Series: map[string]*scrape.Series{
+					"PUT|leases||200":        {Labels: []string{"PUT", "leases", "", "200"}, Value: puts},
+					"PATCH|nodes|status|200": {Labels: []string{"PATCH", "nodes", "status", "200"}, Value: 10 + 2*math.Floor(s/180)},
+				}},
+				"apiserver_request_duration_seconds": {Type: scrape.Histogram, Labels: []string{"verb", "resource", "subresource"}, Series: map[string]*scrape.Series{
+					"PUT|leases|": lat,
+				}},
+				"apiserver_watch_events_total": {Type: scrape.Counter, Labels: []string{"resource"}, Series: map[string]*scrape.Series{
+					"leases": {Labels: []string{"leases"}, Value: puts},
+				}},
+				"process_cpu_seconds_total":     {Type: scrape.Counter, Series: map[string]*scrape.Series{"": {Value: 5 + s*0.05}}},
+				"process_resident_memory_bytes": {Type: scrape.Gauge, Series: map[string]*scrape.Series{"": {Value: 300 << 20}}},
+			}},
+			scrape.Snapshot{Component: load.Etcd, At: at(s), Families: map[string]*scrape.Family{
+				"etcd_disk_wal_write_bytes_total":  {Type: scrape.Counter, Series: map[string]*scrape.Series{"": {Value: 1e6 + puts*600}}},
+				"etcd_mvcc_db_total_size_in_bytes": {Type: scrape.Gauge, Series: map[string]*scrape.Series{"": {Value: 2 << 20}}},
+			}},
+		)
+	}
+	snaps = append(snaps, scrape.Snapshot{Component: load.ControllerManager, At: at(30), Err: "connection refused"})
+	return Record{
+		Profile:    "stop-2",
+		Parameters: Parameters{Nodes: 10, Mode: "lease", LeaseDurationSeconds: 40, RenewInterval: "10s", StatusUpdateFrequency: "10s", StatusReportFrequency: "5m0s", Identity: "node", Images: 50, RegisterQPS: 50, ScrapeInterval: "15s"},
+		Versions:   Versions{Fakelet: "test", Go: "go1.26", Server: "v1.37.2"},
+		Target:     Target{Server: "https://127.0.0.1:6443", Description: "https://127.0.0.1:6443 (local control plane in /tmp/cp)", Local: true},
+		Start:      at(0), End: at(240),
+		Phases: phases, Actions: actions, Transitions: ts, Snapshots: snaps,
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, got)
+	}
+}
+
+func TestTextGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := Build(fixture()).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.golden", b.Bytes())
+}
+
+// A saved report.json renders the same text as the report it was written from.
+func TestJSONRoundTripRendersTheSame(t *testing.T) {
+	r := Build(fixture())
+	var js, before, after bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(&js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.WriteText(&before)
+	_ = back.WriteText(&after)
+	if before.String() != after.String() {
+		t.Errorf("text from report.json differs:\n%s\nwant\n%s", after.String(), before.String())
+	}
+	if _, err := Read(strings.NewReader(`{"version": "fakelet.dev/report/v0"}`)); err == nil {
+		t.Error("read a report of another schema version")
+	}
+}
+
+func TestHTMLIsSelfContainedWithCharts(t *testing.T) {
+	var b bytes.Buffer
+	if err := Build(fixture()).WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if n := strings.Count(page, "<svg"); n != 5 {
+		t.Errorf("%d charts, want 5 (states, request rate, latency, WAL, reactions)", n)
+	}
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=|<script|@import|url\(`).FindString(page); m != "" {
+		t.Errorf("the page loads something from elsewhere: %q", m)
+	}
+}
+
+func TestPerfData(t *testing.T) {
+	pd := Build(fixture()).PerfData()
+	if pd.Version != "v1" {
+		t.Errorf("version %q, want v1", pd.Version)
+	}
+	var found bool
+	for _, it := range pd.DataItems {
+		if it.Labels["Metric"] == "ReactionLatency" && it.Labels["Event"] == reaction.ReadyUnknown && it.Labels["From"] == reaction.FromLastRenewal {
+			found = true
+			// 81-57 = 24 s and 83-58 = 25 s
+			if it.Unit != "ms" || it.Data["Perc50"] != 24000 || it.Data["Perc99"] != 25000 {
+				t.Errorf("ready_unknown from last renewal: %+v, want p50 24000 ms, p99 25000 ms", it)
+			}
+		}
+	}
+	if !found {
+		t.Error("no ready_unknown reaction latency from the last renewal")
+	}
+}
+
+func TestWriteDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := Build(fixture()).WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{JSONFile, HTMLFile, PerfDataFile, TextFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"fakelet.dev/fakelet/load"
+)
+
+// Row is one number about a phase's load, as the terminal table and fakelet compare show it.
+type Row struct {
+	Label string
+	// Value returns the number, or false where the phase did not measure it.
+	Value func(p load.Phase) (float64, bool)
+	// Format prints a value: "%.1f", or a func for bytes.
+	Format func(v float64) string
+}
+
+func fixed(prec int) func(float64) string {
+	return func(v float64) string { return fmt.Sprintf("%.*f", prec, v) }
+}
+
+func ms(v float64) string { return fmt.Sprintf("%.1f", v*1000) }
+
+// bytesText prints a byte count with a binary unit.
+func bytesText(v float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	neg := v < 0
+	if neg {
+		v = -v
+	}
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	s := fmt.Sprintf("%.1f %s", v, units[i])
+	if i == 0 {
+		s = fmt.Sprintf("%.0f B", v)
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+func bytesRate(v float64) string { return bytesText(v) + "/s" }
+
+// totalRequests sums the apiserver's requests, optionally of one verb and resource.
+func totalRequests(p load.Phase, match func(r load.Requests) bool) (count float64, ok bool) {
+	for _, r := range p.Requests {
+		if match == nil || match(r) {
+			count += r.Count
+		}
+	}
+	return count, len(p.Requests) > 0
+}
+
+func kind(verb, resource, sub string) func(r load.Requests) bool {
+	return func(r load.Requests) bool { return r.Verb == verb && r.Resource == resource && r.Subresource == sub }
+}
+
+func rate(p load.Phase, match func(load.Requests) bool) (float64, bool) {
+	c, ok := totalRequests(p, match)
+	if !ok || p.Seconds <= 0 {
+		return 0, false
+	}
+	return c / p.Seconds, true
+}
+
+func latencyP99(verb, resource, sub string) func(load.Phase) (float64, bool) {
+	return func(p load.Phase) (float64, bool) {
+		for _, l := range p.Latency {
+			if l.Verb == verb && l.Resource == resource && l.Subresource == sub {
+				return l.P99, true
+			}
+		}
+		return 0, false
+	}
+}
+
+func sumOf[T any](list []T, f func(T) float64) (float64, bool) {
+	var s float64
+	for _, x := range list {
+		s += f(x)
+	}
+	return s, len(list) > 0
+}
+
+func processOf(p load.Phase, component string) (load.Process, bool) {
+	for _, pr := range p.Processes {
+		if pr.Component == component {
+			return pr, true
+		}
+	}
+	return load.Process{}, false
+}
+
+func perSecond(f func(load.Phase) (float64, bool)) func(load.Phase) (float64, bool) {
+	return func(p load.Phase) (float64, bool) {
+		v, ok := f(p)
+		if !ok || p.Seconds <= 0 {
+			return 0, false
+		}
+		return v / p.Seconds, true
+	}
+}
+
+// LoadRows are the rows of the load table, in order.
+var LoadRows = []Row{
+	{"apiserver requests/s", func(p load.Phase) (float64, bool) { return rate(p, nil) }, fixed(1)},
+	{"  PUT leases/s", func(p load.Phase) (float64, bool) { return rate(p, kind("PUT", "leases", "")) }, fixed(1)},
+	{"  PATCH nodes/status/s", func(p load.Phase) (float64, bool) { return rate(p, kind("PATCH", "nodes", "status")) }, fixed(1)},
+	{"  PUT nodes/status/s", func(p load.Phase) (float64, bool) { return rate(p, kind("PUT", "nodes", "status")) }, fixed(1)},
+	{"  GET nodes + leases/s", func(p load.Phase) (float64, bool) {
+		return rate(p, func(r load.Requests) bool {
+			return r.Verb == "GET" && (r.Resource == "nodes" || r.Resource == "leases")
+		})
+	}, fixed(1)},
+	{"  errors (5xx, 429)/s", func(p load.Phase) (float64, bool) {
+		return rate(p, func(r load.Requests) bool { return strings.HasPrefix(r.Code, "5") || r.Code == "429" })
+	}, fixed(2)},
+	{"request bytes/s", perSecond(func(p load.Phase) (float64, bool) {
+		return sumOf(p.RequestBytes, func(b load.Bytes) float64 { return b.Bytes })
+	}), bytesRate},
+	{"response bytes/s", perSecond(func(p load.Phase) (float64, bool) {
+		return sumOf(p.ResponseBytes, func(b load.Bytes) float64 { return b.Bytes })
+	}), bytesRate},
+	{"watch events/s", perSecond(func(p load.Phase) (float64, bool) {
+		return sumOf(p.Watch, func(w load.Watch) float64 { return w.Events })
+	}), fixed(1)},
+	{"watch bytes/s", perSecond(func(p load.Phase) (float64, bool) {
+		return sumOf(p.Watch, func(w load.Watch) float64 { return w.Bytes })
+	}), bytesRate},
+	{"p99 latency, all but watch (ms)", latencyP99("*", "*", ""), ms},
+	{"  p99 PUT leases (ms)", latencyP99("PUT", "leases", ""), ms},
+	{"  p99 PATCH nodes/status (ms)", latencyP99("PATCH", "nodes", "status"), ms},
+	{"APF rejected", func(p load.Phase) (float64, bool) {
+		return sumOf(p.PriorityLevels, func(l load.PriorityLevel) float64 { return l.Rejected })
+	}, fixed(0)},
+	{"apiserver CPU-seconds", func(p load.Phase) (float64, bool) {
+		pr, ok := processOf(p, load.APIServer)
+		return pr.CPUSeconds, ok
+	}, fixed(1)},
+	{"apiserver memory", func(p load.Phase) (float64, bool) {
+		pr, ok := processOf(p, load.APIServer)
+		return pr.MaxMemoryBytes, ok
+	}, bytesText},
+	{"etcd bytes written (WAL)", func(p load.Phase) (float64, bool) {
+		if p.Etcd == nil {
+			return 0, false
+		}
+		return p.Etcd.WALBytes, true
+	}, bytesText},
+	{"etcd db growth", func(p load.Phase) (float64, bool) {
+		if p.Etcd == nil {
+			return 0, false
+		}
+		return p.Etcd.DBGrowth, true
+	}, bytesText},
+	{"etcd CPU-seconds", func(p load.Phase) (float64, bool) {
+		pr, ok := processOf(p, load.Etcd)
+		return pr.CPUSeconds, ok
+	}, fixed(1)},
+	{"etcd p99 put latency (ms)", func(p load.Phase) (float64, bool) {
+		var worst float64
+		found := false
+		for _, l := range p.EtcdLatency {
+			if l.Verb == "update" || l.Verb == "create" || l.Verb == "GuaranteedUpdate" {
+				worst, found = max(worst, l.P99), true
+			}
+		}
+		return worst, found
+	}, ms},
+	{"controller-manager CPU-seconds", func(p load.Phase) (float64, bool) {
+		pr, ok := processOf(p, load.ControllerManager)
+		return pr.CPUSeconds, ok
+	}, fixed(1)},
+	{"fleet requests/s", func(p load.Phase) (float64, bool) {
+		v, ok := sumOf(p.Fleet, func(f load.FleetRequests) float64 { return f.OK + f.Errors })
+		if !ok || p.Seconds <= 0 {
+			return 0, false
+		}
+		return v / p.Seconds, true
+	}, fixed(1)},
+	{"fleet request errors", func(p load.Phase) (float64, bool) {
+		return sumOf(p.Fleet, func(f load.FleetRequests) float64 { return f.Errors })
+	}, fixed(0)},
+}

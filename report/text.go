@@ -1,0 +1,128 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText writes the summary table a run prints at its end.
+func (r *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := r.Parameters
+	name := r.Profile
+	if name == "" {
+		name = "(no profile)"
+	}
+	fmt.Fprintf(tw, "fakelet report: %s, %d nodes, %s heartbeats, %s\n", name, p.Nodes, p.Mode, r.End.Sub(r.Start).Round(time.Second))
+	fmt.Fprintf(tw, "  target\t%s\n", r.Target.Description)
+	fmt.Fprintf(tw, "  versions\tfakelet %s, %s, server %s\n", r.Versions.Fakelet, r.Versions.Go, orDash(r.Versions.Server))
+	fmt.Fprintf(tw, "  phases\t%s\n", r.phaseLine())
+	fmt.Fprintf(tw, "  nodes at the end\t%s\n", r.endCounts())
+	_ = tw.Flush()
+	if len(r.Reactions) > 0 {
+		fmt.Fprintln(w)
+		r.writeReactions(w)
+	}
+	fmt.Fprintln(w)
+	r.writeLoad(w)
+	for _, e := range r.Load.ScrapeErrors {
+		fmt.Fprintf(w, "  scrape failed: %s\n", e)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (r *Report) phaseLine() string {
+	var parts []string
+	for _, ph := range r.Phases {
+		parts = append(parts, fmt.Sprintf("%s %s", ph.Name, ph.End.Sub(ph.Start).Round(time.Second)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *Report) endCounts() string {
+	if len(r.Nodes.Timeline) == 0 {
+		return "-"
+	}
+	last := r.Nodes.Timeline[len(r.Nodes.Timeline)-1]
+	return fmt.Sprintf("%d Ready, %d NotReady, %d Unknown", last.Ready, last.NotReady, last.Unknown)
+}
+
+// writeReactions prints one line per summary: how many reacted and the latencies in seconds.
+func (r *Report) writeReactions(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "reactions (seconds; from the action, and from the last heartbeat before a stop)")
+	var texts [4]int // widths of the text columns, padded so that they read left-aligned
+	for _, s := range r.Reactions {
+		for i, v := range []string{s.Phase, s.Group, s.Op, s.Event} {
+			texts[i] = max(texts[i], len(v), len([]string{"phase", "group", "op", "event"}[i]))
+		}
+	}
+	pad := func(i int, s string) string { return fmt.Sprintf("%-*s", texts[i], s) }
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\treacted\tmissing\tmin\tp50\tp90\tp99\tmax\t\tlast-hb p50\tp99\tmax\t\n", pad(0, "phase"), pad(1, "group"), pad(2, "op"), pad(3, "event"))
+	for _, s := range r.Reactions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t", pad(0, s.Phase), pad(1, s.Group), pad(2, s.Op), pad(3, s.Event), s.Reacted, s.Actions, s.Missing)
+		if s.Reacted > 0 {
+			a := s.FromAction
+			fmt.Fprintf(tw, "%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\t", a.Min, a.P50, a.P90, a.P99, a.Max)
+		} else {
+			fmt.Fprintf(tw, "-\t-\t-\t-\t-\t\t")
+		}
+		if l := s.FromLastRenewal; l != nil {
+			fmt.Fprintf(tw, "%.1f\t%.1f\t%.1f\t\n", l.P50, l.P99, l.Max)
+		} else {
+			fmt.Fprintf(tw, "-\t-\t-\t\n")
+		}
+	}
+	_ = tw.Flush()
+	for _, s := range r.Reactions {
+		if s.Missing == 0 {
+			continue
+		}
+		more := ""
+		if n := s.Missing - len(s.MissingNodes); n > 0 {
+			more = fmt.Sprintf(" and %d more", n)
+		}
+		fmt.Fprintf(w, "  never within %s: %s of %s %s on %s%s\n", s.Phase, s.Event, s.Group, s.Op, strings.Join(s.MissingNodes, ", "), more)
+	}
+}
+
+// writeLoad prints LoadRows with a column per phase and one for the whole run.
+func (r *Report) writeLoad(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "load")
+	cols := append(r.Load.Phases[:len(r.Load.Phases):len(r.Load.Phases)], r.Load.Run)
+	if len(r.Load.Phases) == 1 {
+		cols = cols[1:] // one phase is the run
+	}
+	width := 0
+	for _, row := range LoadRows {
+		width = max(width, len(row.Label))
+	}
+	fmt.Fprintf(tw, "%*s\t", width, "")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "%s\t", c.Name)
+	}
+	fmt.Fprintln(tw)
+	for _, row := range LoadRows {
+		fmt.Fprintf(tw, "%-*s\t", width, row.Label)
+		for _, c := range cols {
+			if v, ok := row.Value(c); ok {
+				fmt.Fprintf(tw, "%s\t", row.Format(v))
+			} else {
+				fmt.Fprintf(tw, "-\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+}
