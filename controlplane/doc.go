@@ -11,6 +11,9 @@
 //	controller-manager.kubeconfig  system:kube-controller-manager
 //	pki/                           CA, serving and client certificates, service account keys
 //	etcd/                          etcd's data; removed by Down and at each Up unless KeepData
+//	prometheus/                    with Options.Prometheus: the Prometheus server's configuration
+//	                               (deploy/prometheus), targets, TLS files and data/ (removed by
+//	                               Down unless KeepData)
 //	<component>.log                each component's stdout and stderr
 //	<component>.previous.log       the same, from the control plane before
 //

@@ -65,6 +65,9 @@ func stopAll(ctx context.Context, dir string, st *State) error {
 		if err := os.RemoveAll(filepath.Join(dir, "etcd")); err != nil {
 			errs = append(errs, fmt.Errorf("remove etcd data: %w", err))
 		}
+		if err := removePrometheusData(dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := removeState(dir); err != nil {
 		errs = append(errs, err)

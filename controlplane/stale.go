@@ -37,8 +37,13 @@ func assess(ctx context.Context, st *State, r procReader, check func(context.Con
 		}
 	}
 	for _, c := range st.Components {
-		switch s := inspect(r, c); s {
-		case procOurs:
+		switch s := inspect(r, c); {
+		case isOptional(c.Name):
+			// Its health is its own: a dead Prometheus does not make the control plane stale.
+			if s == procOurs {
+				a.survivors = append(a.survivors, c)
+			}
+		case s == procOurs:
 			a.survivors = append(a.survivors, c)
 			if err := check(ctx, c); err != nil {
 				a.problems = append(a.problems, fmt.Sprintf("%s (pid %d) unhealthy: %v", c.Name, c.PID, err))

@@ -30,6 +30,9 @@ type Options struct {
 	Progress io.Writer
 	// StartTimeout bounds the wait for each component to become healthy; DefaultStartTimeout if 0.
 	StartTimeout time.Duration
+	// Prometheus, if set, also starts a Prometheus server that scrapes the control plane and
+	// fakelet (see StartPrometheus). Up fails before starting anything if there is no prometheus.
+	Prometheus *PrometheusOptions
 
 	// dieWithParent makes the components die with the process that started them (tests).
 	dieWithParent bool
@@ -67,6 +70,11 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
+	if opts.Prometheus != nil {
+		if _, err := FindPrometheus(opts.Prometheus.Binary); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create control plane directory: %w", err)
 	}
@@ -77,7 +85,13 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 	defer unlock()
 
 	if cp, err := reuseOrClean(ctx, dir, opts, progress); cp != nil || err != nil {
-		return cp, err
+		if err == nil {
+			err = cp.upPrometheus(ctx, opts, progress)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return cp, nil
 	}
 	bins, err := FindBinaries(opts.BinDir)
 	if err != nil {
@@ -97,6 +111,9 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 		state: &State{Version: stateVersion, StartedAt: begin.UTC(), ExtraArgs: opts.extraArgs(), KeepData: opts.KeepData},
 	}
 	cp, err := s.start()
+	if err == nil {
+		err = cp.upPrometheus(ctx, opts, progress)
+	}
 	if err != nil {
 		// Stop with a fresh context: ctx may be what ended the start.
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*stopGracePeriod)
