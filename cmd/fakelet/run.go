@@ -29,6 +29,7 @@ type runFlags struct {
 	duration              time.Duration
 	images                int
 	metrics               metricsFlags
+	report                reportFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -75,6 +76,7 @@ deletes the Nodes and Leases it created, unless --keep.`,
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	addMetricsFlags(f, &rf.metrics)
+	addReportFlags(f, &rf.report)
 	return cmd
 }
 
@@ -134,6 +136,10 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		}
 	}()
 	fmt.Fprintf(log, "target: %s\n", tgt.description)
+	rr, err := startReport(rf.report, &cfg, tgt)
+	if err != nil {
+		return err
+	}
 	f, err := fleet.New(cfg, tgt.config)
 	if err != nil {
 		return err
@@ -159,7 +165,10 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		case <-progressCtx.Done():
 		}
 	}()
-	runErr := f.Run(runCtx)
+	runErr := rr.begin(runCtx, f)
+	if runErr == nil {
+		runErr = f.Run(runCtx)
+	}
 	stopProgress()
 	<-progressDone
 	elapsed := time.Since(begin)
@@ -171,6 +180,9 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		}
 	}
 	summarize(tgt.description, f, elapsed).render(out)
+	if err := rr.finish(out, log, "", rf, cfg); err != nil {
+		fmt.Fprintln(log, "report:", err)
+	}
 	if !cfg.Keep && runErr == nil {
 		fmt.Fprintf(log, "deleted the fleet's Nodes and Leases (use --keep to leave them)\n")
 	}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/scrape"
+)
+
+type reportFlags struct {
+	dir            string
+	scrapeInterval time.Duration
+	watchLeases    bool
+}
+
+func addReportFlags(f *pflag.FlagSet, rf *reportFlags) {
+	f.StringVar(&rf.dir, "report-dir", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/<profile>-<timestamp>/)")
+	f.DurationVar(&rf.scrapeInterval, "scrape-interval", scrape.DefaultInterval, "scrape the control plane's /metrics this often, besides at every phase boundary")
+	f.BoolVar(&rf.watchLeases, "watch-leases", true, "watch the fleet's Leases to count renewals and see deleted ones recreated (one more watcher of every Lease write)")
+}
+
+// runReport records a run and writes its report at the end.
+type runReport struct {
+	flags   reportFlags
+	session *measure.Session
+	target  *target
+	nodes   string // the fleet's node name prefix, with its dash
+}
+
+// startReport prepares the record of a run against tgt; it adds its recorder to cfg, so it must
+// come before fleet.New.
+func startReport(rf reportFlags, cfg *fleet.Config, tgt *target) (*runReport, error) {
+	if rf.scrapeInterval <= 0 {
+		return nil, fmt.Errorf("--scrape-interval must be positive, got %v", rf.scrapeInterval)
+	}
+	var sources []scrape.Source
+	var err error
+	if tgt.local != nil {
+		if sources, err = scrape.ControlPlaneSources(tgt.local); err != nil {
+			return nil, err
+		}
+	} else {
+		client, err := rest.HTTPClientFor(tgt.config)
+		if err != nil {
+			return nil, fmt.Errorf("metrics client for %s: %w", tgt.config.Host, err)
+		}
+		sources = []scrape.Source{measure.APIServerSource(tgt.config.Host, client)}
+	}
+	client, err := kubernetes.NewForConfig(rest.CopyConfig(tgt.config))
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", tgt.config.Host, err)
+	}
+	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases})
+	if cfg.Recorder != nil {
+		cfg.Recorder = agent.Recorders{cfg.Recorder, s.Recorder()}
+	} else {
+		cfg.Recorder = s.Recorder()
+	}
+	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-"}, nil
+}
+
+// begin starts recording fleet f; the record ends by itself when ctx does, before the fleet deletes
+// its nodes.
+func (rr *runReport) begin(ctx context.Context, f *fleet.Fleet) error {
+	rr.session.Observe(f)
+	if err := rr.session.Start(context.WithoutCancel(ctx), func(name string) bool { return strings.HasPrefix(name, rr.nodes) }); err != nil {
+		return err
+	}
+	go func() { <-ctx.Done(); rr.session.Stop() }()
+	return nil
+}
+
+// applied records an op the profile applied to the node of ag (at the moment it took effect).
+func (rr *runReport) applied(ag *agent.Agent, phase, group, op string, at time.Time, condition, status string) {
+	a := measure.Action(ag, phase, group, op, at)
+	a.Condition, a.Status = condition, status
+	rr.session.Applied(a)
+}
+
+// finish builds the report, writes it to --report-dir and prints its summary table to out.
+func (rr *runReport) finish(out, log io.Writer, profile string, rf runFlags, cfg fleet.Config) error {
+	rr.session.Stop()
+	rec := rr.session.Record(profile, parameters(rf, cfg), versions(), report.Target{
+		Server: rr.target.config.Host, Description: rr.target.description, Local: rr.target.local != nil,
+	})
+	r := report.Build(rec)
+	dir := rr.flags.dir
+	if dir == "" {
+		name := profile
+		if name == "" {
+			name = "run"
+		}
+		dir = filepath.Join("reports", name+"-"+rec.Start.Format("20060102-150405"))
+	}
+	fmt.Fprintln(out)
+	if err := r.WriteText(out); err != nil {
+		return err
+	}
+	if err := r.WriteDir(dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "report: %s\n", filepath.Join(dir, report.HTMLFile))
+	return nil
+}
+
+func parameters(rf runFlags, cfg fleet.Config) report.Parameters {
+	hb := cfg.Heartbeat.WithDefaults()
+	return report.Parameters{
+		Nodes: cfg.Nodes, Mode: string(hb.Mode), LeaseDurationSeconds: hb.LeaseDurationSeconds,
+		RenewInterval: hb.RenewInterval.String(), StatusUpdateFrequency: hb.StatusUpdateFrequency.String(),
+		StatusReportFrequency: hb.StatusReportFrequency.String(), Identity: string(cfg.Identity),
+		Images: rf.images, Zones: cfg.Zones, RegisterQPS: cfg.RegisterQPS,
+		ScrapeInterval: rf.report.scrapeInterval.String(), Args: os.Args,
+	}
+}
+
+func versions() report.Versions {
+	v := report.Versions{Fakelet: "(devel)", Go: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v.Fakelet = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v.Fakelet += " " + s.Value
+			}
+		}
+	}
+	return v
+}
+

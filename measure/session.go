@@ -1,0 +1,193 @@
+// Package measure records one run for its report: it observes the fleet's nodes (package observe),
+// scrapes the control plane and the fleet (package scrape) at an interval and at every phase
+// boundary, and collects the actions a profile applied with each node's last heartbeats. Its Record
+// is the input of report.Build.
+package measure
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/observe"
+	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/scrape"
+)
+
+// Options configure a Session.
+type Options struct {
+	// Sources are the control plane's metrics endpoints; the fleet's own view is always scraped.
+	Sources []scrape.Source
+	// ScrapeInterval is the time between scrapes; 0 means scrape.DefaultInterval.
+	ScrapeInterval time.Duration
+	// Client, if set, reads the server's version and, with WatchLeases, watches the fleet's Leases.
+	Client kubernetes.Interface
+	// WatchLeases adds a watch of kube-node-lease, for lease renewals seen and deleteLease's
+	// recreation. It is one more watcher of every Lease write: leave it off to measure watch load.
+	WatchLeases bool
+}
+
+// Session records one run.
+type Session struct {
+	opts     Options
+	recorder *observe.Recorder
+	fleetSrc *scrape.FleetSource
+	scraper  *scrape.Scraper
+
+	mu      sync.Mutex
+	start   time.Time
+	end     time.Time
+	phases  []reaction.Phase
+	actions []reaction.Action
+	server  string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	pending sync.WaitGroup // boundary scrapes in flight
+}
+
+// New returns a session that has not started.
+func New(opts Options) *Session {
+	s := &Session{opts: opts, recorder: observe.NewRecorder(nil), fleetSrc: &scrape.FleetSource{}}
+	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
+	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
+	return s
+}
+
+// Recorder is what the fleet's agents must record into (fleet.Config.Recorder, alone or among
+// agent.Recorders) for the fleet's own view of its requests.
+func (s *Session) Recorder() agent.Recorder { return s.fleetSrc }
+
+// Observe records every change the fleet's watch sees to its Nodes. Call it before the fleet runs.
+func (s *Session) Observe(f *fleet.Fleet) { f.OnNode(s.recorder.NodeHandler()) }
+
+// Start begins the run's record: a first scrape, then scrapes every interval until Stop, and the
+// Lease watch if asked for. ours tells the fleet's nodes from others by name (for the Lease watch).
+func (s *Session) Start(ctx context.Context, ours func(name string) bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.start, s.cancel, s.done = time.Now(), cancel, make(chan struct{})
+	s.mu.Unlock()
+	if c := s.opts.Client; c != nil {
+		if v, err := c.Discovery().ServerVersion(); err == nil {
+			s.server = v.GitVersion
+		}
+		if s.opts.WatchLeases {
+			if err := s.recorder.WatchLeases(ctx, c, ours); err != nil {
+				cancel()
+				return err
+			}
+		}
+	}
+	go func() { defer close(s.done); s.scraper.Run(ctx) }()
+	return nil
+}
+
+// PhaseBegan records that phase name began at, and scrapes now (in the background: it returns at once).
+func (s *Session) PhaseBegan(name string, at time.Time) {
+	s.mu.Lock()
+	if n := len(s.phases); n > 0 && s.phases[n-1].End.IsZero() {
+		s.phases[n-1].End = at
+	}
+	s.phases = append(s.phases, reaction.Phase{Name: name, Start: at})
+	s.mu.Unlock()
+	s.scrapeSoon()
+}
+
+// PhaseEnded records that the current phase ended at, and scrapes now (in the background).
+func (s *Session) PhaseEnded(at time.Time) {
+	s.mu.Lock()
+	if n := len(s.phases); n > 0 && s.phases[n-1].End.IsZero() {
+		s.phases[n-1].End = at
+	}
+	s.mu.Unlock()
+	s.scrapeSoon()
+}
+
+func (s *Session) scrapeSoon() {
+	s.pending.Add(1)
+	go func() {
+		defer s.pending.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s.scraper.Scrape(ctx)
+	}()
+}
+
+// Applied records an op applied to a node. It must be called when the op took effect, so that the
+// agent's last heartbeats are those before it: Action fills them in.
+func (s *Session) Applied(a reaction.Action) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.actions = append(s.actions, a)
+}
+
+// Action describes op applied to the node of ag at at, with the agent's last successful lease renewal
+// and status patch as they are now.
+func Action(ag *agent.Agent, phase, group, op string, at time.Time) reaction.Action {
+	st := ag.Stats()
+	return reaction.Action{Phase: phase, Group: group, Op: op, Node: ag.Name(), At: at,
+		LastRenewal: st.LastLeaseRenewal, LastStatusPatch: st.LastStatusPatch}
+}
+
+// Stop ends the record: a last scrape, then no more. Call it as the run ends, before the fleet
+// deletes its nodes, so that the cleanup is not counted as the run's load.
+func (s *Session) Stop() {
+	s.mu.Lock()
+	if s.cancel == nil || !s.end.IsZero() {
+		s.mu.Unlock()
+		return
+	}
+	s.end = time.Now()
+	if n := len(s.phases); n > 0 && s.phases[n-1].End.IsZero() {
+		s.phases[n-1].End = s.end
+	}
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	cancel()
+	<-done
+	s.pending.Wait()
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	s.scraper.Scrape(ctx)
+}
+
+// Record returns what the session recorded, with the run's description.
+func (s *Session) Record(profile string, params report.Parameters, versions report.Versions, target report.Target) report.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if versions.Server == "" {
+		versions.Server = s.server
+	}
+	end := s.end
+	if end.IsZero() {
+		end = time.Now()
+	}
+	phases := append([]reaction.Phase(nil), s.phases...)
+	for i := range phases {
+		if phases[i].End.IsZero() {
+			phases[i].End = end
+		}
+	}
+	return report.Record{
+		Profile: profile, Parameters: params, Versions: versions, Target: target,
+		Start: s.start, End: end, Phases: phases,
+		Actions:           append([]reaction.Action(nil), s.actions...),
+		Transitions:       s.recorder.Transitions(),
+		Snapshots:         s.scraper.Snapshots(),
+		LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
+	}
+}
+
+// APIServerSource scrapes the /metrics of the apiserver at host with client (from
+// rest.HTTPClientFor): for a cluster other than the local control plane, whose credential needs get on
+// the nonResourceURL /metrics.
+func APIServerSource(host string, client *http.Client) scrape.Source {
+	return &scrape.HTTPSource{Name: "kube-apiserver", URL: strings.TrimSuffix(host, "/") + "/metrics", Client: client}
+}
