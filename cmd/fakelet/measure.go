@@ -143,4 +143,3 @@ func versions() report.Versions {
 	}
 	return v
 }
-
