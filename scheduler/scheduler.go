@@ -11,6 +11,7 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -32,7 +33,9 @@ type Scheduler struct {
 	seq    uint64
 	busy   int // tasks handed to workers and not finished (parked ones included)
 	parked int // busy tasks waiting in Sleep
-	spawns int // workers started, for stats
+	live   int // worker goroutines
+	peak   int // most workers at once, for stats
+	idle   atomic.Int32
 
 	kick chan struct{}
 	runq chan entry
@@ -136,12 +139,17 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// Workers returns how many worker goroutines were started so far: the peak concurrency of the work.
+// Workers returns the most worker goroutines there were at once: the peak concurrency of the work.
 func (s *Scheduler) Workers() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.spawns
+	return s.peak
 }
+
+// maxIdleWorkers is how many idle workers wait for work; others exit. A burst of hung requests (a
+// partition of thousands of nodes) parks a worker each: once it heals, the pool shrinks back instead
+// of keeping thousands of goroutines and their grown stacks for the rest of the run.
+const maxIdleWorkers = 64
 
 func (s *Scheduler) push(e entry) {
 	s.mu.Lock()
@@ -192,7 +200,8 @@ func (s *Scheduler) dispatch(e entry) {
 	case s.runq <- e:
 	default:
 		s.mu.Lock()
-		s.spawns++
+		s.live++
+		s.peak = max(s.peak, s.live)
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go s.worker(e)
@@ -206,9 +215,16 @@ func (s *Scheduler) worker(e entry) {
 		s.mu.Lock()
 		s.busy--
 		s.cond.Broadcast()
+		if s.idle.Load() >= maxIdleWorkers {
+			s.live--
+			s.mu.Unlock()
+			return
+		}
+		s.idle.Add(1)
 		s.mu.Unlock()
 		select {
 		case e = <-s.runq:
+			s.idle.Add(-1)
 		case <-s.done:
 			return
 		}
