@@ -185,3 +185,16 @@ func TestWriteDir(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareGolden(t *testing.T) {
+	r := Build(fixture())
+	steady := r.Load.Phases[0]
+	doubled := steady
+	doubled.Etcd = &load.EtcdLoad{WALBytes: steady.Etcd.WALBytes * 8, DBGrowth: 1 << 20}
+	c := &Comparison{Nodes: 10, Duration: "1m0s", Sides: []Side{{Mode: "lease", Load: steady}, {Mode: "status", Load: doubled}}}
+	var b bytes.Buffer
+	if err := c.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.golden", b.Bytes())
+}
