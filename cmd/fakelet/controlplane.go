@@ -28,7 +28,8 @@ func newControlPlaneCommand() *cobra.Command {
 (state, logs, kubeconfig, certificates, etcd data) is under --dir. The binaries come from
 ` + "`make controlplane`" + `.`,
 	}
-	cmd.AddCommand(newControlPlaneUpCommand(), newControlPlaneDownCommand(), newControlPlaneStatusCommand())
+	cmd.AddCommand(newControlPlaneUpCommand(), newControlPlaneDownCommand(), newControlPlaneStatusCommand(),
+		newControlPlanePrometheusConfigCommand())
 	return cmd
 }
 
@@ -38,6 +39,7 @@ func addDirFlag(cmd *cobra.Command, dir *string) {
 
 func newControlPlaneUpCommand() *cobra.Command {
 	var opts controlplane.Options
+	var prom prometheusFlags
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local control plane, or reuse the healthy one already in --dir",
@@ -51,6 +53,7 @@ replaced. Extra component flags go last on each command line, so they override t
 			defer stop()
 			begin := time.Now()
 			opts.Progress = cmd.ErrOrStderr()
+			opts.Prometheus = prom.options()
 			cp, err := controlplane.Up(ctx, opts)
 			if err != nil {
 				return err
@@ -69,6 +72,7 @@ replaced. Extra component flags go last on each command line, so they override t
 	f.StringArrayVar(&opts.EtcdArgs, "etcd-arg", nil, "extra etcd flag (repeatable)")
 	f.BoolVar(&opts.KeepData, "keep-data", false, "keep etcd's data and the certificates of the previous control plane in --dir (and keep the data at down)")
 	f.DurationVar(&opts.StartTimeout, "start-timeout", controlplane.DefaultStartTimeout, "how long to wait for each component to become healthy")
+	addPrometheusFlags(f, &prom)
 	return cmd
 }
 
@@ -78,6 +82,9 @@ func printUp(w io.Writer, cp *controlplane.ControlPlane, took time.Duration) {
 	fmt.Fprintf(tw, "server:\t%s\n", cp.APIServerURL)
 	for _, ep := range cp.MetricsEndpoints() {
 		fmt.Fprintf(tw, "%s metrics:\t%s\n", ep.Component, ep.URL)
+	}
+	if u := cp.PrometheusURL(); u != "" {
+		fmt.Fprintf(tw, "prometheus:\t%s (config in %s)\n", u, controlplane.PrometheusDir(cp.Dir))
 	}
 	fmt.Fprintf(tw, "took:\t%s\n", took.Round(10*time.Millisecond))
 	tw.Flush()
