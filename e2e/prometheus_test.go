@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/deploy"
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/metrics"
+)
+
+// TestPrometheusScrapesFleetAndControlPlane starts a real Prometheus server beside the shared
+// control plane with deploy/prometheus's configuration, runs 100 nodes for about 90 s with
+// fakelet's metrics served, and reads through Prometheus's HTTP API what the fleet and the
+// apiserver report: the same lease PUT rate, about nodes / 10.2 s, from both sides.
+func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
+	cp := controlPlane(t)
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		t.Fatalf("this test needs a Prometheus server: %v; install Debian's prometheus package (apt-get install prometheus), as .ci/run does", err)
+	}
+	m := metrics.New(metrics.Options{})
+	srv, err := metrics.Serve("127.0.0.1:0", m, metrics.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cp.StartPrometheus(ctx, controlplane.PrometheusOptions{FakeletTargets: []string{srv.Addr()}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.StopPrometheus(context.Background()); err != nil {
+			t.Errorf("stop Prometheus: %v", err)
+		}
+	})
+	prom := &promAPI{base: cp.PrometheusURL()}
+
+	// 10 nodes a second spreads the renewals over the 10 s period, as a real cluster's kubelets are:
+	// 100 nodes started at once renew in bursts that a 15 s scrape aliases.
+	const nodes = 100
+	began := time.Now()
+	rf := startFleet(t, fleet.Config{Nodes: nodes, Fleet: "prom", NamePrefix: "prom", RegisterQPS: 10, Recorder: m.Recorder()})
+	m.RegisterFleet(rf.Fleet)
+	// What a profile and the measurements would record, so that every metric has a series.
+	m.SetPhase("e2e", "steady")
+	m.ActionApplied("start", "all")
+	m.ObserveReaction("ready_true", "all", metrics.FromAction, 2*time.Second)
+	m.ReactionMissed("ready_true", "all")
+	eventually(t, 90*time.Second, "100 Ready nodes", func() (bool, error) {
+		return rf.Progress().Ready == nodes, nil
+	})
+	// A minute of steady renewals after the last start, plus two scrape intervals.
+	time.Sleep(time.Until(began.Add(10*time.Second + time.Minute + 30*time.Second)))
+
+	for _, job := range []string{deploy.JobFakelet, deploy.JobEtcd, deploy.JobAPIServer, deploy.JobControllerManager, deploy.JobPrometheus} {
+		if v := prom.value(t, fmt.Sprintf(`up{job=%q}`, job)); v != 1 {
+			t.Errorf("job %s: up = %v", job, v)
+		}
+	}
+	want := nodes / 10.2 // renewals every 10.0-10.4 s
+	fleetRate := prom.value(t, `sum(rate(fakelet_request_duration_seconds_count{verb="update",resource="leases",code="200"}[1m]))`)
+	apiRate := prom.value(t, `sum(rate(apiserver_request_total{verb="PUT",resource="leases",code="200"}[1m]))`)
+	t.Logf("lease PUTs per second: fakelet %.2f, kube-apiserver %.2f, expected %.2f", fleetRate, apiRate, want)
+	// The apiserver also renews its own identity lease (one PUT every 10 s).
+	if fleetRate < 0.8*want || fleetRate > 1.2*want || apiRate < 0.8*want || apiRate > 1.2*want+0.2 {
+		t.Errorf("lease PUT rate: fakelet %.2f/s, kube-apiserver %.2f/s; want both about %.2f/s", fleetRate, apiRate, want)
+	}
+	for _, c := range []struct {
+		query    string
+		min, max float64
+	}{
+		{`fakelet_nodes{fleet="prom",state="ready"}`, nodes, nodes},
+		{`fakelet_nodes{fleet="prom",state="failed"}`, 0, 0},
+		{`fakelet_fleet_nodes{fleet="prom"}`, nodes, nodes},
+		{`fakelet_heartbeats_total{kind="lease",result="failure"}`, 0, 0},
+		{`fakelet_heartbeats_total{kind="lease",result="success"}`, 5 * nodes, 10 * nodes},
+		{`histogram_quantile(0.5, sum by (le) (rate(fakelet_lease_renewal_interval_seconds_bucket[1m])))`, 10, 10.6},
+		{`histogram_quantile(0.5, sum by (le) (rate(fakelet_request_duration_seconds_bucket{verb="update",resource="leases"}[1m])))`, 0, 1},
+		{`sum(rate(apiserver_flowcontrol_dispatched_requests_total{priority_level="node-high"}[1m]))`, 0.8 * want, 2 * want},
+		{`histogram_quantile(0.99, sum by (le) (rate(apiserver_request_duration_seconds_bucket{verb="PUT",resource="leases"}[1m])))`, 0, 1},
+		{`etcd_mvcc_db_total_size_in_bytes`, 1 << 10, 1 << 30},
+		{`sum(node_collector_zone_size)`, nodes, 2 * nodes},
+		{`rate(process_cpu_seconds_total{job="fakelet"}[1m])`, 0.0001, 2},
+		{`fakelet_profile_info{profile="e2e",phase="steady"}`, 1, 1},
+		// The recording rules are loaded and evaluated.
+		{`fakelet:lease_updates:rate1m`, 0.7 * want, 1.3 * want},
+		{`apiserver:lease_puts:rate1m`, 0.7 * want, 1.3*want + 0.2},
+		{`sum(fakelet:nodes:sum{fleet="prom",state="ready"})`, nodes, nodes},
+	} {
+		if v := prom.value(t, c.query); v < c.min || v > c.max {
+			t.Errorf("%s = %v, want %v..%v", c.query, v, c.min, c.max)
+		}
+	}
+
+	// Every metric the dashboard and the rules query exists in this Prometheus, but those that
+	// appear only after a rare event.
+	names := map[string]bool{}
+	for _, n := range prom.names(t) {
+		names[n] = true
+	}
+	firstUse := []string{"apiserver_flowcontrol_rejected_requests_total", "node_collector_evictions_total"}
+	queries, err := deploy.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		for _, name := range deploy.MetricNames(q.Expr) {
+			if !names[name] && !slices.Contains(firstUse, name) {
+				t.Errorf("%s: no series of %s in Prometheus", q.Where, name)
+			}
+		}
+	}
+}
+
+// promAPI queries a Prometheus server's HTTP API.
+type promAPI struct{ base string }
+
+func (p *promAPI) get(t *testing.T, path string, params url.Values, into any) {
+	t.Helper()
+	resp, err := http.Get(p.base + path + "?" + params.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	if r.Status != "success" {
+		t.Fatalf("GET %s %v: %s", path, params, r.Error)
+	}
+	if err := json.Unmarshal(r.Data, into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// value runs an instant query that must return one sample, and returns its value.
+func (p *promAPI) value(t *testing.T, query string) float64 {
+	t.Helper()
+	var data struct {
+		Result []struct {
+			Value [2]any `json:"value"`
+		} `json:"result"`
+	}
+	p.get(t, "/api/v1/query", url.Values{"query": {query}}, &data)
+	if len(data.Result) != 1 {
+		t.Errorf("%s: %d samples, want 1", query, len(data.Result))
+		return -1
+	}
+	var v float64
+	if s, ok := data.Result[0].Value[1].(string); !ok {
+		t.Errorf("%s: value %v", query, data.Result[0].Value)
+	} else if _, err := fmt.Sscan(s, &v); err != nil {
+		t.Errorf("%s: value %q: %v", query, s, err)
+	}
+	return v
+}
+
+// names returns every metric name Prometheus holds.
+func (p *promAPI) names(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	p.get(t, "/api/v1/label/__name__/values", url.Values{}, &names)
+	return names
+}
