@@ -6,6 +6,8 @@ package fleet
 import (
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -98,6 +100,19 @@ func (c Config) Validate() error {
 // NodeName is the name of node number index.
 func NodeName(prefix string, index int) string {
 	return fmt.Sprintf("%s-%05d", prefix, index)
+}
+
+// NodeIndex is the node number of a name NodeName gave with prefix, and false for any other name.
+func NodeIndex(prefix, name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, prefix+"-")
+	if !ok || len(digits) < 5 || (len(digits) > 5 && digits[0] == '0') {
+		return 0, false
+	}
+	index, err := strconv.Atoi(digits)
+	if err != nil || index < 0 || digits[0] == '+' || digits[0] == '-' {
+		return 0, false
+	}
+	return index, true
 }
 
 func (c *Config) zone(index int) string {

@@ -263,7 +263,9 @@ func (c authCoordination) Leases(ns string) coordinationv1client.LeaseInterface 
 	return authLeases{c.CoordinationV1Interface.Leases(ns)}
 }
 
-type authLeases struct{ coordinationv1client.LeaseInterface }
+type authLeases struct {
+	coordinationv1client.LeaseInterface
+}
 
 func (l authLeases) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
 	if err := refuseRevoked(ctx, "leases"); err != nil {

@@ -94,29 +94,15 @@ type phaseCounts struct {
 	firstErr        string
 }
 
-// New checks that the plan can run on the fleet and returns a Runner for it. The fleet must be the
-// plan's: the same number of nodes, numbered from 0, zoned as the profile says. Profiles asking for
-// what the runner cannot do yet (pods) are refused here, before anything touches a cluster.
+// New checks that the plan can run on the fleet (see Check) and returns a Runner for it.
 func New(cfg Config) (*Runner, error) {
 	plan, f := cfg.Plan, cfg.Fleet
 	if plan == nil || f == nil {
 		return nil, errors.New("a profile run needs a resolved profile and a fleet")
 	}
-	p := plan.Profile
-	if err := Supported(p); err != nil {
-		return nil, err
-	}
 	fc := f.Config()
-	if fc.FirstIndex != 0 || fc.Nodes != plan.Nodes {
-		return nil, fmt.Errorf("profile %s was resolved for %d nodes, and the fleet has %d numbered from %d: "+
-			"the runner needs the plan's fleet, numbered from 0", p.Metadata.Name, plan.Nodes, fc.Nodes, fc.FirstIndex)
-	}
-	if zones := max(p.Spec.Zones, 1); fc.Zones != zones {
-		return nil, fmt.Errorf("profile %s has %d zone(s), and the fleet labels %d", p.Metadata.Name, zones, fc.Zones)
-	}
-	if uses(p, profiles.VerbDenyAuth) && fc.Identity != fleet.IdentityNode {
-		return nil, fmt.Errorf("profile %s uses denyAuth, which revokes the node's own identity: it needs identity %q, and the fleet uses %q",
-			p.Metadata.Name, fleet.IdentityNode, fc.Identity)
+	if err := Check(plan, fc); err != nil {
+		return nil, err
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = DefaultReadyTimeout(fc.Nodes, fc.RegisterQPS)
@@ -127,20 +113,34 @@ func New(cfg Config) (*Runner, error) {
 	s := plan.Schedule()
 	r := &Runner{
 		cfg: cfg, plan: plan, fleet: f, sched: f.Scheduler(), schedule: s, windows: s.Phases(),
-		log: cfg.Log, name: p.Metadata.Name, done: make(chan struct{}), phase: -1,
+		log: cfg.Log, name: plan.Profile.Metadata.Name, done: make(chan struct{}), phase: -1,
 	}
 	r.admin.r = r
-	r.rec = Record{Profile: p.Metadata.Name, Nodes: plan.Nodes}
+	r.rec = Record{Profile: r.name, Nodes: plan.Nodes}
 	r.counts = make([]phaseCounts, len(r.windows))
 	return r, nil
 }
 
-// Supported returns an error naming what a profile asks for that the runner does not do yet: pods
-// (spec.podsPerNode above 0).
-func Supported(p *profiles.Profile) error {
+// Check says whether a plan can run on a fleet configured as fc, before anything touches a cluster.
+// The fleet must be the plan's: the same number of nodes, numbered from 0, in the profile's zones; a
+// profile that uses denyAuth needs the node identity (revoking it is what denyAuth does); and pods
+// (spec.podsPerNode above 0) are not supported yet.
+func Check(plan *profiles.Plan, fc fleet.Config) error {
+	p := plan.Profile
 	if p.Spec.PodsPerNode > 0 {
 		return fmt.Errorf("profile %s: spec.podsPerNode is %d: pods are not supported yet by the runner; set podsPerNode to 0",
 			p.Metadata.Name, p.Spec.PodsPerNode)
+	}
+	if fc.FirstIndex != 0 || fc.Nodes != plan.Nodes {
+		return fmt.Errorf("profile %s was resolved for %d nodes, and the fleet has %d numbered from %d: "+
+			"the runner needs the plan's fleet, numbered from 0", p.Metadata.Name, plan.Nodes, fc.Nodes, fc.FirstIndex)
+	}
+	if zones := max(p.Spec.Zones, 1); fc.Zones != zones {
+		return fmt.Errorf("profile %s has %d zone(s), and the fleet labels %d", p.Metadata.Name, zones, fc.Zones)
+	}
+	if uses(p, profiles.VerbDenyAuth) && fc.Identity != fleet.IdentityNode {
+		return fmt.Errorf("profile %s uses denyAuth, which revokes the node's own identity: it needs identity %q, and the fleet uses %q",
+			p.Metadata.Name, fleet.IdentityNode, fc.Identity)
 	}
 	return nil
 }
