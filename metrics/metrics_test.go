@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -251,5 +253,30 @@ fakelet_nodes{fleet="b",state="started"} 0
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "fakelet_nodes"); err != nil {
 		t.Error(err)
+	}
+}
+
+// docs/metrics.md has a row for every metric, with its type, and no row for a metric that is not.
+func TestDocsListEveryMetric(t *testing.T) {
+	b, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(fakelet_[a-z_]+)` \\| (gauge|counter|histogram) \\|")
+	rows := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		rows[m[1]] = m[2]
+	}
+	for name, typ := range documented {
+		if got, ok := rows[name]; !ok {
+			t.Errorf("docs/metrics.md has no row for %s", name)
+		} else if want := strings.ToLower(typ.String()); got != want {
+			t.Errorf("docs/metrics.md says %s is a %s, it is a %s", name, got, want)
+		}
+	}
+	for name := range rows {
+		if _, ok := documented[name]; !ok {
+			t.Errorf("docs/metrics.md documents %s, which fakelet does not expose", name)
+		}
 	}
 }
