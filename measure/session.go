@@ -136,6 +136,14 @@ func Action(ag *agent.Agent, phase, group, op string, at time.Time) reaction.Act
 		LastRenewal: st.LastLeaseRenewal, LastStatusPatch: st.LastStatusPatch}
 }
 
+// UsePhases replaces the phases recorded by PhaseBegan and PhaseEnded with phases, such as a profile
+// runner's record (ScenarioPhases), whose ends are exact. A phase without an end ends with the record.
+func (s *Session) UsePhases(phases []reaction.Phase) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.phases = append([]reaction.Phase(nil), phases...)
+}
+
 // Stop ends the record: a last scrape, then no more. Call it as the run ends, before the fleet
 // deletes its nodes, so that the cleanup is not counted as the run's load.
 func (s *Session) Stop() {

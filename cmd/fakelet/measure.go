@@ -18,7 +18,9 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/scenario"
 	"fakelet.dev/fakelet/scrape"
 )
 
@@ -40,6 +42,7 @@ type runReport struct {
 	session *measure.Session
 	target  *target
 	nodes   string // the fleet's node name prefix, with its dash
+	profile string // the profile's name; empty for a run without one
 }
 
 // startReport prepares the record of a run against tgt; it adds its recorder to cfg, so it must
@@ -85,16 +88,17 @@ func (rr *runReport) begin(ctx context.Context, f *fleet.Fleet) error {
 	return nil
 }
 
-// applied records an op the profile applied to the node of ag (at the moment it took effect).
-func (rr *runReport) applied(ag *agent.Agent, phase, group, op string, at time.Time, condition, status string) {
-	a := measure.Action(ag, phase, group, op, at)
-	a.Condition, a.Status = condition, status
-	rr.session.Applied(a)
+// profileHooks returns the profile runner's callbacks (scenario.Config.OnPhase and OnApplied) that
+// record the profile's phases and ops for the report, and names the report after the profile.
+func (rr *runReport) profileHooks(plan *profiles.Plan, f *fleet.Fleet) (func(string, scenario.PhaseRecord), func(scenario.Applied)) {
+	rr.profile = plan.Profile.Metadata.Name
+	return rr.session.Hooks(plan, f)
 }
 
 // finish builds the report, writes it to --report-dir and prints its summary table to out.
-func (rr *runReport) finish(out, log io.Writer, profile string, rf runFlags, cfg fleet.Config) error {
+func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Config) error {
 	rr.session.Stop()
+	profile := rr.profile
 	rec := rr.session.Record(profile, parameters(rf, cfg), versions(), report.Target{
 		Server: rr.target.config.Host, Description: rr.target.description, Local: rr.target.local != nil,
 	})

@@ -180,7 +180,7 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		}
 	}
 	summarize(tgt.description, f, elapsed).render(out)
-	if err := rr.finish(out, log, "", rf, cfg); err != nil {
+	if err := rr.finish(out, log, rf, cfg); err != nil {
 		fmt.Fprintln(log, "report:", err)
 	}
 	if !cfg.Keep && runErr == nil {
