@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -24,19 +26,28 @@ const cleanupWorkers = 16
 // Nodes own. Each delete is conditional on the UID fakelet saw, so an object someone else created in
 // the meantime under the same name is never deleted.
 func (f *Fleet) Cleanup(ctx context.Context) error {
-	return DeleteFleet(ctx, f.admin, f.cfg.Fleet, f.holds)
+	_, err := DeleteFleet(ctx, f.admin, f.cfg.Fleet, f.holds)
+	return err
+}
+
+// Deleted is what DeleteFleet deleted, by name. A Node or Lease found gone, or replaced by another
+// of the same name, is not in it.
+type Deleted struct {
+	Nodes, Leases []string
 }
 
 // DeleteFleet deletes the Nodes labelled fakelet.dev/fleet=fleet whose names mine accepts (nil: all),
-// and the Leases in kube-node-lease that those Nodes own.
-func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string, mine func(name string) bool) error {
+// and the Leases in kube-node-lease that those Nodes own. Nothing else is touched: a Node without the
+// label, or with another fleet's, is not even considered, whatever its name.
+func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string, mine func(name string) bool) (Deleted, error) {
+	var deleted Deleted
 	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: fleet}).String()
 	var nodes []corev1.Node
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
 	for {
 		list, err := client.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {
-			return fmt.Errorf("list fleet %s's nodes: %w", fleet, err)
+			return deleted, fmt.Errorf("list fleet %s's nodes: %w", fleet, err)
 		}
 		for _, n := range list.Items {
 			if mine == nil || mine(n.Name) {
@@ -54,10 +65,11 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string,
 	}
 	leases, err := ownedLeases(ctx, client, owners)
 	if err != nil {
-		return err
+		return deleted, err
 	}
 
-	work := make(chan func() error)
+	// Each deletion returns the name it deleted, or "" if the object was already gone.
+	work := make(chan func() (string, error))
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -66,32 +78,48 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string,
 		go func() {
 			defer wg.Done()
 			for del := range work {
-				if err := del(); err != nil {
-					mu.Lock()
+				name, err := del()
+				mu.Lock()
+				switch {
+				case err != nil:
 					errs = append(errs, err)
-					mu.Unlock()
+				case strings.HasPrefix(name, "lease/"):
+					deleted.Leases = append(deleted.Leases, strings.TrimPrefix(name, "lease/"))
+				case name != "":
+					deleted.Nodes = append(deleted.Nodes, name)
 				}
+				mu.Unlock()
 			}
 		}()
 	}
 	for _, l := range leases {
-		work <- func() error {
+		work <- func() (string, error) {
 			err := client.CoordinationV1().Leases(agent.LeaseNamespace).Delete(ctx, l.Name, uidPrecondition(l.UID))
-			return ignoreGone(err, "delete lease "+l.Name)
+			return deletedName(err, "lease/"+l.Name, "delete lease "+l.Name)
 		}
 	}
 	for _, n := range nodes {
-		work <- func() error {
+		work <- func() (string, error) {
 			err := client.CoreV1().Nodes().Delete(ctx, n.Name, uidPrecondition(n.UID))
-			return ignoreGone(err, "delete node "+n.Name)
+			return deletedName(err, n.Name, "delete node "+n.Name)
 		}
 	}
 	close(work)
 	wg.Wait()
+	sort.Strings(deleted.Nodes)
+	sort.Strings(deleted.Leases)
 	if len(errs) > 0 {
-		return fmt.Errorf("clean up fleet %s: %d deletions failed, first: %w", fleet, len(errs), errors.Join(errs[0]))
+		return deleted, fmt.Errorf("clean up fleet %s: %d deletions failed, first: %w", fleet, len(errs), errors.Join(errs[0]))
 	}
-	return nil
+	return deleted, nil
+}
+
+// deletedName is name if a delete succeeded, "" if the object was gone or replaced, or the error.
+func deletedName(err error, name, what string) (string, error) {
+	if err == nil {
+		return name, nil
+	}
+	return "", ignoreGone(err, what)
 }
 
 // ownedLeases lists the node leases whose owner is one of owners.

@@ -43,8 +43,9 @@ var UserAgent = "kubelet/" + agent.KubeletVersion + " (linux/amd64) fakelet"
 const protobuf = "application/vnd.kubernetes.protobuf"
 
 // heartbeatClients returns n sets of agent clients, each over its own HTTP/2 connection: protobuf, no
-// client-side rate limit (the kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout.
-func heartbeatClients(base *rest.Config, n int, id Identity) ([]agent.Clients, error) {
+// client-side rate limit (the kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout. If
+// tally is not nil, it counts the 429 answers they get, client-go's own retries of them included.
+func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]agent.Clients, error) {
 	out := make([]agent.Clients, n)
 	for i := range out {
 		cfg := rest.CopyConfig(base)
@@ -58,6 +59,9 @@ func heartbeatClients(base *rest.Config, n int, id Identity) ([]agent.Clients, e
 		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		if id == IdentityNode {
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNode{rt} })
+		}
+		if tally != nil {
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countThrottled{rt, tally} })
 		}
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
@@ -107,3 +111,22 @@ func (rt impersonateNode) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // WrappedRoundTripper lets client-go unwrap the chain.
 func (rt impersonateNode) WrappedRoundTripper() http.RoundTripper { return rt.next }
+
+// countThrottled counts 429 Too Many Requests answers on the wire. client-go retries them itself
+// after the Retry-After the apiserver sends (API Priority and Fairness rejections carry one), as the
+// kubelet's client does, so most never reach an agent as an error: only here are they all seen.
+type countThrottled struct {
+	next  http.RoundTripper
+	tally *Tally
+}
+
+func (rt countThrottled) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := rt.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		rt.tally.throttled.Add(1)
+	}
+	return resp, err
+}
+
+// WrappedRoundTripper lets client-go unwrap the chain.
+func (rt countThrottled) WrappedRoundTripper() http.RoundTripper { return rt.next }

@@ -25,6 +25,9 @@ type Fleet struct {
 	sched     *scheduler.Scheduler
 	tally     *Tally
 	nodes     *nodeWatch
+	// checkPermissions makes Preflight ask the apiserver whether the fleet's credential may do what
+	// the run will do. New sets it; fleets on given clients (fakes in tests) check names only.
+	checkPermissions bool
 
 	running chan struct{} // closed once agents start
 
@@ -51,16 +54,26 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
 	}
-	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity)
+	tally := newTally()
+	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally)
 	if err != nil {
 		return nil, err
 	}
-	return NewWithClients(cfg, admin, clients)
+	f, err := newFleet(cfg, admin, clients, tally)
+	if err != nil {
+		return nil, err
+	}
+	f.checkPermissions = true
+	return f, nil
 }
 
 // NewWithClients builds a fleet on given clients: admin for the fleet's own requests, heartbeat for
 // the agents, spread round-robin.
 func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients) (*Fleet, error) {
+	return newFleet(cfg, admin, heartbeat, newTally())
+}
+
+func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients, tally *Tally) (*Fleet, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -80,7 +93,7 @@ func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Cl
 		agents:    make([]*agent.Agent, cfg.Nodes),
 		byName:    make(map[string]*agent.Agent, cfg.Nodes),
 		removed:   map[*agent.Agent]bool{},
-		tally:     newTally(),
+		tally:     tally,
 		running:   make(chan struct{}),
 	}
 	var rec agent.Recorder = f.tally

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"fakelet.dev/fakelet/agent"
 )
 
 // reviewer makes a fake clientset answer SelfSubjectAccessReviews: allowed says which are granted.
@@ -162,5 +164,26 @@ func TestUnreachableClustersAreExplained(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+func TestPreflightRefusesARestrictedCredentialBeforeAnyWrite(t *testing.T) {
+	client := fake.NewClientset()
+	reviewer(client, "bob", func(r *authorizationv1.ResourceAttributes) bool { return r.Verb != "impersonate" })
+	f, err := NewWithClients(Config{Nodes: 3}, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.checkPermissions = true // as New sets it
+	err = f.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "user bob may not do what fakelet needs; missing 2 permission(s): impersonate users system:node:fakelet-00000") {
+		t.Fatalf("run error %v, want the missing impersonation named", err)
+	}
+	for _, a := range client.Actions() {
+		if r := a.GetResource().Resource; r == "nodes" || r == "leases" {
+			if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
+				t.Errorf("the refused run sent %s %s", v, r)
+			}
+		}
 	}
 }

@@ -12,15 +12,23 @@ import (
 	"fakelet.dev/fakelet/agent"
 )
 
-// Preflight fails, before anything is written, if the cluster cannot be reached or already has Nodes
-// with the fleet's names that are not the fleet's own.
+// Preflight fails, before anything is written, if the cluster cannot be reached, if the fleet's
+// credential may not do all that the run will do (fleets from New), or if the cluster already has
+// Nodes with the fleet's names that are not the fleet's own. Each error says what to do about it.
 func (f *Fleet) Preflight(ctx context.Context) error {
+	if f.checkPermissions {
+		if err := CheckPermissions(ctx, f.admin, RunPermissions(f.cfg.Identity, NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex))); err != nil {
+			return err
+		}
+	}
 	var foreign []string
 	opts := metav1.ListOptions{Limit: 500}
 	for {
-		list, err := f.admin.CoreV1().Nodes().List(ctx, opts)
+		lctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		list, err := f.admin.CoreV1().Nodes().List(lctx, opts)
+		cancel()
 		if err != nil {
-			return fmt.Errorf("list nodes to check that the fleet's names are free: %w", err)
+			return explainUnreachable(fmt.Errorf("list nodes to check that the fleet's names are free: %w", err))
 		}
 		for i := range list.Items {
 			n := &list.Items[i]

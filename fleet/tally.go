@@ -15,6 +15,7 @@ type Tally struct {
 	requests   [len(verbs)][len(resources)][2]atomic.Int64 // [verb][resource][ok, failed]
 	heartbeats [2][2]atomic.Int64                          // [lease, status][ok, failed]
 	renewals   atomic.Int64
+	throttled  atomic.Int64 // 429 answers on the wire, retried ones included
 }
 
 var (
@@ -87,6 +88,10 @@ func (t *Tally) Heartbeats(kind string) (ok, failed int64) {
 	}
 	return t.heartbeats[k][0].Load(), t.heartbeats[k][1].Load()
 }
+
+// Throttled returns how many 429 Too Many Requests answers the agents' clients received, those that
+// client-go retried after the server's Retry-After included. Zero for a fleet on given clients.
+func (t *Tally) Throttled() int64 { return t.throttled.Load() }
 
 // Errors returns how many requests failed.
 func (t *Tally) Errors() int64 {
