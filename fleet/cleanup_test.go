@@ -31,7 +31,7 @@ func TestDeleteFleetReportsWhatItDeletedAndNothingElse(t *testing.T) {
 	ours := map[string]string{agent.FleetLabel: "blue"}
 	client := fake.NewClientset(
 		node("fakelet-00000", "u0", ours), lease("fakelet-00000", "u0"),
-		node("fakelet-00001", "u1", ours), // its lease not created yet
+		node("fakelet-00001", "u1", ours),                              // its lease not created yet
 		node("fakelet-00002", "u2", nil), lease("fakelet-00002", "u2"), // same prefix, no label
 		node("fakelet-00003", "u3", map[string]string{agent.FleetLabel: "green"}), lease("fakelet-00003", "u3"),
 		lease("fakelet-00004", ""), // a lease with our prefix and no owner
