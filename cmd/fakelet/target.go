@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -28,6 +30,12 @@ type targetFlags struct {
 	// insecure turns TLS verification off for a cluster given by --kubeconfig or --context
 	// (--insecure-skip-tls-verify). The local control plane is always verified: fakelet made its CA.
 	insecure bool
+}
+
+// addInsecureFlag adds --insecure-skip-tls-verify, off by default.
+func addInsecureFlag(f *pflag.FlagSet, tf *targetFlags) {
+	f.BoolVar(&tf.insecure, "insecure-skip-tls-verify", false,
+		"do not verify the apiserver's certificate of a cluster given by --kubeconfig or --context (throwaway test clusters only)")
 }
 
 // kubeconfigTarget is the cluster named by --kubeconfig and --context. TLS verification stays on

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestInvalidCleanupFlagsAreRefusedClearly(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fleet=Blue"}, `--fleet: fleet name "Blue" must be a lower-case DNS label`},
+		{[]string{"--fleet="}, "--fleet must not be empty"},
+		{nil, ""}, // the default fleet: fine, and no control plane is up in the directory
+		{[]string{"--kubeconfig=" + filepath.Join(t.TempDir(), "missing")}, "load kubeconfig"},
+		{[]string{"extra"}, `unknown command "extra" for "fakelet cleanup"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRootCommand()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			root.SetArgs(append([]string{"cleanup", "--controlplane-dir", t.TempDir()}, tc.args...))
+			err := root.Execute()
+			if tc.want == "" {
+				if err != nil || !strings.Contains(out.String(), "no local control plane is up") {
+					t.Fatalf("error %v, output %q: want a note that there is nothing to clean", err, out.String())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("fakelet cleanup %s: error %v, want one containing %q", strings.Join(tc.args, " "), err, tc.want)
+			}
+		})
+	}
+}

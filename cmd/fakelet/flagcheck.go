@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"fakelet.dev/fakelet/fleet"
+)
+
+// checkFleetFlags checks the flags that fill rf.fleet before defaults apply, so that each error names
+// its flag and an explicit value is never replaced by a default: fleet.Config treats a zero
+// --register-qps, and an empty --name-prefix or --fleet, as "use the default".
+func (rf *runFlags) checkFleetFlags() error {
+	c := rf.fleet
+	switch {
+	case c.Nodes <= 0:
+		return fmt.Errorf("--nodes must be positive, got %d", c.Nodes)
+	case c.Zones < 0:
+		return fmt.Errorf("--zones must not be negative, got %d", c.Zones)
+	case c.Connections < 0:
+		return fmt.Errorf("--connections must not be negative, got %d (0 picks one per 1000 nodes)", c.Connections)
+	case c.RegisterQPS <= 0:
+		return fmt.Errorf("--register-qps must be positive, got %v", c.RegisterQPS)
+	}
+	if err := checkName("--name-prefix", fleet.Config{NamePrefix: c.NamePrefix}); err != nil {
+		return err
+	}
+	return checkName("--fleet", fleet.Config{Fleet: c.Fleet})
+}
+
+// checkName checks the one name set in named (NamePrefix or Fleet) as fleet.Config.Validate does,
+// and refuses it empty: an empty value from an unset shell variable must not select the default
+// fleet, whose Nodes a run adopts and a cleanup deletes.
+func checkName(flag string, named fleet.Config) error {
+	if named.NamePrefix == "" && named.Fleet == "" {
+		return errors.New(flag + " must not be empty")
+	}
+	named.Nodes = 1
+	if err := named.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	return nil
+}
