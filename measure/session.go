@@ -128,6 +128,10 @@ func (s *Session) Applied(a reaction.Action) {
 	s.actions = append(s.actions, a)
 }
 
+// TaintedNodes counts the fleet's nodes that carry a taint now, as the watch saw them: a fleet that
+// just registered is not steady until the node lifecycle controller removed their not-ready taints.
+func (s *Session) TaintedNodes() int { return observe.Tainted(s.recorder.Transitions()) }
+
 // Action describes op applied to the node of ag at at, with the agent's last successful lease renewal
 // and status patch as they are now.
 func Action(ag *agent.Agent, phase, group, op string, at time.Time) reaction.Action {

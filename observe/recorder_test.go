@@ -100,3 +100,16 @@ func TestRecorderMemoryPerNode(t *testing.T) {
 		t.Errorf("%d transitions for unchanged nodes, want 0", got)
 	}
 }
+
+func TestTainted(t *testing.T) {
+	ts := []Transition{
+		{Node: "a", Kind: TaintAdded, Type: "node.kubernetes.io/not-ready", Status: "NoSchedule"},
+		{Node: "b", Kind: TaintAdded, Type: "node.kubernetes.io/not-ready", Status: "NoSchedule"},
+		{Node: "a", Kind: TaintRemoved, Type: "node.kubernetes.io/not-ready", Status: "NoSchedule"},
+		{Node: "b", Kind: TaintAdded, Type: "node.kubernetes.io/unreachable", Status: "NoExecute"},
+		{Node: "b", Kind: TaintRemoved, Type: "node.kubernetes.io/not-ready", Status: "NoSchedule"},
+	}
+	if got := Tainted(ts); got != 1 {
+		t.Errorf("Tainted = %d, want 1 (b still unreachable)", got)
+	}
+}

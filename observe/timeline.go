@@ -49,3 +49,27 @@ func Timeline(ts []Transition, start, end time.Time, step time.Duration) []State
 	sample(end)
 	return out
 }
+
+// Tainted counts the nodes that carry at least one taint at the end of the transitions (in order of
+// arrival, as a Recorder returns them).
+func Tainted(ts []Transition) int {
+	taints := map[string]map[[2]string]bool{}
+	for _, t := range ts {
+		switch t.Kind {
+		case TaintAdded:
+			if taints[t.Node] == nil {
+				taints[t.Node] = map[[2]string]bool{}
+			}
+			taints[t.Node][[2]string{t.Type, t.Status}] = true
+		case TaintRemoved:
+			delete(taints[t.Node], [2]string{t.Type, t.Status})
+		}
+	}
+	n := 0
+	for _, set := range taints {
+		if len(set) > 0 {
+			n++
+		}
+	}
+	return n
+}

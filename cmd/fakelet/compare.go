@@ -45,8 +45,9 @@ func newCompareCommand() *cobra.Command {
 		Long: `Run the same fleet twice, in lease mode and in status mode (the kubelet before Leases: a full
 status patch every 10 s), each on a fresh local control plane, and print a table of what each
 cost the control plane, with a ratio column: requests, bytes, watch events, etcd writes, CPU and
-latency. Each run measures --duration once every node is Ready and --settle has passed, so
-registration is not counted. This reproduces the argument of KEP-589 (Efficient Node Heartbeats).`,
+latency. Each run measures --duration once every node is Ready, untainted and has its Lease,
+and --settle has passed, so registration is not counted. This reproduces the argument of
+KEP-589 (Efficient Node Heartbeats).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cf.nodes < 1 || cf.duration <= 0 || cf.settle < 0 || cf.scrapeInterval <= 0 {
@@ -63,7 +64,7 @@ registration is not counted. This reproduces the argument of KEP-589 (Efficient 
 	f := cmd.Flags()
 	f.IntVar(&cf.nodes, "nodes", 500, "number of fake kubelets in each run")
 	f.DurationVar(&cf.duration, "duration", 2*time.Minute, "how long each run is measured, once every node is Ready")
-	f.DurationVar(&cf.settle, "settle", 15*time.Second, "wait this long after every node is Ready before measuring")
+	f.DurationVar(&cf.settle, "settle", 30*time.Second, "wait this long after every node is Ready, untainted and has its Lease, before measuring")
 	f.IntVar(&cf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	f.DurationVar(&cf.scrapeInterval, "scrape-interval", scrape.DefaultInterval, "scrape the control plane's /metrics this often")
 	f.StringVar(&cf.reportDir, "report-dir", "", "write each mode's report under DIR/lease and DIR/status, and compare.json (default reports/compare-<timestamp>/)")
@@ -178,7 +179,32 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 			}
 		}
 	}
-	fmt.Fprintf(log, "%s mode: %d nodes Ready; settling %v, then measuring %v\n", mode, cf.nodes, cf.settle, cf.duration)
+	// Registration is not steady state: every Lease must exist and the node lifecycle controller must
+	// have removed the not-ready taints (a PATCH of each Node) before the settle time starts.
+	quiet := func() bool {
+		if s.TaintedNodes() > 0 {
+			return false
+		}
+		for _, a := range f.Agents() {
+			if mode == agent.ModeLease && a.Stats().LastLeaseRenewal.IsZero() {
+				return false
+			}
+		}
+		return true
+	}
+	for !quiet() {
+		if err := sleep(ctx, time.Second); err != nil {
+			cancel()
+			<-done
+			return nil, err
+		}
+		if time.Now().After(readyBy) {
+			cancel()
+			<-done
+			return nil, fmt.Errorf("%d nodes still tainted, or Leases missing, at %v", s.TaintedNodes(), readyBy.Format(time.TimeOnly))
+		}
+	}
+	fmt.Fprintf(log, "%s mode: %d nodes Ready, untainted, with Leases; settling %v, then measuring %v\n", mode, cf.nodes, cf.settle, cf.duration)
 	if err := sleep(ctx, cf.settle); err != nil {
 		cancel()
 		<-done
