@@ -14,6 +14,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/profiles"
 )
 
 func init() { subcommandFactories = append(subcommandFactories, newRunCommand) }
@@ -30,10 +31,13 @@ type runFlags struct {
 	images                int
 	metrics               metricsFlags
 	report                reportFlags
+	profiles              profileFlags
 }
 
-func newRunCommand() *cobra.Command {
-	var rf runFlags
+func newRunCommand() *cobra.Command { return newRunCommandFor(&runFlags{}) }
+
+// newRunCommandFor returns `fakelet run` with its flags bound to rf.
+func newRunCommandFor(rf *runFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a fleet of fake kubelets against a control plane",
@@ -41,16 +45,19 @@ func newRunCommand() *cobra.Command {
 NodeStatus with a v1.37 kubelet's requests and timing. With neither --kubeconfig nor --context,
 fakelet uses the local control plane (starting it if none is up, and stopping it afterwards if
 it started it); another cluster is only ever targeted by one of those flags. At the end fakelet
-deletes the Nodes and Leases it created, unless --keep.`,
+deletes the Nodes and Leases it created, unless --keep.
+
+With --profile, the fleet plays a profile (docs/profiles.md): its phases begin once every node is
+Ready, and the run ends after the last one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := rf.config()
+			cfg, plan, err := rf.prepare(cmd.Flags())
 			if err != nil {
 				return err
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			return runFleet(ctx, cmd, rf, cfg)
+			return runFleet(ctx, cmd, *rf, cfg, plan)
 		},
 	}
 	f := cmd.Flags()
@@ -76,6 +83,7 @@ deletes the Nodes and Leases it created, unless --keep.`,
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	addMetricsFlags(f, &rf.metrics)
+	addProfileFlags(f, &rf.profiles)
 	addReportFlags(f, &rf.report)
 	return cmd
 }
@@ -119,7 +127,7 @@ func (rf *runFlags) config() (fleet.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config) error {
+func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config, plan *profiles.Plan) error {
 	out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	m, err := startMetrics(rf.metrics, &cfg, log)
 	if err != nil {
@@ -154,6 +162,17 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		runCtx, cancel = context.WithTimeout(ctx, rf.duration)
 	}
 	defer cancel()
+	runCtx, endRun := context.WithCancel(runCtx) // a profile ends the run after its last phase
+	defer endRun()
+	var pr *profileRun
+	if plan != nil {
+		onPhase, onApplied := rr.profileHooks(plan, f)
+		pr, err = startProfile(runCtx, endRun, f, plan, rf.profiles.readyTimeout, log,
+			metricsHooks(m), profileHooks{onPhase, onApplied})
+		if err != nil {
+			return err
+		}
+	}
 	begin := time.Now()
 	progressDone := make(chan struct{})
 	progressCtx, stopProgress := context.WithCancel(runCtx)
@@ -179,7 +198,12 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 			return runErr // refused before anything was written: no summary to give
 		}
 	}
-	summarize(tgt.description, f, elapsed).render(out)
+	summary := summarize(tgt.description, f, elapsed)
+	if pr != nil {
+		endRun()
+		summary.Profile = pr.summary(pr.wait())
+	}
+	summary.render(out)
 	if err := rr.finish(out, log, rf, cfg); err != nil {
 		fmt.Fprintln(log, "report:", err)
 	}

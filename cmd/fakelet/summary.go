@@ -13,6 +13,7 @@ import (
 // runSummary is what the end of a run prints.
 type runSummary struct {
 	Target    string
+	Profile   string // how the profile's run went; empty without --profile
 	Mode      agent.Mode
 	Elapsed   time.Duration
 	Progress  fleet.Progress
@@ -40,8 +41,14 @@ func (s runSummary) render(w io.Writer) {
 	p := s.Progress
 	fmt.Fprintf(tw, "fakelet run summary\n")
 	fmt.Fprintf(tw, "  target\t%s\n", s.Target)
+	if s.Profile != "" {
+		fmt.Fprintf(tw, "  profile\t%s\n", s.Profile)
+	}
 	fmt.Fprintf(tw, "  duration\t%s\n", s.Elapsed.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "  nodes\t%d started, %d registered, %d Ready at the end, %d refused\n", p.Started, p.Registered, p.Ready, p.Failed)
+	if p.Added+p.Removed > 0 {
+		fmt.Fprintf(tw, "  churn\t%d nodes added, %d removed\n", p.Added, p.Removed)
+	}
 	fmt.Fprintf(tw, "  heartbeat mode\t%s\n", s.Mode)
 	secs := max(s.Elapsed.Seconds(), 1e-9)
 	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
