@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
-RUN_ARGS ?= --nodes 1000 --duration 2m
+RUN_ARGS ?= --profile stop-10pct
 BENCH_ARGS ?= --sizes 1000,2000,5000,10000 --out docs/performance-table.md
 
 .PHONY: build test unit e2e run bench lint controlplane clean
