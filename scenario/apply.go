@@ -28,6 +28,9 @@ func (r *Runner) apply(ev profiles.Event, now time.Time) {
 		ph := &r.plan.Profile.Spec.Phases[ev.Phase]
 		r.logf("%s   %s: %s", offset(ev.At), ph.Name, r.describe(&ph.Actions[ev.Action]))
 	}
+	if !r.owns(ev.Node) {
+		return // another shard's node
+	}
 	switch ev.Op {
 	case profiles.OpDeleteLease, profiles.OpRemove:
 		r.admin.push(ev)

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scheduler"
@@ -53,6 +52,13 @@ type Config struct {
 	// the runner's tasks and must not block.
 	OnPhase   func(profile string, phase PhaseRecord)
 	OnApplied func(Applied)
+	// Shard, if it splits the fleet, says which of the plan's nodes this fleet runs (see CheckShard):
+	// the runner applies an op only to the nodes its shard owns. The zero Shard is the whole fleet.
+	Shard fleet.Shard
+	// StartAt, if set, is when the first phase begins, on the fleet's clock: shards of one fleet given
+	// the same StartAt run their phases in lockstep. If this fleet's nodes are not all Ready by then,
+	// the run fails (see ReadyTimeout, which StartAt replaces).
+	StartAt time.Time
 }
 
 // Runner runs one profile on one fleet, once.
@@ -65,6 +71,8 @@ type Runner struct {
 	windows  []profiles.PhaseWindow
 	log      io.Writer
 	name     string
+	nodes    int   // the nodes this fleet starts with: the plan's, or its shard's slice of them
+	err      error // why the run failed, once done is closed
 
 	ctx  context.Context
 	done chan struct{}
@@ -102,7 +110,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, errors.New("a profile run needs a resolved profile and a fleet")
 	}
 	fc := f.Config()
-	if err := Check(plan, fc); err != nil {
+	if err := CheckShard(plan, fc, cfg.Shard); err != nil {
 		return nil, err
 	}
 	if cfg.ReadyTimeout <= 0 {
@@ -114,10 +122,10 @@ func New(cfg Config) (*Runner, error) {
 	s := plan.Schedule()
 	r := &Runner{
 		cfg: cfg, plan: plan, fleet: f, sched: f.Scheduler(), schedule: s, windows: s.Phases(),
-		log: cfg.Log, name: plan.Profile.Metadata.Name, done: make(chan struct{}), phase: -1,
+		log: cfg.Log, name: plan.Profile.Metadata.Name, done: make(chan struct{}), phase: -1, nodes: fc.Nodes,
 	}
 	r.admin.r = r
-	r.rec = Record{Profile: r.name, Nodes: plan.Nodes}
+	r.rec = Record{Profile: r.name, Nodes: r.nodes}
 	r.counts = make([]phaseCounts, len(r.windows))
 	return r, nil
 }
@@ -126,15 +134,23 @@ func New(cfg Config) (*Runner, error) {
 // The fleet must be the plan's: the same number of nodes, numbered from 0, in the profile's zones; a
 // profile that uses denyAuth needs the node identity (revoking it is what denyAuth does); and pods
 // (spec.podsPerNode above 0) are not supported yet.
-func Check(plan *profiles.Plan, fc fleet.Config) error {
+func Check(plan *profiles.Plan, fc fleet.Config) error { return CheckShard(plan, fc, fleet.Shard{}) }
+
+// CheckShard is Check for shard s of the plan's fleet: the fleet must be the shard's slice of the
+// plan's nodes (fleet.Shard.Slice).
+func CheckShard(plan *profiles.Plan, fc fleet.Config, s fleet.Shard) error {
 	p := plan.Profile
 	if p.Spec.PodsPerNode > 0 {
 		return fmt.Errorf("profile %s: spec.podsPerNode is %d: pods are not supported yet by the runner; set podsPerNode to 0",
 			p.Metadata.Name, p.Spec.PodsPerNode)
 	}
-	if fc.FirstIndex != 0 || fc.Nodes != plan.Nodes {
+	if err := s.Validate(plan.Nodes); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Metadata.Name, err)
+	}
+	if first, n := s.Slice(plan.Nodes); fc.FirstIndex != first || fc.Nodes != n {
 		return fmt.Errorf("profile %s was resolved for %d nodes, and the fleet has %d numbered from %d: "+
-			"the runner needs the plan's fleet, numbered from 0", p.Metadata.Name, plan.Nodes, fc.Nodes, fc.FirstIndex)
+			"the runner needs shard %v's slice of the plan's fleet, %d numbered from %d",
+			p.Metadata.Name, plan.Nodes, fc.Nodes, fc.FirstIndex, s, n, first)
 	}
 	if zones := max(p.Spec.Zones, 1); fc.Zones != zones {
 		return fmt.Errorf("profile %s has %d zone(s), and the fleet labels %d", p.Metadata.Name, zones, fc.Zones)
@@ -174,6 +190,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.started = true
 	r.ctx = ctx
 	r.mu.Unlock()
+	r.startAtDeadline()
 	select {
 	case <-r.fleet.Running():
 	case <-ctx.Done():
@@ -183,11 +200,13 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.waitFor = r.sched.Clock().Now()
 	r.mu.Unlock()
 	r.logf("profile %s: waiting for %d nodes to be Ready before the first phase (at most %v)",
-		r.name, r.plan.Nodes, r.cfg.ReadyTimeout.Round(time.Second))
+		r.name, r.nodes, r.cfg.ReadyTimeout.Round(time.Second))
 	r.sched.After(0, runTask{r})
 	select {
 	case <-r.done:
-		return nil
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.err
 	case <-ctx.Done():
 		r.abort()
 		return ctx.Err()
@@ -218,8 +237,15 @@ func (r *Runner) step() {
 	}
 	now := r.sched.Clock().Now()
 	if r.phase < 0 {
+		if next, hold := r.holdForStart(now); hold {
+			r.sched.At(next, runTask{r})
+			return
+		}
 		if !r.readyOrTimedOut(now) {
 			r.sched.After(readyPoll, runTask{r})
+			return
+		}
+		if r.failAtStart() {
 			return
 		}
 		r.beginPhase(0, now)
@@ -249,43 +275,26 @@ func (r *Runner) step() {
 }
 
 // readyOrTimedOut says whether the phases may begin: every initial node that has not failed for good
-// is Ready and, in lease mode, has renewed its Lease once (a kubelet creates its Lease one renew
-// interval after it registers: its first try finds no Node to own it), or the wait timed out.
+// is Ready, or the wait timed out.
 func (r *Runner) readyOrTimedOut(now time.Time) bool {
 	p := r.fleet.Progress()
-	waited := now.Sub(r.waitFor).Round(100 * time.Millisecond)
-	allReady := p.Ready+p.Failed >= r.plan.Nodes
-	leaseless := 0
-	if allReady || waited >= r.cfg.ReadyTimeout {
-		leaseless = r.leaseless()
-	}
+	waited := now.Sub(r.waitFor)
 	switch {
-	case allReady && leaseless == 0:
-		r.logf("profile %s: %d of %d nodes Ready, with their Leases, after %v: the phases begin (%v in all)",
-			r.name, p.Ready, r.plan.Nodes, waited, r.schedule.Duration())
+	case p.Ready+p.Failed >= r.nodes:
+		r.logf("profile %s: %d of %d nodes Ready after %v: the phases begin (%v in all)",
+			r.name, p.Ready, r.nodes, waited, r.schedule.Duration())
 	case waited >= r.cfg.ReadyTimeout:
-		r.logf("profile %s: only %d of %d nodes Ready (%d in lease mode without a Lease) after %v, the ready timeout: "+
-			"the phases begin anyway (%v in all)", r.name, p.Ready, r.plan.Nodes, leaseless, waited, r.schedule.Duration())
+		r.logf("profile %s: only %d of %d nodes Ready after %v (the ready timeout): the phases begin anyway (%v in all)",
+			r.name, p.Ready, r.nodes, waited, r.schedule.Duration())
 	default:
 		return false
 	}
 	r.recMu.Lock()
 	r.rec.Start = now
 	r.rec.Ready = p.Ready
-	r.rec.ReadyTimedOut = !allReady || leaseless > 0
+	r.rec.ReadyTimedOut = p.Ready+p.Failed < r.nodes
 	r.recMu.Unlock()
 	return true
-}
-
-// leaseless counts the running agents in lease mode that have not renewed a Lease yet.
-func (r *Runner) leaseless() int {
-	n := 0
-	for _, a := range r.fleet.Agents() {
-		if a.Running() && a.Mode() == agent.ModeLease && a.Stats().LastLeaseRenewal.IsZero() {
-			n++
-		}
-	}
-	return n
 }
 
 func (r *Runner) startTime() time.Time {
