@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scheduler"
@@ -275,26 +276,43 @@ func (r *Runner) step() {
 }
 
 // readyOrTimedOut says whether the phases may begin: every initial node that has not failed for good
-// is Ready, or the wait timed out.
+// is Ready and, in lease mode, has renewed its Lease once (a kubelet creates its Lease one renew
+// interval after it registers: its first try finds no Node to own it), or the wait timed out.
 func (r *Runner) readyOrTimedOut(now time.Time) bool {
 	p := r.fleet.Progress()
-	waited := now.Sub(r.waitFor)
+	waited := now.Sub(r.waitFor).Round(100 * time.Millisecond)
+	allReady := p.Ready+p.Failed >= r.nodes
+	leaseless := 0
+	if allReady || waited >= r.cfg.ReadyTimeout {
+		leaseless = r.leaseless()
+	}
 	switch {
-	case p.Ready+p.Failed >= r.nodes:
-		r.logf("profile %s: %d of %d nodes Ready after %v: the phases begin (%v in all)",
+	case allReady && leaseless == 0:
+		r.logf("profile %s: %d of %d nodes Ready, with their Leases, after %v: the phases begin (%v in all)",
 			r.name, p.Ready, r.nodes, waited, r.schedule.Duration())
 	case waited >= r.cfg.ReadyTimeout:
-		r.logf("profile %s: only %d of %d nodes Ready after %v (the ready timeout): the phases begin anyway (%v in all)",
-			r.name, p.Ready, r.nodes, waited, r.schedule.Duration())
+		r.logf("profile %s: only %d of %d nodes Ready (%d in lease mode without a Lease) after %v, the ready timeout: "+
+			"the phases begin anyway (%v in all)", r.name, p.Ready, r.nodes, leaseless, waited, r.schedule.Duration())
 	default:
 		return false
 	}
 	r.recMu.Lock()
 	r.rec.Start = now
 	r.rec.Ready = p.Ready
-	r.rec.ReadyTimedOut = p.Ready+p.Failed < r.nodes
+	r.rec.ReadyTimedOut = !allReady || leaseless > 0
 	r.recMu.Unlock()
 	return true
+}
+
+// leaseless counts the running agents in lease mode that have not renewed a Lease yet.
+func (r *Runner) leaseless() int {
+	n := 0
+	for _, a := range r.fleet.Agents() {
+		if a.Running() && a.Mode() == agent.ModeLease && a.Stats().LastLeaseRenewal.IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *Runner) startTime() time.Time {
