@@ -24,8 +24,8 @@ func TestReportCommandRendersASavedReport(t *testing.T) {
 		Versions: report.Versions{Fakelet: "test", Go: "go1.26"},
 		Target:   report.Target{Description: "https://127.0.0.1:6443 (test)"},
 		Start:    at(0), End: at(60),
-		Phases:   []reaction.Phase{{Name: "steady", Start: at(0), End: at(10)}, {Name: "outage", Start: at(10), End: at(60)}},
-		Actions:  []reaction.Action{{Phase: "outage", Group: "victims", Op: "stop", Node: "n1", At: at(10), LastRenewal: at(8)}},
+		Phases:  []reaction.Phase{{Name: "steady", Start: at(0), End: at(10)}, {Name: "outage", Start: at(10), End: at(60)}},
+		Actions: []reaction.Action{{Phase: "outage", Group: "victims", Op: "stop", Node: "n1", At: at(10), LastRenewal: at(8)}},
 		Transitions: []observe.Transition{
 			{At: at(1), Node: "n0", Kind: observe.Condition, Type: "Ready", Status: "True"},
 			{At: at(1), Node: "n1", Kind: observe.Condition, Type: "Ready", Status: "True"},
