@@ -44,10 +44,14 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 		}
 	}
 	cfg, err := rf.config()
-	if err != nil || p == nil {
+	var plan *profiles.Plan
+	if err == nil && p != nil {
+		plan, err = resolveProfile(p, cfg, rf.profiles.seed) // over the whole fleet, whatever the shard
+	}
+	if err != nil {
 		return cfg, nil, err
 	}
-	plan, err := resolveProfile(p, cfg, rf.profiles.seed)
+	cfg, err = rf.shard.apply(cfg, plan, flags)
 	return cfg, plan, err
 }
 
@@ -117,9 +121,10 @@ type profileRun struct {
 // startProfile plays plan on f in the background once f runs, logging to log; when the last phase
 // ended it calls end, which ends the run (and so the fleet, which then cleans up). Each phase and
 // applied op is also passed to hooks.
-func startProfile(ctx context.Context, end context.CancelFunc, f *fleet.Fleet, plan *profiles.Plan, readyTimeout time.Duration,
+func startProfile(ctx context.Context, end context.CancelFunc, f *fleet.Fleet, plan *profiles.Plan, base scenario.Config,
 	log io.Writer, hooks ...profileHooks) (*profileRun, error) {
-	cfg := scenario.Config{Plan: plan, Fleet: f, Log: log, ReadyTimeout: readyTimeout}
+	cfg := base // the flags' settings: ready timeout, shard, start time
+	cfg.Plan, cfg.Fleet, cfg.Log = plan, f, log
 	cfg.OnPhase = func(profile string, ph scenario.PhaseRecord) {
 		for _, h := range hooks {
 			if h.onPhase != nil {
@@ -141,6 +146,9 @@ func startProfile(ctx context.Context, end context.CancelFunc, f *fleet.Fleet, p
 	p := plan.Profile
 	fmt.Fprintf(log, "profile %s (%s): %d nodes in %d zone(s), seed %d, %d phases over %v once every node is Ready; then the run ends\n",
 		p.Metadata.Name, p.Source, plan.Nodes, max(p.Spec.Zones, 1), plan.Seed, len(p.Spec.Phases), runner.Duration())
+	if line := lockstepLine(cfg, f); line != "" {
+		fmt.Fprintln(log, line)
+	}
 	pr := &profileRun{plan: plan, runner: runner, done: make(chan error, 1)}
 	go func() {
 		err := runner.Run(ctx)

@@ -32,6 +32,7 @@ type runFlags struct {
 	metrics               metricsFlags
 	report                reportFlags
 	profiles              profileFlags
+	shard                 shardFlags
 }
 
 func newRunCommand() *cobra.Command { return newRunCommandFor(&runFlags{}) }
@@ -84,6 +85,8 @@ Ready, and the run ends after the last one.`,
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	addMetricsFlags(f, &rf.metrics)
 	addProfileFlags(f, &rf.profiles)
+	addShardFlags(f, &rf.shard)
+	addInClusterFlag(f, &rf.target)
 	addReportFlags(f, &rf.report)
 	return cmd
 }
@@ -167,7 +170,7 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 	var pr *profileRun
 	if plan != nil {
 		onPhase, onApplied := rr.profileHooks(plan, f)
-		pr, err = startProfile(runCtx, endRun, f, plan, rf.profiles.readyTimeout, log,
+		pr, err = startProfile(runCtx, endRun, f, plan, rf.scenarioConfig(), log,
 			metricsHooks(m), profileHooks{onPhase, onApplied})
 		if err != nil {
 			return err

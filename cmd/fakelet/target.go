@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +31,31 @@ type targetFlags struct {
 	// insecure turns TLS verification off for a cluster given by --kubeconfig or --context
 	// (--insecure-skip-tls-verify). The local control plane is always verified: fakelet made its CA.
 	insecure bool
+	// inCluster targets the cluster a pod runs in, with its ServiceAccount (--in-cluster).
+	inCluster bool
+}
+
+// addInClusterFlag adds --in-cluster, off by default.
+func addInClusterFlag(f *pflag.FlagSet, tf *targetFlags) {
+	f.BoolVar(&tf.inCluster, "in-cluster", false,
+		"target the cluster this pod runs in, with its ServiceAccount (as in deploy/kubernetes); not with --kubeconfig or --context")
+}
+
+// inClusterTarget is the cluster the pod runs in.
+func inClusterTarget(f targetFlags) (*target, error) {
+	if f.kubeconfig != "" || f.context != "" {
+		return nil, fmt.Errorf("--in-cluster targets the pod's own cluster: give it without --kubeconfig and --context")
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--in-cluster: %w", err)
+	}
+	if f.insecure {
+		cfg.Insecure = true
+		cfg.CAFile, cfg.CAData = "", nil
+	}
+	return &target{config: cfg, description: cfg.Host + " (in-cluster, the pod's ServiceAccount)",
+		release: func(context.Context) error { return nil }}, nil
 }
 
 // addInsecureFlag adds --insecure-skip-tls-verify, off by default.
@@ -69,12 +95,21 @@ func kubeconfigTarget(f targetFlags) (*target, error) {
 	return &target{config: cfg, description: description, release: func(context.Context) error { return nil }}, nil
 }
 
-// resolveTarget picks the cluster: the one named by --kubeconfig or --context, or else the local
-// control plane, started if none is up and stopped at release if this run started it. $KUBECONFIG is
-// never used unless one of the two flags asks for a kubeconfig.
+// resolveTarget picks the cluster: the pod's own with --in-cluster, the one named by --kubeconfig or
+// --context, or else the local control plane, started if none is up and stopped at release if this
+// run started it. $KUBECONFIG is never used unless one of the two flags asks for a kubeconfig, and
+// the cluster around a pod only with --in-cluster.
 func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*target, error) {
+	if f.inCluster {
+		return inClusterTarget(f)
+	}
 	if f.kubeconfig != "" || f.context != "" {
 		return kubeconfigTarget(f)
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		// In a pod: the cluster around it is only ever targeted by --in-cluster, never by default.
+		fmt.Fprintln(progress, "note: this runs in a pod (KUBERNETES_SERVICE_HOST is set), and the target is the local control plane: "+
+			"give --in-cluster to target the pod's cluster")
 	}
 	opts := controlplane.Options{
 		Dir: f.controlPlaneDir, BinDir: f.binDir, Progress: progress,
