@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleet"
+)
+
+// Faults the fleet must ride out, each on a control plane of its own: the tests kill its components
+// or starve it, which the shared one must not see.
+
+// privateControlPlane starts a control plane for one test in its temporary directory and stops it at
+// the test's end.
+func privateControlPlane(t *testing.T, opts controlplane.Options) *controlplane.ControlPlane {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs a real control plane; skipped under -short")
+	}
+	if _, err := controlplane.FindBinaries(""); err != nil {
+		t.Fatalf("end-to-end tests need the control plane binaries (make controlplane): %v", err)
+	}
+	opts.Dir = filepath.Join(t.TempDir(), "controlplane")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := controlplane.Down(ctx, opts.Dir); err != nil {
+			t.Errorf("stop the test's control plane: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Up(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+// runFleetOn runs a fleet against cp in the background until the test ends.
+func runFleetOn(t *testing.T, cp *controlplane.ControlPlane, cfg fleet.Config) *runningFleet {
+	t.Helper()
+	f, err := fleet.New(cfg, cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rf := &runningFleet{Fleet: f, cancel: cancel, done: make(chan error, 1)}
+	go func() { rf.done <- f.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := rf.stop(); err != nil {
+			t.Errorf("fleet run: %v", err)
+		}
+	})
+	select {
+	case <-f.Running():
+	case err := <-rf.done:
+		t.Fatalf("fleet did not start: %v", err)
+	}
+	return rf
+}
+
+// renewedSince counts the agents whose last lease renewal is after t, and returns the latest
+// first renewal after t among them.
+func renewedSince(rf *runningFleet, t time.Time) (n int, slowest time.Duration) {
+	for _, a := range rf.Agents() {
+		if last := a.Stats().LastLeaseRenewal; last.After(t) {
+			n++
+			slowest = max(slowest, last.Sub(t))
+		}
+	}
+	return n, slowest
+}
+
+// stillRunning fails the test if the fleet's Run has returned.
+func stillRunning(t *testing.T, rf *runningFleet) {
+	t.Helper()
+	select {
+	case err := <-rf.done:
+		rf.done = nil
+		t.Fatalf("the fleet's run ended during the fault: %v", err)
+	default:
+	}
+	if fails := rf.Failures(); len(fails) > 0 {
+		t.Errorf("%d agents gave up for good, first: %v", len(fails), fails[0])
+	}
+}
+
+// smallNodes keeps Nodes small (5 images, about 4 KB) so that the faults, not registration, load
+// the control plane.
+var smallNodes = agent.TemplateOptions{Images: 5}
+
+// recoveryLimit is how soon after the apiserver is ready again every node must have renewed: the
+// 7 s backoff cap, a request, and slack for a loaded machine.
+const recoveryLimit = 15 * time.Second
+
+// A dead apiserver refuses connections at once: 12 s down is enough for every node to miss a
+// renewal (every 10 s) and for its lease loop's backoff to grow toward its 7 s cap.
+func TestKubeAPIServerKilledAndRestarted(t *testing.T) {
+	crashAndRecover(t, controlplane.APIServer, "crash-apiserver", 12*time.Second)
+}
+
+// Without etcd the apiserver accepts requests and holds them: a renewal hangs until the kubelet's
+// 10 s client timeout. 25 s down lets every node's next renewal (within 10.4 s) time out and its
+// lease loop go on to GETs that time out too.
+func TestEtcdKilledAndRestarted(t *testing.T) {
+	crashAndRecover(t, controlplane.Etcd, "crash-etcd", 25*time.Second)
+}
+
+// crashAndRecover kills component mid-run, keeps it down for outage and starts it again on the same
+// ports: every node must renew within recoveryLimit of the apiserver being ready, the gap must show
+// (failed requests counted, a renewal interval as long as the outage), and the run must go on
+// without an agent giving up.
+func crashAndRecover(t *testing.T, component, name string, outage time.Duration) {
+	cp := privateControlPlane(t, controlplane.Options{})
+	const nodes = 20
+	gaps := &longestRenewal{}
+	rf := runFleetOn(t, cp, fleet.Config{Nodes: nodes, Fleet: name, NamePrefix: name, RegisterQPS: 100, Template: smallNodes, Recorder: gaps})
+	start := time.Now()
+	eventually(t, 60*time.Second, "every node Ready and renewing", func() (bool, error) {
+		n, _ := renewedSince(rf, time.Time{})
+		return rf.Progress().Ready == nodes && n == nodes, nil
+	})
+	t.Logf("%d nodes Ready and renewing after %v", nodes, time.Since(start).Round(time.Millisecond))
+	failedBefore := rf.Tally().Errors()
+
+	ctx := t.Context()
+	if err := controlplane.KillComponent(ctx, cp.Dir, component); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	time.Sleep(outage) // the outage itself: nothing to wait for
+	if n, _ := renewedSince(rf, killed.Add(time.Second)); n > 0 {
+		t.Errorf("%d nodes renewed their leases while %s was down", n, component)
+	}
+	if _, err := controlplane.StartComponent(ctx, cp.Dir, component); err != nil {
+		t.Fatal(err)
+	}
+	ready := waitReady(t, cp)
+	t.Logf("%s down for %v; the apiserver ready again %v after the restart began", component,
+		ready.Sub(killed).Round(time.Millisecond), ready.Sub(killed.Add(outage)).Round(time.Millisecond))
+
+	eventually(t, recoveryLimit, "every node renewing again", func() (bool, error) {
+		n, _ := renewedSince(rf, ready)
+		return n == nodes, nil
+	})
+	_, slowest := renewedSince(rf, ready)
+	t.Logf("every node renewed within %v of the apiserver being ready (limit %v)", slowest.Round(time.Millisecond), recoveryLimit)
+	failed := rf.Tally().Errors() - failedBefore
+	t.Logf("%d failed requests counted during the gap; the longest interval between two renewals of a node was %v", failed, gaps.get().Round(time.Millisecond))
+	if failed == 0 {
+		t.Errorf("no failed requests counted while %s was down: the gap does not show", component)
+	}
+	if gaps.get() < outage {
+		t.Errorf("the longest renewal interval is %v, shorter than the %v outage", gaps.get(), outage)
+	}
+	stillRunning(t, rf)
+}
+
+// longestRenewal records the longest interval between two lease renewals of a node.
+type longestRenewal struct {
+	mu      sync.Mutex
+	longest time.Duration
+}
+
+func (*longestRenewal) Request(string, string, error, time.Duration) {}
+func (*longestRenewal) Heartbeat(string, error)                      {}
+func (g *longestRenewal) LeaseRenewed(interval time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.longest = max(g.longest, interval)
+}
+
+func (g *longestRenewal) get() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.longest
+}
+
+// waitReady waits for the apiserver's /readyz and returns when it first answered ok.
+func waitReady(t *testing.T, cp *controlplane.ControlPlane) time.Time {
+	t.Helper()
+	client, err := cp.MetricsClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready time.Time
+	eventually(t, 90*time.Second, "the apiserver ready", func() (bool, error) {
+		resp, err := client.Get(cp.APIServerURL + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		ready = time.Now()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	return ready
+}
+
+// TestPriorityAndFairnessRejections starts an apiserver with 15 seats in all (--max-requests-inflight
+// 10, --max-mutating-requests-inflight 5: node-high's share is 3) and lets the node-high priority
+// level reject what exceeds its share instead of queuing it: with queues, requests would wait past
+// the kubelets' 10 s client timeout and fail as timeouts, not as 429s. (With 2 seats in all, node-high
+// gets one, and on a loaded machine the fleet takes minutes to register.) Fifty kubelets registering
+// at once get 429s; client-go waits the Retry-After and retries, as the kubelet's
+// client does; the fleet's tally counts every 429 the apiserver says it sent; and every node gets
+// Ready and renews, with no agent giving up.
+func TestPriorityAndFairnessRejections(t *testing.T) {
+	cp := privateControlPlane(t, controlplane.Options{APIServerArgs: []string{
+		"--max-requests-inflight=10", "--max-mutating-requests-inflight=5",
+	}})
+	rejectAtNodeHigh(t, cp)
+	const nodes = 50
+	rf := runFleetOn(t, cp, fleet.Config{Nodes: nodes, Fleet: "apf", NamePrefix: "apf", RegisterQPS: 1000, Template: smallNodes})
+	eventually(t, 3*time.Minute, "every node Ready and renewing under overload", func() (bool, error) {
+		n, _ := renewedSince(rf, time.Time{})
+		return rf.Progress().Ready == nodes && n == nodes, nil
+	})
+	stillRunning(t, rf)
+	throttled := rf.Tally().Throttled()
+	rejected := flowcontrolRejected(t, cp, "node-high")
+	t.Logf("the apiserver rejected %v node-high requests; the fleet counted %d 429s and %d failed requests", rejected, throttled, rf.Tally().Errors())
+	if throttled == 0 {
+		t.Fatal("no 429 reached the fleet: the apiserver was not overloaded")
+	}
+	if float64(throttled) != rejected {
+		t.Errorf("the fleet counted %d 429s, the apiserver rejected %v node-high requests", throttled, rejected)
+	}
+}
+
+// rejectAtNodeHigh makes the node-high priority level reject requests beyond its concurrency at once,
+// and keeps the apiserver from restoring its suggested configuration.
+func rejectAtNodeHigh(t *testing.T, cp *controlplane.ControlPlane) {
+	t.Helper()
+	plcs := admin(t, cp).FlowcontrolV1().PriorityLevelConfigurations()
+	ctx := t.Context()
+	plc, err := plcs.Get(ctx, "node-high", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plc.Annotations == nil {
+		plc.Annotations = map[string]string{}
+	}
+	plc.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = "false"
+	plc.Spec.Limited.LimitResponse = flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}
+	plc.Spec.Limited.LendablePercent = new(int32) // keep its one seat to itself, so that it is tight
+	if _, err := plcs.Update(ctx, plc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The apiserver's APF controller applies it from its informer, and says nothing when it has.
+	time.Sleep(2 * time.Second)
+}
+
+// flowcontrolRejected sums apiserver_flowcontrol_rejected_requests_total for a priority level.
+func flowcontrolRejected(t *testing.T, cp *controlplane.ControlPlane, level string) float64 {
+	t.Helper()
+	client, err := cp.MetricsClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(cp.APIServerURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape apiserver: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(fmt.Errorf("parse apiserver metrics: %w", err))
+	}
+	var sum float64
+	for _, m := range families["apiserver_flowcontrol_rejected_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "priority_level" && l.GetValue() == level {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
