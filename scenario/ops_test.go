@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,4 +215,45 @@ spec:
 	}
 	h.advanceTo(start, 60*time.Second)
 	h.finished()
+}
+
+func TestFlapStopsAndStartsInTurn(t *testing.T) {
+	h := newHarness(t, `
+apiVersion: fakelet.dev/v1alpha1
+kind: Profile
+metadata: {name: flapping}
+spec:
+  nodes: 2
+  groups:
+    flappers: {indexes: "0"}
+  phases:
+  - name: flapping
+    duration: 60s
+    actions:
+    - {group: flappers, do: flap, period: 20s, duty: 0.25}
+`)
+	start := h.waitForPhases()
+	a := h.fleet.Agent(0)
+	// Each 20 s cycle: stopped for 5 s, then running for 15 s; three cycles fit in the phase.
+	for _, step := range []struct {
+		at      time.Duration
+		running bool
+	}{{1 * time.Second, false}, {6 * time.Second, true}, {21 * time.Second, false}, {26 * time.Second, true}, {41 * time.Second, false}, {46 * time.Second, true}} {
+		h.advanceTo(start, step.at)
+		if a.Running() != step.running {
+			t.Errorf("+%v: node 0 running %v, want %v", step.at, a.Running(), step.running)
+		}
+	}
+	h.advanceTo(start, 60*time.Second)
+	h.finished()
+	var ops []string
+	for _, ap := range h.runner.Record().Applied {
+		ops = append(ops, fmt.Sprintf("%s@%v", ap.Op, ap.At.Sub(start)))
+	}
+	if got, want := strings.Join(ops, " "), "stop@0s start@5s stop@20s start@25s stop@40s start@45s"; got != want {
+		t.Errorf("applied %s, want %s", got, want)
+	}
+	if !h.fleet.Agent(1).Running() {
+		t.Error("node 1, not in the group, was stopped")
+	}
 }
