@@ -83,6 +83,7 @@ Ready, and the run ends after the last one.`,
 	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
+	addInsecureFlag(f, &rf.target)
 	addMetricsFlags(f, &rf.metrics)
 	addProfileFlags(f, &rf.profiles)
 	addShardFlags(f, &rf.shard)
@@ -93,6 +94,9 @@ Ready, and the run ends after the last one.`,
 
 // config checks the flags and turns them into a fleet configuration.
 func (rf *runFlags) config() (fleet.Config, error) {
+	if err := rf.checkFleetFlags(); err != nil {
+		return rf.fleet, err
+	}
 	cfg := rf.fleet
 	mode, err := agent.ParseMode(rf.mode)
 	if err != nil {

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInvalidRunFlagsAreRefusedClearly: each bad flag value stops `fakelet run` before it reaches a
+// cluster, with an error that names the flag and what it must be. Every case also names a kubeconfig
+// that does not exist, so a value that wrongly passed would fail on loading it, not start a control
+// plane.
+func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration=-1s"}, "--duration must not be negative, got -1s"},
+		{[]string{"--renew-interval=-10s"}, "--renew-interval must not be negative"},
+		{[]string{"--status-update-frequency=-1m"}, "--status-update-frequency must not be negative"},
+		{[]string{"--status-report-frequency=-5m"}, "--status-report-frequency must not be negative"},
+		{[]string{"--lease-duration=0s"}, "--lease-duration must be a positive whole number of seconds, got 0s"},
+		{[]string{"--lease-duration=-40s"}, "--lease-duration must be a positive whole number of seconds"},
+		{[]string{"--lease-duration=1500ms"}, "--lease-duration must be a positive whole number of seconds, got 1.5s"},
+		{[]string{"--renew-interval=40s"}, "lease renew interval 40s must be shorter than the lease duration 40s"},
+		{[]string{"--status-report-frequency=1s"}, "status report frequency 1s must not be shorter than the update frequency 10s"},
+		{[]string{"--duration=soon"}, `invalid argument "soon" for "--duration" flag`},
+		{[]string{"--mode=gossip"}, `--mode: unknown heartbeat mode "gossip" (want "lease" or "status")`},
+		{[]string{"--mode="}, `--mode: unknown heartbeat mode ""`},
+		{[]string{"--identity=root"}, `--identity: unknown identity "root" (want "node" or "fleet")`},
+		{[]string{"--images=51"}, "--images must be between 0 and 50, got 51"},
+		{[]string{"--images=-1"}, "--images must be between 0 and 50, got -1"},
+		{[]string{"--nodes=0"}, "--nodes must be positive, got 0"},
+		{[]string{"--nodes=-5"}, "--nodes must be positive, got -5"},
+		{[]string{"--nodes=many"}, `invalid argument "many" for "--nodes" flag`},
+		{[]string{"--name-prefix=Fakelet"}, `--name-prefix: name prefix "Fakelet" must be a lower-case DNS label`},
+		{[]string{"--name-prefix=fake_let"}, `--name-prefix: name prefix "fake_let" must be a lower-case DNS label`},
+		{[]string{"--name-prefix=-fakelet"}, `--name-prefix: name prefix "-fakelet" must be a lower-case DNS label`},
+		{[]string{"--name-prefix=" + strings.Repeat("a", 41)}, "of at most 40 characters"},
+		{[]string{"--fleet=Blue Team"}, `--fleet: fleet name "Blue Team" must be a lower-case DNS label`},
+		{[]string{"--fleet="}, "--fleet must not be empty"},
+		{[]string{"--name-prefix="}, "--name-prefix must not be empty"},
+		{[]string{"--zones=-1"}, "--zones must not be negative, got -1"},
+		{[]string{"--connections=-2"}, "--connections must not be negative, got -2"},
+		{[]string{"--register-qps=0"}, "--register-qps must be positive, got 0"},
+		{[]string{"--register-qps=-10"}, "--register-qps must be positive, got -10"},
+		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"extra"}, `unknown command "extra" for "fakelet run"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRootCommand()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			root.SetArgs(append([]string{"run", "--kubeconfig", missing}, tc.args...))
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("fakelet run %s: error %v, want one containing %q", strings.Join(tc.args, " "), err, tc.want)
+			}
+			if strings.Contains(err.Error(), "kubeconfig") {
+				t.Errorf("the flags were accepted and the run went on to load the kubeconfig: %v", err)
+			}
+			if strings.Contains(out.String(), "target:") {
+				t.Errorf("the run reached a target:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestEndpointsAndTLSAreSafeByDefault: without flags, the metrics (and pprof, off unless asked)
+// listen on loopback only, and TLS verification is on.
+func TestEndpointsAndTLSAreSafeByDefault(t *testing.T) {
+	flags := newRunCommand().Flags()
+	addr := flags.Lookup("metrics-addr")
+	if addr == nil {
+		t.Fatal("no --metrics-addr")
+	}
+	host, _, err := net.SplitHostPort(addr.DefValue)
+	if err != nil || !net.ParseIP(host).IsLoopback() {
+		t.Errorf("--metrics-addr defaults to %q, want a loopback address", addr.DefValue)
+	}
+	for name, want := range map[string]string{"pprof": "false", "insecure-skip-tls-verify": "false"} {
+		if f := flags.Lookup(name); f == nil || f.DefValue != want {
+			t.Errorf("--%s: %v, want default %s", name, f, want)
+		}
+	}
+}
