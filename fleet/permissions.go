@@ -69,8 +69,8 @@ func RunPermissions(id Identity, node string) []Permission {
 		return append(perms, kubeletPermissions...)
 	}
 	return append(perms,
-		Permission{Verb: "impersonate", Resource: "users", Name: "system:node:" + node, For: "requests as the node's kubelet (--identity=node)"},
-		Permission{Verb: "impersonate", Resource: "groups", Name: "system:nodes", For: "requests as the node's kubelet (--identity=node)"},
+		Permission{Verb: "impersonate", Resource: "users", Name: "system:node:" + node, For: "requests as each node's kubelet, --identity=node"},
+		Permission{Verb: "impersonate", Resource: "groups", Name: "system:nodes", For: "requests as each node's kubelet, --identity=node"},
 	)
 }
 

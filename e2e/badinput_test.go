@@ -1,0 +1,350 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleet"
+)
+
+// Bad input from the cluster side: credentials, certificates and names that a run must refuse
+// before it writes anything, saying what is wrong.
+
+// runOnce runs a fleet with restConfig until ctx ends and returns Run's error.
+func runOnce(t *testing.T, cfg fleet.Config, restConfig *rest.Config) error {
+	t.Helper()
+	f, err := fleet.New(cfg, restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return f.Run(ctx)
+}
+
+// nothingWritten fails the test if the cluster holds a Node or Lease named PREFIX-*.
+func nothingWritten(t *testing.T, c kubernetes.Interface, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := c.CoordinationV1().Leases(agent.LeaseNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if strings.HasPrefix(n.Name, prefix+"-") && n.Labels[agent.FleetLabel] != "" {
+			t.Errorf("node %s was created", n.Name)
+		}
+	}
+	for _, l := range leases.Items {
+		if strings.HasPrefix(l.Name, prefix+"-") {
+			t.Errorf("lease %s was created", l.Name)
+		}
+	}
+}
+
+func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
+	cp := controlPlane(t)
+	c := admin(t, cp)
+
+	t.Run("no RBAC at all", func(t *testing.T) {
+		cfg, err := cp.ClientConfig("fakelet-e2e-nobody")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = runOnce(t, fleet.Config{Nodes: 3, Fleet: "nobody", NamePrefix: "nobody"}, cfg)
+		t.Log(err)
+		for _, want := range []string{
+			"user fakelet-e2e-nobody may not do what fakelet needs; missing 9 permission(s)",
+			"list nodes (check that the fleet's names are free)", "watch nodes", "delete nodes (cleanup)",
+			"list leases.coordination.k8s.io in kube-node-lease (cleanup)", "impersonate users system:node:nobody-00000",
+			"impersonate groups system:nodes", "Nothing was written", "deploy/rbac/fakelet.yaml",
+		} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("error lacks %q", want)
+			}
+		}
+		nothingWritten(t, c, "nobody")
+	})
+
+	t.Run("read-only", func(t *testing.T) {
+		const user = "fakelet-e2e-readonly"
+		grant(t, c, user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}})
+		cfg, err := cp.ClientConfig(user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = runOnce(t, fleet.Config{Nodes: 3, Fleet: "readonly", NamePrefix: "readonly"}, cfg)
+		t.Log(err)
+		if err == nil || !strings.Contains(err.Error(), "missing 6 permission(s): delete nodes") {
+			t.Fatalf("error %v, want the 6 missing permissions starting with delete nodes", err)
+		}
+		if strings.Contains(err.Error(), "list nodes") || strings.Contains(err.Error(), "watch nodes") {
+			t.Errorf("the error names permissions the credential has")
+		}
+		nothingWritten(t, c, "readonly")
+	})
+
+	t.Run("deploy/rbac/fakelet.yaml is enough for --identity=node", func(t *testing.T) {
+		cfg := serviceAccountConfig(t, cp)
+		f, err := fleet.New(fleet.Config{Nodes: 3, Fleet: "rbac", NamePrefix: "rbac", Template: smallNodes}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- f.Run(ctx) }()
+		select {
+		case <-f.Running():
+		case err := <-done:
+			cancel()
+			t.Fatalf("the fleet with fakelet.yaml's credential was refused: %v", err)
+		}
+		eventually(t, 60*time.Second, "3 Ready nodes", func() (bool, error) { return f.Progress().Ready == 3, nil })
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run and cleanup with fakelet.yaml's credential: %v", err)
+		}
+		if n := len(fleetNodes(t, c, "rbac")); n != 0 {
+			t.Errorf("%d nodes left after cleanup with fakelet.yaml's credential", n)
+		}
+	})
+
+	t.Run("--identity=fleet needs deploy/rbac/fleet-identity.yaml too", func(t *testing.T) {
+		err := runOnce(t, fleet.Config{Nodes: 3, Fleet: "rbacfleet", NamePrefix: "rbacfleet", Identity: fleet.IdentityFleet}, serviceAccountConfig(t, cp))
+		t.Log(err)
+		for _, want := range []string{"user system:serviceaccount:fakelet:fakelet may not", "missing 4 permission(s)",
+			"create nodes (kubelets register their Nodes)", "patch nodes/status", "create leases", "update leases"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("error lacks %q", want)
+			}
+		}
+		nothingWritten(t, c, "rbacfleet")
+	})
+}
+
+// grant binds a ClusterRole with rule to user and waits until the apiserver's authorizer applies it.
+func grant(t *testing.T, c kubernetes.Interface, user string, rule rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	name := "e2e-" + user
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}}
+	if _, err := c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "RBAC for "+user+" applied", func() (bool, error) {
+		r, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: rule.Resources[0]},
+		}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, nil
+	})
+}
+
+var (
+	saOnce  sync.Once
+	saToken string
+	saErr   error
+)
+
+// serviceAccountConfig applies deploy/rbac/fakelet.yaml to the shared control plane (once) and returns
+// a client configuration with a token of its ServiceAccount, fakelet/fakelet.
+func serviceAccountConfig(t *testing.T, cp *controlplane.ControlPlane) *rest.Config {
+	t.Helper()
+	saOnce.Do(func() { saToken, saErr = applyFakeletRBAC(admin(t, cp)) })
+	if saErr != nil {
+		t.Fatal(saErr)
+	}
+	cfg := cp.AdminConfig()
+	cfg.CertData, cfg.KeyData = nil, nil
+	cfg.BearerToken = saToken
+	return cfg
+}
+
+func applyFakeletRBAC(c kubernetes.Interface) (string, error) {
+	ctx := context.Background()
+	f, err := os.Open("../deploy/rbac/fakelet.yaml")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	var rules []runtime.Object
+	for {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		if strings.TrimSpace(string(doc)) == "" {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			return "", fmt.Errorf("decode deploy/rbac/fakelet.yaml: %w", err)
+		}
+		rules = append(rules, obj)
+	}
+	for _, obj := range rules {
+		var err error
+		switch o := obj.(type) {
+		case *corev1.Namespace:
+			_, err = c.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ServiceAccount:
+			_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			err = fmt.Errorf("unexpected %T in deploy/rbac/fakelet.yaml", obj)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", err
+		}
+	}
+	tr, err := c.CoreV1().ServiceAccounts("fakelet").CreateToken(ctx, "fakelet", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token for fakelet/fakelet: %w", err)
+	}
+	// RBAC reaches the authorizer through an informer: wait until the last rule applies.
+	sa := "system:serviceaccount:fakelet:fakelet"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, Groups: []string{"system:serviceaccounts"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace},
+		}}, metav1.CreateOptions{})
+		if err == nil && r.Status.Allowed {
+			return tr.Status.Token, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("RBAC of deploy/rbac/fakelet.yaml not applied after 30 s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // the authorizer's informer has no event to offer
+	}
+}
+
+func TestUnreachableOrUntrustedClusterIsRefusedClearly(t *testing.T) {
+	cp := controlPlane(t)
+
+	t.Run("nothing listening", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := cp.AdminConfig()
+		cfg.Host = "https://" + l.Addr().String()
+		l.Close()
+		err = runOnce(t, fleet.Config{Nodes: 2, Fleet: "unreachable", NamePrefix: "unreachable"}, cfg)
+		t.Log(err)
+		if err == nil || !strings.Contains(err.Error(), "cannot reach the apiserver") {
+			t.Errorf("error %v, want one saying the apiserver cannot be reached", err)
+		}
+	})
+
+	t.Run("certificate authority of another cluster", func(t *testing.T) {
+		cfg := cp.AdminConfig()
+		cfg.CAData = otherCA(t)
+		err := runOnce(t, fleet.Config{Nodes: 2, Fleet: "wrongca", NamePrefix: "wrongca"}, cfg)
+		t.Log(err)
+		if err == nil || !strings.Contains(err.Error(), "not signed by the certificate authority in the kubeconfig") {
+			t.Errorf("error %v, want one about the certificate authority", err)
+		}
+		nothingWritten(t, admin(t, cp), "wrongca")
+	})
+}
+
+// otherCA returns a CA certificate (PEM) that signed nothing of the control plane's: httptest's.
+func otherCA(t *testing.T) []byte {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// TestForeignNodeWithOurNameIsRefusedAndUntouched: a Node named as one of the fleet's but without its
+// label stops the run before any write, is named in the error, and is left exactly as it was.
+func TestForeignNodeWithOurNameIsRefusedAndUntouched(t *testing.T) {
+	cp := controlPlane(t)
+	c := admin(t, cp)
+	ctx := context.Background()
+	squatter, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: "squat-00001", Labels: map[string]string{"team": "prod"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CoreV1().Nodes().Delete(context.Background(), squatter.Name, metav1.DeleteOptions{}) })
+	other, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: "squat-00002", Labels: map[string]string{agent.FleetLabel: "someone-else"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CoreV1().Nodes().Delete(context.Background(), other.Name, metav1.DeleteOptions{}) })
+
+	err = runOnce(t, fleet.Config{Nodes: 5, Fleet: "squat", NamePrefix: "squat"}, cp.AdminConfig())
+	t.Log(err)
+	for _, want := range []string{"2 node(s) with the fleet's names already exist and are not fleet \"squat\"'s",
+		"squat-00001 (no fleet label)", "squat-00002 (fakelet.dev/fleet=someone-else)", "choose another --name-prefix"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q", want)
+		}
+	}
+	for _, before := range []*corev1.Node{squatter, other} {
+		after, err := c.CoreV1().Nodes().Get(ctx, before.Name, metav1.GetOptions{})
+		if err != nil || after.UID != before.UID || after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("%s changed: %v", before.Name, err)
+		}
+	}
+	sel := labels.SelectorFromSet(labels.Set{agent.FleetLabel: "squat"}).String()
+	if nodes, _ := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel}); len(nodes.Items) != 0 {
+		t.Errorf("the refused run registered %d nodes", len(nodes.Items))
+	}
+}
