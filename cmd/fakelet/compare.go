@@ -160,7 +160,8 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 	}
 	done := make(chan error, 1)
 	go func() { done <- f.Run(runCtx) }()
-	readyBy := time.Now().Add(time.Duration(float64(cf.nodes)/cfg.RegisterQPS*float64(time.Second)) + 2*time.Minute)
+	// Registration at the register rate, with room for a loaded machine: a tenth of a second a node.
+	readyBy := time.Now().Add(time.Duration(float64(cf.nodes)/cfg.RegisterQPS*float64(time.Second)) + time.Duration(cf.nodes)*100*time.Millisecond + 2*time.Minute)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for f.Progress().Ready < cf.nodes {
@@ -192,16 +193,22 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 		}
 		return true
 	}
-	for !quiet() {
+	// The controller manager PATCHes each Node at its client's 20 requests/s: allow for that twice.
+	quietBy := time.Now().Add(time.Duration(cf.nodes)*100*time.Millisecond + 2*time.Minute)
+	for last := time.Now(); !quiet(); {
 		if err := sleep(ctx, time.Second); err != nil {
 			cancel()
 			<-done
 			return nil, err
 		}
-		if time.Now().After(readyBy) {
+		if time.Now().After(quietBy) {
 			cancel()
 			<-done
-			return nil, fmt.Errorf("%d nodes still tainted, or Leases missing, at %v", s.TaintedNodes(), readyBy.Format(time.TimeOnly))
+			return nil, fmt.Errorf("%d nodes still tainted, or Leases missing, at %v", s.TaintedNodes(), quietBy.Format(time.TimeOnly))
+		}
+		if time.Since(last) >= 30*time.Second {
+			fmt.Fprintf(log, "%s mode: waiting for the node lifecycle controller: %d nodes still tainted\n", mode, s.TaintedNodes())
+			last = time.Now()
 		}
 	}
 	fmt.Fprintf(log, "%s mode: %d nodes Ready, untainted, with Leases; settling %v, then measuring %v\n", mode, cf.nodes, cf.settle, cf.duration)
