@@ -1,0 +1,342 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"fakelet.dev/fakelet/fleet"
+)
+
+// TestDockerfileBuildsAsTheMakefileDoes: the image's build stage runs `make build`'s go build with
+// the same arguments (but the output path), with CGO off for a static binary, on the Go release
+// go.mod asks for; the final stage is distroless or scratch and runs as a non-root user.
+func TestDockerfileBuildsAsTheMakefileDoes(t *testing.T) {
+	make := recipe(t, "../Makefile", "build")
+	if len(make) != 1 {
+		t.Fatalf("make build has %d commands, want 1: %q", len(make), make)
+	}
+	want := strings.Fields(strings.ReplaceAll(make[0], "$(GO)", "go"))
+
+	stages := dockerStages(t, "../Dockerfile")
+	if len(stages) < 2 {
+		t.Fatalf("Dockerfile has %d stages, want a build stage and a final one", len(stages))
+	}
+	var build []string
+	for _, line := range stages[0] {
+		if cmd, ok := strings.CutPrefix(line, "RUN "); ok && strings.Contains(cmd, " build ") {
+			build = strings.Fields(cmd)
+		}
+	}
+	if len(build) == 0 || build[0] != "CGO_ENABLED=0" {
+		t.Fatalf("the build stage's go build %q does not start with CGO_ENABLED=0", build)
+	}
+	build = build[1:]
+	if len(build) != len(want) {
+		t.Fatalf("Dockerfile builds with %q, the Makefile with %q", build, want)
+	}
+	for i := range want {
+		if want[i] != build[i] && !(i > 0 && want[i-1] == "-o") {
+			t.Errorf("Dockerfile builds with %q, the Makefile with %q: they differ at %q", build, want, build[i])
+		}
+	}
+
+	goMod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(goMod)
+	if from := stages[0][0]; goVersion == nil || !strings.HasPrefix(from, "FROM golang:"+string(goVersion[1])+" ") {
+		t.Errorf("the build stage is %q; want golang:%s as go.mod says", from, goVersion[1])
+	}
+
+	final := stages[len(stages)-1]
+	if from := final[0]; !strings.HasPrefix(from, "FROM gcr.io/distroless/static") && from != "FROM scratch" {
+		t.Errorf("the final stage is %q, want distroless static or scratch", from)
+	}
+	var user string
+	for _, line := range final {
+		if u, ok := strings.CutPrefix(line, "USER "); ok {
+			user = u
+		}
+	}
+	if name, _, _ := strings.Cut(user, ":"); name == "" || name == "root" || name == "0" {
+		t.Errorf("the final stage runs as user %q, want a non-root one", user)
+	}
+}
+
+// recipe returns the commands of a Makefile target.
+func recipe(t *testing.T, path, target string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	in := false
+	for s := bufio.NewScanner(f); s.Scan(); {
+		line := s.Text()
+		switch {
+		case strings.HasPrefix(line, target+":"):
+			in = true
+		case in && strings.HasPrefix(line, "\t"):
+			out = append(out, strings.TrimSpace(line))
+		case in:
+			return out
+		}
+	}
+	return out
+}
+
+// dockerStages returns a Dockerfile's instructions by stage, comments and blank lines left out.
+func dockerStages(t *testing.T, path string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stages [][]string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "FROM "):
+			stages = append(stages, []string{line})
+		case len(stages) > 0:
+			stages[len(stages)-1] = append(stages[len(stages)-1], line)
+		}
+	}
+	return stages
+}
+
+// object is the part of a Kubernetes object these tests read.
+type object struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace"`
+	} `yaml:"metadata"`
+	Rules []struct {
+		APIGroups     []string `yaml:"apiGroups"`
+		Resources     []string `yaml:"resources"`
+		Verbs         []string `yaml:"verbs"`
+		ResourceNames []string `yaml:"resourceNames"`
+	} `yaml:"rules"`
+	Spec struct {
+		Replicas *int `yaml:"replicas"`
+		Template struct {
+			Spec struct {
+				Containers []struct {
+					Args []string `yaml:"args"`
+					Env  []struct {
+						Name, Value string
+					} `yaml:"env"`
+				} `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+func decodeObjects(t *testing.T, b []byte) []object {
+	t.Helper()
+	var out []object
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var o object
+		if err := dec.Decode(&o); err != nil {
+			if err.Error() == "EOF" {
+				return out
+			}
+			t.Fatal(err)
+		}
+		if o.Kind != "" {
+			out = append(out, o)
+		}
+	}
+}
+
+func readObjects(t *testing.T, path string) []object {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeObjects(t, b)
+}
+
+// TestKubernetesRBACIsDeployRBAC: the StatefulSet's roles are deploy/rbac/fakelet.yaml's, and they
+// grant what a run with --identity=node asks for (fleet.RunPermissions), Leases in kube-node-lease only.
+func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
+	roles := func(objs []object) map[string]object {
+		out := map[string]object{}
+		for _, o := range objs {
+			if o.Kind == "ClusterRole" || o.Kind == "Role" {
+				out[o.Kind+"/"+o.Metadata.Namespace+"/"+o.Metadata.Name] = o
+			}
+		}
+		return out
+	}
+	base, ref := roles(readObjects(t, "kubernetes/base/rbac.yaml")), roles(readObjects(t, "rbac/fakelet.yaml"))
+	if len(base) != 2 || len(base) != len(ref) {
+		t.Fatalf("roles %v, want deploy/rbac's %v", keys(base), keys(ref))
+	}
+	for k, want := range ref {
+		if got, ok := base[k]; !ok || !equalRules(got, want) {
+			t.Errorf("%s: rules %+v, want deploy/rbac's %+v", k, got.Rules, want.Rules)
+		}
+	}
+	lease := base["Role/kube-node-lease/fakelet"]
+	for _, p := range fleet.RunPermissions(fleet.IdentityNode, "fakelet-00000") {
+		rules := base["ClusterRole//fakelet"].Rules
+		if p.Namespace != "" {
+			if p.Namespace != "kube-node-lease" {
+				t.Errorf("permission %+v outside kube-node-lease", p)
+			}
+			rules = lease.Rules
+		}
+		ok := false
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, p.Group) && slices.Contains(r.Resources, p.Resource) && slices.Contains(r.Verbs, p.Verb) &&
+				(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, p.Name)) {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("no rule grants %s %s/%s %s (%s)", p.Verb, p.Group, p.Resource, p.Name, p.For)
+		}
+	}
+}
+
+func equalRules(a, b object) bool {
+	if len(a.Rules) != len(b.Rules) {
+		return false
+	}
+	for i := range a.Rules {
+		x, y := a.Rules[i], b.Rules[i]
+		if !slices.Equal(x.APIGroups, y.APIGroups) || !slices.Equal(x.Resources, y.Resources) ||
+			!slices.Equal(x.Verbs, y.Verbs) || !slices.Equal(x.ResourceNames, y.ResourceNames) {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string]object) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// kustomize renders a kustomization directory with kustomize pinned in tools/kustomize (built once
+// into the test's cache); it is for tests, and skips the test under -short since the first build
+// takes minutes.
+func kustomize(t *testing.T, dir string) []byte {
+	t.Helper()
+	bin := kustomizeBinary(t)
+	out, err := exec.Command(bin, "build", dir).Output()
+	if err != nil {
+		msg := err.Error()
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg += ": " + string(ee.Stderr)
+		}
+		t.Fatalf("kustomize build %s: %s", dir, msg)
+	}
+	return out
+}
+
+func kustomizeBinary(t *testing.T) string {
+	t.Helper()
+	if path := os.Getenv("FAKELET_KUSTOMIZE"); path != "" {
+		return path
+	}
+	if testing.Short() {
+		t.Skip("building kustomize (tools/kustomize) takes minutes: not under -short")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin", "kustomize")
+	cmd := exec.Command("go", "build", "-o", bin, "sigs.k8s.io/kustomize/kustomize/v5")
+	cmd.Dir = filepath.Join(root, "tools", "kustomize")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build kustomize: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestKustomizations: each overlay renders, its StatefulSet's replicas equal the shard count of
+// FAKELET_SHARD (auto/N), the whole fleet's --nodes splits into shards of at least one node, it runs
+// in the cluster (--in-cluster), and the Leases' Role stays in kube-node-lease.
+func TestKustomizations(t *testing.T) {
+	for _, tc := range []struct {
+		overlay string
+		shards  int
+	}{{"small", 1}, {"large", 10}} {
+		t.Run(tc.overlay, func(t *testing.T) {
+			objs := decodeObjects(t, kustomize(t, filepath.Join("kubernetes", "overlays", tc.overlay)))
+			kinds := map[string]int{}
+			for _, o := range objs {
+				kinds[o.Kind]++
+				switch o.Kind {
+				case "Role", "RoleBinding":
+					if o.Metadata.Namespace != "kube-node-lease" {
+						t.Errorf("%s %s in namespace %q, want kube-node-lease", o.Kind, o.Metadata.Name, o.Metadata.Namespace)
+					}
+				case "StatefulSet":
+					c := o.Spec.Template.Spec.Containers[0]
+					if o.Spec.Replicas == nil || *o.Spec.Replicas != tc.shards {
+						t.Errorf("replicas %v, want %d", o.Spec.Replicas, tc.shards)
+					}
+					var shard string
+					for _, e := range c.Env {
+						if e.Name == fleet.ShardEnv {
+							shard = e.Value
+						}
+					}
+					if want := "auto/" + strconv.Itoa(tc.shards); shard != want {
+						t.Errorf("%s=%q, want %q", fleet.ShardEnv, shard, want)
+					}
+					if !slices.Contains(c.Args, "--in-cluster") || c.Args[0] != "run" {
+						t.Errorf("args %q, want run --in-cluster", c.Args)
+					}
+					for _, a := range c.Args {
+						if n, ok := strings.CutPrefix(a, "--nodes="); ok {
+							if err := (fleet.Shard{Index: 0, Count: tc.shards}).Validate(atoi(t, n)); err != nil {
+								t.Error(err)
+							}
+						}
+					}
+				}
+			}
+			for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "StatefulSet"} {
+				if kinds[k] != 1 {
+					t.Errorf("%d %s objects, want 1", kinds[k], k)
+				}
+			}
+		})
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
