@@ -78,7 +78,7 @@ func TestRunProfileRefusedBeforeTouchingACluster(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--profile", "notready"}, "profile notready: spec.podsPerNode is 2: pods are not supported yet"},
+		{[]string{"--profile", "testdata/pods.yaml"}, "spec.podsPerNode is 2: pods are not supported yet"},
 		{[]string{"--profile", "stop-10pct", "--zones", "2"}, "--zones 2: profile stop-10pct has 3 zone(s)"},
 		{[]string{"--profile", "auth-failure", "--identity", "fleet"}, "it needs identity \"node\""},
 		{[]string{"--profile", "churn", "--nodes", "100"}, "asks for 200 nodes, and the fleet has 100"},
