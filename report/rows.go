@@ -79,12 +79,23 @@ func latencyP99(verb, resource, sub string) func(load.Phase) (float64, bool) {
 	}
 }
 
+// sumOf sums f over list; an empty list is a zero that was measured.
 func sumOf[T any](list []T, f func(T) float64) (float64, bool) {
 	var s float64
 	for _, x := range list {
 		s += f(x)
 	}
-	return s, len(list) > 0
+	return s, true
+}
+
+// apiserver keeps v where the window had two apiserver scrapes, and is "-" where it had not.
+func apiserver(f func(load.Phase) (float64, bool)) func(load.Phase) (float64, bool) {
+	return func(p load.Phase) (float64, bool) {
+		if p.Seconds <= 0 {
+			return 0, false
+		}
+		return f(p)
+	}
 }
 
 func processOf(p load.Phase, component string) (load.Process, bool) {
@@ -135,9 +146,9 @@ var LoadRows = []Row{
 	{"p99 latency, all but watch (ms)", latencyP99("*", "*", ""), ms},
 	{"  p99 PUT leases (ms)", latencyP99("PUT", "leases", ""), ms},
 	{"  p99 PATCH nodes/status (ms)", latencyP99("PATCH", "nodes", "status"), ms},
-	{"APF rejected", func(p load.Phase) (float64, bool) {
+	{"APF rejected", apiserver(func(p load.Phase) (float64, bool) {
 		return sumOf(p.PriorityLevels, func(l load.PriorityLevel) float64 { return l.Rejected })
-	}, fixed(0)},
+	}), fixed(0)},
 	{"apiserver CPU-seconds", func(p load.Phase) (float64, bool) {
 		pr, ok := processOf(p, load.APIServer)
 		return pr.CPUSeconds, ok
@@ -177,13 +188,14 @@ var LoadRows = []Row{
 		return pr.CPUSeconds, ok
 	}, fixed(1)},
 	{"fleet requests/s", func(p load.Phase) (float64, bool) {
-		v, ok := sumOf(p.Fleet, func(f load.FleetRequests) float64 { return f.OK + f.Errors })
-		if !ok || p.Seconds <= 0 {
+		v, _ := sumOf(p.Fleet, func(f load.FleetRequests) float64 { return f.OK + f.Errors })
+		if len(p.Fleet) == 0 || p.Seconds <= 0 {
 			return 0, false
 		}
 		return v / p.Seconds, true
 	}, fixed(1)},
 	{"fleet request errors", func(p load.Phase) (float64, bool) {
-		return sumOf(p.Fleet, func(f load.FleetRequests) float64 { return f.Errors })
+		v, _ := sumOf(p.Fleet, func(f load.FleetRequests) float64 { return f.Errors })
+		return v, len(p.Fleet) > 0
 	}, fixed(0)},
 }
