@@ -48,5 +48,6 @@ so the output is the same as at the end of the run.`,
 		},
 	}
 	cmd.Flags().StringVar(&htmlPath, "html", "", "where to write the HTML page (default: report.html beside FILE.json)")
+	cmd.AddCommand(newReportMergeCommand())
 	return cmd
 }
