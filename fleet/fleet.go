@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -28,6 +29,7 @@ type Fleet struct {
 	// checkPermissions makes Preflight ask the apiserver whether the fleet's credential may do what
 	// the run will do. New sets it; fleets on given clients (fakes in tests) check names only.
 	checkPermissions bool
+	checked          atomic.Bool // Preflight passed: Run does not check again
 
 	running chan struct{} // closed once agents start
 
@@ -174,12 +176,14 @@ func (f *Fleet) Scheduler() *scheduler.Scheduler { return f.sched }
 // Tally returns the fleet's request and heartbeat counts.
 func (f *Fleet) Tally() *Tally { return f.tally }
 
-// Run checks the cluster, starts the agents at the register rate and heartbeats until ctx ends; then
-// it stops every agent and, unless Keep, deletes the Nodes and Leases it created. Nothing is written
-// if the check fails.
+// Run checks the cluster (Preflight, unless it passed already), starts the agents at the register
+// rate and heartbeats until ctx ends; then it stops every agent and, unless Keep, deletes the Nodes
+// and Leases it created. Nothing is written if the check fails.
 func (f *Fleet) Run(ctx context.Context) error {
-	if err := f.Preflight(ctx); err != nil {
-		return err
+	if !f.checked.Load() {
+		if err := f.Preflight(ctx); err != nil {
+			return err
+		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

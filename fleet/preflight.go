@@ -15,6 +15,8 @@ import (
 // Preflight fails, before anything is written, if the cluster cannot be reached, if the fleet's
 // credential may not do all that the run will do (fleets from New), or if the cluster already has
 // Nodes with the fleet's names that are not the fleet's own. Each error says what to do about it.
+// Run calls it unless it has passed already: a caller that has more to start before the fleet (watches
+// of its own) can check first and fail fast.
 func (f *Fleet) Preflight(ctx context.Context) error {
 	if f.checkPermissions {
 		if err := CheckPermissions(ctx, f.admin, RunPermissions(f.cfg.Identity, NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex))); err != nil {
@@ -47,6 +49,7 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 		opts.Continue = list.Continue
 	}
 	if len(foreign) == 0 {
+		f.checked.Store(true)
 		return nil
 	}
 	sort.Strings(foreign)

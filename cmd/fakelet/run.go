@@ -191,7 +191,13 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		case <-progressCtx.Done():
 		}
 	}()
-	runErr := rr.begin(runCtx, f)
+	// Check the cluster before the report's watches start: a cluster that cannot be reached, a
+	// credential that may not do what the run does, or a foreign Node with our names fails at once
+	// with what is wrong, instead of as a watch that never syncs.
+	runErr := f.Preflight(runCtx)
+	if runErr == nil {
+		runErr = rr.begin(runCtx, f)
+	}
 	if runErr == nil {
 		runErr = f.Run(runCtx)
 	}
