@@ -338,10 +338,7 @@ func TestForeignNodeWithOurNameIsRefusedAndUntouched(t *testing.T) {
 		}
 	}
 	for _, before := range []*corev1.Node{squatter, other} {
-		after, err := c.CoreV1().Nodes().Get(ctx, before.Name, metav1.GetOptions{})
-		if err != nil || after.UID != before.UID || after.ResourceVersion != before.ResourceVersion {
-			t.Errorf("%s changed: %v", before.Name, err)
-		}
+		untouchedByFakelet(t, c, before)
 	}
 	sel := labels.SelectorFromSet(labels.Set{agent.FleetLabel: "squat"}).String()
 	if nodes, _ := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel}); len(nodes.Items) != 0 {
