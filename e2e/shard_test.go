@@ -4,16 +4,23 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/report"
 )
@@ -31,7 +38,7 @@ spec:
   phases:
   - {name: warmup, duration: 5s}
   - name: outage
-    duration: 10s
+    duration: 45s
     actions:
     - {group: victims, do: stop}
 `
@@ -39,7 +46,8 @@ spec:
 // TestThreeShardsInLockstep: three `fakelet run --shard i/3` processes against the shared control
 // plane play one profile with --start-at: their nodes are disjoint and together exactly the fleet,
 // their first phases begin within a second of each other, the three stops land on the nodes the
-// whole fleet's group chose, and the merged report's counts are the sums of the shards'.
+// whole fleet's group chose, and the merged report's counts are the sums of the shards'. A Prometheus
+// server scraping the three shards sums their actions to the same total as their own /metrics.
 func TestThreeShardsInLockstep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -55,6 +63,24 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	if err := os.WriteFile(profile, []byte(shardProfile), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var addrs []string
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, l.Addr().String())
+		l.Close()
+	}
+	if err := cp.StartPrometheus(t.Context(), controlplane.PrometheusOptions{FakeletTargets: addrs}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.StopPrometheus(context.Background()); err != nil {
+			t.Errorf("stop Prometheus: %v", err)
+		}
+	})
+	prom := &promAPI{base: cp.PrometheusURL()}
 	startAt := time.Now().Add(40 * time.Second).UTC().Truncate(time.Second)
 	type shard struct {
 		cmd  *exec.Cmd
@@ -67,7 +93,7 @@ func TestThreeShardsInLockstep(t *testing.T) {
 		s := &shard{dir: filepath.Join(dir, fmt.Sprint("shard-", i)), done: make(chan error, 1)}
 		s.cmd = exec.Command(bin, "run", "--kubeconfig", cp.Kubeconfig, "--profile", profile,
 			"--shard", fmt.Sprintf("%d/3", i), "--start-at", startAt.Format(time.RFC3339),
-			"--name-prefix", "e2eshard", "--fleet", "e2e-shards", "--metrics-addr", "", "--report-dir", s.dir)
+			"--name-prefix", "e2eshard", "--fleet", "e2e-shards", "--metrics-addr", addrs[i], "--report-dir", s.dir)
 		s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
 		if err := s.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -106,6 +132,32 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	slices.Sort(names)
 	if !slices.Equal(names, want) {
 		t.Errorf("the shards' Nodes are %v, want %v", names, want)
+	}
+
+	// During the outage, Prometheus's sum of the shards' actions is the sum of their own counters: 3.
+	var direct, scraped float64
+	for deadline := startAt.Add(40 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		direct = 0
+		for _, a := range addrs {
+			direct += counterSum(t, "http://"+a+"/metrics", "fakelet_actions_total")
+		}
+		var data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		}
+		prom.get(t, "/api/v1/query", url.Values{"query": {"sum(fakelet_actions_total)"}}, &data)
+		if len(data.Result) == 1 {
+			if v, ok := data.Result[0].Value[1].(string); ok {
+				fmt.Sscan(v, &scraped)
+			}
+		}
+		if direct == 3 && scraped == 3 {
+			break
+		}
+	}
+	if direct != 3 || scraped != direct {
+		t.Errorf("actions: the shards count %v, Prometheus sums %v; want 3 and 3", direct, scraped)
 	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Until(startAt)+2*time.Minute)
@@ -169,4 +221,26 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	if actions != 3 {
 		t.Errorf("the merged report has %d stops, want the group's 3 across the shards", actions)
 	}
+}
+
+// counterSum adds up every series of a counter in a Prometheus text exposition at url; a shard that
+// has not served yet counts 0.
+func counterSum(t *testing.T, url, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			f := strings.Fields(line)
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
 }
