@@ -15,6 +15,8 @@ type Comparison struct {
 	Duration string `json:"duration"`
 	// Sides are the modes in the order of the table's columns; the ratio is the second over the first.
 	Sides []Side `json:"sides"`
+	// Notes say where a measurement was not of steady state.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Side is one mode's run.
@@ -85,5 +87,11 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	return nil
 }

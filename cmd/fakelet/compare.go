@@ -91,9 +91,12 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 	}
 	c := &report.Comparison{Nodes: cf.nodes, Duration: cf.duration.String()}
 	for _, mode := range []agent.Mode{agent.ModeLease, agent.ModeStatus} {
-		r, err := compareSide(ctx, log, cf, mode, filepath.Join(work, string(mode)))
+		r, note, err := compareSide(ctx, log, cf, mode, filepath.Join(work, string(mode)))
 		if err != nil {
 			return fmt.Errorf("%s mode: %w", mode, err)
+		}
+		if note != "" {
+			c.Notes = append(c.Notes, note)
 		}
 		if err := r.WriteDir(filepath.Join(dir, string(mode))); err != nil {
 			return err
@@ -117,14 +120,14 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 
 // compareSide runs the fleet in one mode on a fresh control plane in dir and returns its report; its
 // one phase, "steady", is the measured stretch.
-func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent.Mode, dir string) (*report.Report, error) {
+func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent.Mode, dir string) (_ *report.Report, note string, err error) {
 	fmt.Fprintf(log, "%s mode: starting a fresh control plane in %s\n", mode, dir)
 	cp, err := controlplane.Up(ctx, controlplane.Options{
 		Dir: dir, BinDir: cf.binDir, Progress: io.Discard,
 		APIServerArgs: cf.apiServerArgs, ControllerManagerArgs: cf.ctrlMgrArgs,
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer func() {
 		if err := cp.Down(context.WithoutCancel(ctx)); err != nil {
@@ -133,11 +136,11 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 	}()
 	sources, err := scrape.ControlPlaneSources(cp)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	client, err := kubernetes.NewForConfig(cp.AdminConfig())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// No Lease watch: it would add watch events to lease mode only.
 	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: cf.scrapeInterval, Client: client})
@@ -149,14 +152,14 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 	cfg = cfg.WithDefaults()
 	f, err := fleet.New(cfg, cp.AdminConfig())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	s.Observe(f)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	prefix := cfg.NamePrefix + "-"
 	if err := s.Start(runCtx, func(name string) bool { return strings.HasPrefix(name, prefix) }); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	done := make(chan error, 1)
 	go func() { done <- f.Run(runCtx) }()
@@ -167,16 +170,16 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 	for f.Progress().Ready < cf.nodes {
 		select {
 		case err := <-done:
-			return nil, fmt.Errorf("the fleet stopped before every node was Ready: %w", err)
+			return nil, "", fmt.Errorf("the fleet stopped before every node was Ready: %w", err)
 		case <-ctx.Done():
 			cancel()
 			<-done
-			return nil, ctx.Err()
+			return nil, "", ctx.Err()
 		case <-tick.C:
 			if time.Now().After(readyBy) {
 				cancel()
 				<-done
-				return nil, fmt.Errorf("%d of %d nodes Ready by %v", f.Progress().Ready, cf.nodes, readyBy.Format(time.TimeOnly))
+				return nil, "", fmt.Errorf("%d of %d nodes Ready by %v", f.Progress().Ready, cf.nodes, readyBy.Format(time.TimeOnly))
 			}
 		}
 	}
@@ -193,18 +196,20 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 		}
 		return true
 	}
-	// The controller manager PATCHes each Node at its client's 20 requests/s: allow for that twice.
-	quietBy := time.Now().Add(time.Duration(cf.nodes)*100*time.Millisecond + 2*time.Minute)
+	// The controller manager PATCHes each Node at its client's 20 requests/s, slower on a busy
+	// apiserver: give it 0.3 s a node, then measure anyway and say so.
+	quietBy := time.Now().Add(time.Duration(cf.nodes)*300*time.Millisecond + 2*time.Minute)
 	for last := time.Now(); !quiet(); {
 		if err := sleep(ctx, time.Second); err != nil {
 			cancel()
 			<-done
-			return nil, err
+			return nil, "", err
 		}
 		if time.Now().After(quietBy) {
-			cancel()
-			<-done
-			return nil, fmt.Errorf("%d nodes still tainted, or Leases missing, at %v", s.TaintedNodes(), quietBy.Format(time.TimeOnly))
+			note = fmt.Sprintf("%s mode: %d nodes still tainted (or without a Lease) when the measurement began: "+
+				"the node lifecycle controller's untainting is part of its load", mode, s.TaintedNodes())
+			fmt.Fprintln(log, note)
+			break
 		}
 		if time.Since(last) >= 30*time.Second {
 			fmt.Fprintf(log, "%s mode: waiting for the node lifecycle controller: %d nodes still tainted\n", mode, s.TaintedNodes())
@@ -215,13 +220,13 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 	if err := sleep(ctx, cf.settle); err != nil {
 		cancel()
 		<-done
-		return nil, err
+		return nil, "", err
 	}
 	s.PhaseBegan("steady", time.Now())
 	if err := sleep(ctx, cf.duration); err != nil {
 		cancel()
 		<-done
-		return nil, err
+		return nil, "", err
 	}
 	s.PhaseEnded(time.Now())
 	s.Stop()
@@ -234,7 +239,7 @@ func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 	rec := s.Record("compare-"+string(mode), parameters(rf, cfg), versions(), report.Target{
 		Server: cp.APIServerURL, Description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir), Local: true,
 	})
-	return report.Build(rec), nil
+	return report.Build(rec), note, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
