@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -91,7 +92,54 @@ func (l *leaseLoop) ensure() (*coordinationv1.Lease, bool, error) {
 	} else if err != nil {
 		return nil, false, err
 	}
+	if err := l.checkOwner(lease); err != nil {
+		l.r.a.heartbeat(KindLease, err)
+		return nil, false, err
+	}
 	return lease, false, nil
+}
+
+// ErrLeaseNotOurs is why an agent leaves a Lease with its name alone: a Node other than its own owns it.
+var ErrLeaseNotOurs = errors.New("the lease is owned by another node: left alone")
+
+// checkOwner makes sure that a Lease found on the server may be renewed: a kubelet renews whatever
+// Lease has its node's name, but fakelet must not write to another fleet's, nor to one that a Node of
+// ours no longer owns (it was deleted and created again: the garbage collector deletes such a Lease,
+// and the agent then creates its own). A Lease without an owner is taken over as the kubelet does,
+// once newLease has checked that the Node is ours. The agent's view of its Node (from its own requests
+// or the fleet's watch) usually names the UID; only without one does this cost a GET of the Node.
+// Deliberate difference from a kubelet, for ownership; the steady state sends the same requests.
+func (l *leaseLoop) checkOwner(lease *coordinationv1.Lease) error {
+	a := l.r.a
+	var owner *metav1.OwnerReference
+	for i, o := range lease.OwnerReferences {
+		if o.Kind == "Node" {
+			owner = &lease.OwnerReferences[i]
+			break
+		}
+	}
+	if owner == nil {
+		return nil
+	}
+	node := a.serverNode()
+	if node == nil || node.UID != owner.UID || !a.cfg.Template.Owns(node) {
+		fetched, err := l.r.getNode()
+		if err != nil {
+			return fmt.Errorf("check the owner of lease %s: %w", a.name, err)
+		}
+		if !a.cfg.Template.Owns(fetched) {
+			err := &ForeignNodeError{Node: a.name, Fleet: a.cfg.Template.Fleet, Labels: fetched.Labels}
+			a.fail(err)
+			return err
+		}
+		a.remember(a.cfg.Template.Compact(fetched))
+		node = fetched
+	}
+	if owner.Name != a.name || owner.UID != node.UID {
+		return fmt.Errorf("lease %s is owned by node %s (uid %s), not by node %s (uid %s): %w",
+			a.name, owner.Name, owner.UID, a.name, node.UID, ErrLeaseNotOurs)
+	}
+	return nil
 }
 
 // retryUpdate updates the lease up to leaseUpdateRetries times, refetching it after a conflict.

@@ -91,6 +91,8 @@ func TestLeaseLoopMatchesUpstreamController(t *testing.T) {
 			h.take()
 			h.failNext("update", "leases", tc.conflicts, conflict)
 			a := h.agent(name, 0)
+			// The fleet's watch shows an agent its existing Node before it starts (checkOwner).
+			a.ObserveNode(ours.DeepCopy())
 			r := &run{a: a, ctx: h.ctx}
 			r.lease.r = r
 			done := make(chan struct{})

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+func leaseOwnedBy(name string, uid types.UID) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: LeaseNamespace,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name)},
+	}
+}
+
+func writesTo(calls []call, resource string) []string {
+	var out []string
+	for _, c := range calls {
+		if c.res == resource && c.verb != "get" && c.verb != "list" && c.verb != "watch" {
+			out = append(out, c.String())
+		}
+	}
+	return out
+}
+
+// TestAnotherFleetsLeaseIsNeverRenewed: a Node and Lease with the agent's name that belong to another
+// fleet. A kubelet would renew the Lease at once, since it does not look at its owner; the agent
+// checks the owner, finds another fleet's Node, gives up and writes nothing.
+func TestAnotherFleetsLeaseIsNeverRenewed(t *testing.T) {
+	const name = "fakelet-00000"
+	h := newHarness(t)
+	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-uid", Labels: map[string]string{FleetLabel: "other"}}}
+	seed(t, h.client, theirs, leaseOwnedBy(name, "their-uid"))
+	h.take()
+	var failed error
+	h.cfg.OnFatal = func(_ *Agent, err error) { failed = err }
+	a := h.agent(name, 0)
+	a.Start(h.ctx)
+	h.advance(time.Minute)
+	calls := h.take()
+	if w := append(writesTo(calls, "leases"), writesTo(calls, "nodes")...); len(w) > 0 {
+		t.Errorf("the agent wrote to another fleet's objects: %v", w)
+	}
+	var foreign *ForeignNodeError
+	if !errors.As(failed, &foreign) || !errors.As(a.Err(), &foreign) {
+		t.Errorf("agent error %v, want a ForeignNodeError", a.Err())
+	}
+}
+
+// TestLeaseOfAnEarlierNodeIsLeftToTheGarbageCollector: our Node was deleted and registered again, and
+// the Lease still names the old Node's UID. The agent does not renew it; once the garbage collector
+// (here, the test) deletes it, the agent creates its own.
+func TestLeaseOfAnEarlierNodeIsLeftToTheGarbageCollector(t *testing.T) {
+	const name = "fakelet-00000"
+	h := newHarness(t)
+	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "new-uid", Labels: map[string]string{FleetLabel: "test"}}}
+	seed(t, h.client, ours, leaseOwnedBy(name, "old-uid"))
+	h.take()
+	a := h.agent(name, 0)
+	a.ObserveNode(ours.DeepCopy())
+	a.Start(h.ctx)
+	h.advance(30 * time.Second)
+	if w := writesTo(h.take(), "leases"); len(w) > 0 {
+		t.Fatalf("the agent wrote to a lease another node owns: %v", w)
+	}
+	if err := h.client.CoordinationV1().Leases(LeaseNamespace).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.take()
+	h.advance(time.Minute)
+	if w := strings.Join(writesTo(h.take(), "leases"), "; "); !strings.Contains(w, "create leases") {
+		t.Fatalf("after the stale lease was deleted the agent wrote %q, want it to create its own", w)
+	}
+	l, err := h.client.CoordinationV1().Leases(LeaseNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLease(t, l, "new-uid")
+	if a.Err() != nil {
+		t.Errorf("the agent gave up: %v", a.Err())
+	}
+}
