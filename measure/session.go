@@ -32,6 +32,11 @@ type Options struct {
 	// WatchLeases adds a watch of kube-node-lease, for lease renewals seen and deleteLease's
 	// recreation. It is one more watcher of every Lease write: leave it off to measure watch load.
 	WatchLeases bool
+	// OnReaction, if set, is called as each reaction arrives, live (the report's reactions are computed
+	// afterwards, with their phases): the first of each event after the node's latest action, with the
+	// latency from the action and, for ops that silence a node, from its last heartbeat (else -1).
+	// It runs on a watch's goroutine and must be cheap.
+	OnReaction func(event, group string, fromAction, fromLastRenewal time.Duration)
 }
 
 // Session records one run.
@@ -49,7 +54,14 @@ type Session struct {
 	server  string
 	cancel  context.CancelFunc
 	done    chan struct{}
-	pending sync.WaitGroup // boundary scrapes in flight
+	pending sync.WaitGroup         // boundary scrapes in flight
+	live    map[string]*liveAction // node -> its latest action, for OnReaction
+}
+
+// liveAction is a node's latest action and the events already reported after it.
+type liveAction struct {
+	action reaction.Action
+	seen   map[string]bool
 }
 
 // New returns a session that has not started.
@@ -57,7 +69,33 @@ func New(opts Options) *Session {
 	s := &Session{opts: opts, recorder: observe.NewRecorder(nil), fleetSrc: &scrape.FleetSource{}}
 	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
 	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
+	if opts.OnReaction != nil {
+		s.live = map[string]*liveAction{}
+		s.recorder.Notify(s.react)
+	}
 	return s
+}
+
+// react reports t to OnReaction if it is the first of its event after its node's latest action.
+func (s *Session) react(t observe.Transition) {
+	ev := reaction.EventOf(t)
+	if ev == "" {
+		return
+	}
+	s.mu.Lock()
+	la := s.live[t.Node]
+	if la == nil || t.At.Before(la.action.At) || la.seen[ev] {
+		s.mu.Unlock()
+		return
+	}
+	la.seen[ev] = true
+	a := la.action
+	s.mu.Unlock()
+	fromRenewal := time.Duration(-1)
+	if last := a.LastHeartbeat(); reaction.Silencing(a.Op) && !last.IsZero() {
+		fromRenewal = t.At.Sub(last)
+	}
+	s.opts.OnReaction(ev, a.Group, t.At.Sub(a.At), fromRenewal)
 }
 
 // Recorder is what the fleet's agents must record into (fleet.Config.Recorder, alone or among
@@ -126,6 +164,9 @@ func (s *Session) Applied(a reaction.Action) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.actions = append(s.actions, a)
+	if s.live != nil {
+		s.live[a.Node] = &liveAction{action: a, seen: map[string]bool{}}
+	}
 }
 
 // TaintedNodes counts the fleet's nodes that carry a taint now, as the watch saw them: a fleet that

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scrape"
@@ -47,4 +50,35 @@ func TestSessionScrapesAtStartBoundariesAndStop(t *testing.T) {
 	if len(rec.Actions) != 1 || rec.Profile != "p" || rec.Start.IsZero() || rec.End.Before(rec.Start) {
 		t.Errorf("record %+v", rec)
 	}
+}
+
+func TestOnReactionReportsTheFirstOfEachEventAfterTheNodesLatestAction(t *testing.T) {
+	type got struct {
+		event, group string
+		fromAction   time.Duration
+		fromRenewal  time.Duration
+	}
+	var calls []got
+	s := New(Options{OnReaction: func(event, group string, fromAction, fromRenewal time.Duration) {
+		calls = append(calls, got{event, group, fromAction, fromRenewal})
+	}})
+	ready := testNode("n0", corev1.ConditionTrue)
+	s.recorder.ObserveNode(nil, ready) // before any action: not a reaction
+	at := time.Now()
+	s.Applied(reaction.Action{Phase: "outage", Group: "victims", Op: "stop", Node: "n0", At: at, LastRenewal: at.Add(-2 * time.Second)})
+	unknown := testNode("n0", corev1.ConditionUnknown)
+	s.recorder.ObserveNode(ready, unknown)
+	s.recorder.ObserveNode(unknown, ready)
+	s.recorder.ObserveNode(ready, unknown) // a second ready_unknown after the same action: not reported
+	if len(calls) != 2 || calls[0].event != reaction.ReadyUnknown || calls[1].event != reaction.ReadyTrue || calls[0].group != "victims" {
+		t.Fatalf("reactions %+v, want ready_unknown then ready_true of victims", calls)
+	}
+	if d := calls[0].fromRenewal - calls[0].fromAction; d != 2*time.Second {
+		t.Errorf("from last renewal %v, from action %v: want 2 s apart", calls[0].fromRenewal, calls[0].fromAction)
+	}
+}
+
+func testNode(name string, ready corev1.ConditionStatus) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}}
 }

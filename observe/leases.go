@@ -72,6 +72,7 @@ func (r *Recorder) observeLease(old, l *coordinationv1.Lease) {
 	at := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.notifyFrom(len(r.transitions))
 	if old == nil || old.UID != l.UID {
 		r.add(Transition{At: at, Node: l.Name, Kind: LeaseCreated, Reason: string(l.UID)})
 	}
@@ -94,5 +95,6 @@ func (r *Recorder) leaseDeleted(name string) {
 	at := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.notifyFrom(len(r.transitions))
 	r.add(Transition{At: at, Node: name, Kind: LeaseDeleted})
 }

@@ -19,6 +19,7 @@ type Recorder struct {
 	strs        map[string]string // interned names, types, statuses and reasons
 	leases      map[string]*leaseState
 	renewals    int64
+	notify      []func(Transition)
 }
 
 // leaseState is what the recorder keeps of one node's Lease.
@@ -35,6 +36,31 @@ func NewRecorder(now func() time.Time) *Recorder {
 	return &Recorder{now: now, strs: map[string]string{}, leases: map[string]*leaseState{}}
 }
 
+// Notify adds f to be called with every transition as it is recorded, outside the recorder's lock,
+// from the goroutine of the watch that saw it. f must be cheap. Call Notify before the watches run.
+func (r *Recorder) Notify(f func(Transition)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notify = append(r.notify, f)
+}
+
+// notifyFrom passes the transitions recorded since the n-th to every Notify function. r.mu must be
+// held; it is released and taken again around the calls.
+func (r *Recorder) notifyFrom(n int) {
+	if len(r.notify) == 0 || n >= len(r.transitions) {
+		return
+	}
+	added := slices.Clone(r.transitions[n:])
+	fs := r.notify
+	r.mu.Unlock()
+	defer r.mu.Lock()
+	for _, t := range added {
+		for _, f := range fs {
+			f(t)
+		}
+	}
+}
+
 // NodeHandler returns a handler for fleet.Fleet.OnNode: it records every condition whose status
 // changed and every taint added or removed (everything, when old is nil).
 func (r *Recorder) NodeHandler() func(old, new *corev1.Node) {
@@ -46,6 +72,7 @@ func (r *Recorder) ObserveNode(old, n *corev1.Node) {
 	at := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.notifyFrom(len(r.transitions))
 	var oldConds []corev1.NodeCondition
 	var oldTaints []corev1.Taint
 	if old != nil {

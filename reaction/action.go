@@ -41,6 +41,10 @@ type Phase struct {
 // the node lifecycle controller's grace period runs from its last heartbeat.
 var silencing = map[string]bool{"stop": true, "partition": true, "denyAuth": true}
 
+// Silencing says whether op silences a node, so that its reactions are also measured from the node's
+// last heartbeat.
+func Silencing(op string) bool { return silencing[op] }
+
 // Reference points of a latency, named as fakelet's metrics name them.
 const (
 	FromAction      = "action"

@@ -42,8 +42,8 @@ func TaintEvent(key, effect string, added bool) string {
 	return "taint_" + snake(strings.TrimPrefix(key, taintPrefix)) + "_" + strings.ToLower(effect) + verb
 }
 
-// eventOf names the reaction a transition is, or "" for one that is none.
-func eventOf(t observe.Transition) string {
+// EventOf names the reaction a transition is, or "" for one that is none (a Lease deleted).
+func EventOf(t observe.Transition) string {
 	switch t.Kind {
 	case observe.Condition:
 		return ConditionEvent(t.Type, t.Status)

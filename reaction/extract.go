@@ -80,7 +80,7 @@ func follow(a Action, end time.Time, ts []observe.Transition) Result {
 	}
 	seen := map[string]bool{}
 	for ; i < len(ts) && (end.IsZero() || ts[i].At.Before(end)); i++ {
-		ev := eventOf(ts[i])
+		ev := EventOf(ts[i])
 		if ev == "" || seen[ev] {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/metrics"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
@@ -47,7 +48,7 @@ type runReport struct {
 
 // startReport prepares the record of a run against tgt; it adds its recorder to cfg, so it must
 // come before fleet.New.
-func startReport(rf reportFlags, cfg *fleet.Config, tgt *target) (*runReport, error) {
+func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics) (*runReport, error) {
 	if rf.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be positive, got %v", rf.scrapeInterval)
 	}
@@ -68,13 +69,28 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target) (*runReport, er
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", tgt.config.Host, err)
 	}
-	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases})
+	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases,
+		OnReaction: reactionsInto(m)})
 	if cfg.Recorder != nil {
 		cfg.Recorder = agent.Recorders{cfg.Recorder, s.Recorder()}
 	} else {
 		cfg.Recorder = s.Recorder()
 	}
 	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-"}, nil
+}
+
+// reactionsInto feeds live reactions to the run's reaction latency histograms
+// (fakelet_reaction_latency_seconds).
+func reactionsInto(m *runMetrics) func(event, group string, fromAction, fromLastRenewal time.Duration) {
+	if m == nil || m.Metrics == nil {
+		return nil
+	}
+	return func(event, group string, fromAction, fromLastRenewal time.Duration) {
+		m.ObserveReaction(event, group, metrics.FromAction, fromAction)
+		if fromLastRenewal >= 0 {
+			m.ObserveReaction(event, group, metrics.FromLastRenewal, fromLastRenewal)
+		}
+	}
 }
 
 // begin starts recording fleet f; the record ends by itself when ctx does, before the fleet deletes

@@ -151,7 +151,7 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		}
 	}()
 	fmt.Fprintf(log, "target: %s\n", tgt.description)
-	rr, err := startReport(rf.report, &cfg, tgt)
+	rr, err := startReport(rf.report, &cfg, tgt, m)
 	if err != nil {
 		return err
 	}
