@@ -44,6 +44,7 @@ type runReport struct {
 	target  *target
 	nodes   string // the fleet's node name prefix, with its dash
 	profile string // the profile's name; empty for a run without one
+	metrics *runMetrics
 }
 
 // startReport prepares the record of a run against tgt; it adds its recorder to cfg, so it must
@@ -76,7 +77,7 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics) 
 	} else {
 		cfg.Recorder = s.Recorder()
 	}
-	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-"}, nil
+	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-", metrics: m}, nil
 }
 
 // reactionsInto feeds live reactions to the run's reaction latency histograms
@@ -119,6 +120,13 @@ func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Config) e
 		Server: rr.target.config.Host, Description: rr.target.description, Local: rr.target.local != nil,
 	})
 	r := report.Build(rec)
+	if m := rr.metrics; m != nil && m.Metrics != nil {
+		for _, sum := range r.Reactions { // missing is known only once each phase ended
+			for range sum.Missing {
+				m.ReactionMissed(sum.Event, sum.Group)
+			}
+		}
+	}
 	dir := rr.flags.dir
 	if dir == "" {
 		name := profile
