@@ -264,7 +264,17 @@ func TestSIGTERMStopsTheRunAndCleansUp(t *testing.T) {
 		t.Errorf("%d of the fleet's leases left after SIGTERM", n)
 	}
 	untouched()
-	noSecrets(t, p.output(), secrets(t, cp.Kubeconfig))
+	secret := secrets(t, cp.Kubeconfig)
+	noSecrets(t, p.output(), secret)
+	files, err := os.ReadDir(reportDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if b, err := os.ReadFile(filepath.Join(reportDir, f.Name())); err == nil {
+			noSecrets(t, string(b), secret)
+		}
+	}
 }
 
 // TestSIGINTWithKeepLeavesTheFleet: with --keep, an interrupted run leaves its Nodes and Leases.
