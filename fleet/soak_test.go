@@ -13,10 +13,11 @@ import (
 	"fakelet.dev/fakelet/agent"
 )
 
-// TestLongRunWithFlappingNodesStaysFlat runs a fleet for six simulated hours (two under -short) on the fake clock while
-// nodes flap every minute: kubelets die and come back, networks partition and heal, latency comes and
-// goes, nodes turn NotReady and Ready. Goroutines and the live heap, sampled once the fleet has warmed
-// up, must not grow: anything an agent leaks per request, per restart or per fault would show here.
+// TestLongRunWithFlappingNodesStaysFlat runs a fleet for six simulated hours (two under -short) on
+// the fake clock while nodes flap every minute: kubelets die and come back, networks partition and
+// heal, latency comes and goes, nodes turn NotReady and Ready. Goroutines and the live heap, sampled
+// once the fleet has warmed up, must not grow: anything an agent leaks per request, per restart or
+// per fault would show here. Then a partition of every node must leave no goroutine behind.
 func TestLongRunWithFlappingNodesStaysFlat(t *testing.T) {
 	const (
 		nodes = 100
