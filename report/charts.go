@@ -214,12 +214,42 @@ func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, 
 	return p, chartHeight, nil
 }
 
+// minorShare is the share of the busiest line below which a kind of request joins "other" in the
+// request rate chart, so that the legend names what matters.
+const minorShare = 0.05
+
 func (r *Report) requestRateChart() (*plot.Plot, vg.Length, error) {
-	return r.pointsChart(r.Load.Timeline.RequestRate, "requests/s", 1, func(k string) bool { return !strings.HasPrefix(k, "WATCH ") })
+	points := r.Load.Timeline.RequestRate
+	peak := map[string]float64{}
+	var top float64
+	for _, pt := range points {
+		for k, v := range pt.Values {
+			peak[k] = max(peak[k], v)
+			top = max(top, v)
+		}
+	}
+	folded := make([]load.Point, len(points))
+	for i, pt := range points {
+		vals := map[string]float64{}
+		for k, v := range pt.Values {
+			if strings.HasPrefix(k, "WATCH ") {
+				continue
+			}
+			if peak[k] < minorShare*top {
+				k = "other"
+			}
+			vals[k] += v
+		}
+		folded[i] = load.Point{At: pt.At, Values: vals}
+	}
+	return r.pointsChart(folded, "requests/s", 1, func(string) bool { return true })
 }
 
+// latencyKeys are the lines of the latency chart: every request but watches, and the heartbeats'.
+var latencyKeys = map[string]bool{"*": true, "PUT leases": true, "PATCH nodes/status": true, "PUT nodes/status": true, "GET nodes": true, "GET leases": true}
+
 func (r *Report) latencyChart() (*plot.Plot, vg.Length, error) {
-	return r.pointsChart(r.Load.Timeline.LatencyP99, "p99 (ms)", 1000, func(string) bool { return true })
+	return r.pointsChart(r.Load.Timeline.LatencyP99, "p99 (ms)", 1000, func(k string) bool { return latencyKeys[k] })
 }
 
 func (r *Report) walChart() (*plot.Plot, vg.Length, error) {
