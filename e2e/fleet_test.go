@@ -21,27 +21,10 @@ type runningFleet struct {
 	done   chan error
 }
 
+// startFleet runs a fleet against the package's shared control plane (see runFleetOn).
 func startFleet(t *testing.T, cfg fleet.Config) *runningFleet {
 	t.Helper()
-	cp := controlPlane(t)
-	f, err := fleet.New(cfg, cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rf := &runningFleet{Fleet: f, cancel: cancel, done: make(chan error, 1)}
-	go func() { rf.done <- f.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := rf.stop(); err != nil {
-			t.Errorf("fleet run: %v", err)
-		}
-	})
-	select {
-	case <-f.Running():
-	case err := <-rf.done:
-		t.Fatalf("fleet did not start: %v", err)
-	}
-	return rf
+	return runFleetOn(t, controlPlane(t), cfg)
 }
 
 func (rf *runningFleet) stop() error {
