@@ -100,7 +100,11 @@ func (rt impersonateNode) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return rt.next.RoundTrip(req)
 	}
-	req = req.Clone(req.Context())
+	// A RoundTripper must not change its request: copy it, but only the header map is written to
+	// (req.Clone would deep-copy the URL and more on every heartbeat).
+	shallow := *req
+	shallow.Header = req.Header.Clone()
+	req = &shallow
 	req.Header.Set(transport.ImpersonateUserHeader, user)
 	req.Header.Del(transport.ImpersonateGroupHeader)
 	for _, g := range groups {
