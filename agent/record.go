@@ -27,6 +27,25 @@ type Recorder interface {
 // Recorders sends everything to each of its recorders in turn.
 type Recorders []Recorder
 
+// JoinRecorders returns one Recorder for rs, leaving out nils and flattening nested Recorders, so
+// a heartbeat makes one call per recorder however the recorders were put together.
+func JoinRecorders(rs ...Recorder) Recorder {
+	var out Recorders
+	for _, r := range rs {
+		switch r := r.(type) {
+		case nil:
+		case Recorders:
+			out = append(out, r...)
+		default:
+			out = append(out, r)
+		}
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	return out
+}
+
 // Request implements Recorder.
 func (rs Recorders) Request(verb, resource string, err error, latency time.Duration) {
 	for _, r := range rs {

@@ -98,10 +98,7 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		tally:     tally,
 		running:   make(chan struct{}),
 	}
-	var rec agent.Recorder = f.tally
-	if cfg.Recorder != nil {
-		rec = agent.Recorders{f.tally, cfg.Recorder}
-	}
+	rec := agent.JoinRecorders(f.tally, cfg.Recorder)
 	f.acfg = &agent.Config{
 		Template:  tmpl,
 		Heartbeat: cfg.Heartbeat,

@@ -72,11 +72,7 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics) 
 	}
 	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases,
 		OnReaction: reactionsInto(m)})
-	if cfg.Recorder != nil {
-		cfg.Recorder = agent.Recorders{cfg.Recorder, s.Recorder()}
-	} else {
-		cfg.Recorder = s.Recorder()
-	}
+	cfg.Recorder = agent.JoinRecorders(cfg.Recorder, s.Recorder())
 	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-", metrics: m}, nil
 }
 

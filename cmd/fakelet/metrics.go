@@ -48,11 +48,7 @@ func startMetrics(mf metricsFlags, cfg *fleet.Config, log io.Writer) (*runMetric
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	rm.srv = srv
-	if cfg.Recorder != nil {
-		cfg.Recorder = agent.Recorders{cfg.Recorder, rm.Recorder()}
-	} else {
-		cfg.Recorder = rm.Recorder()
-	}
+	cfg.Recorder = agent.JoinRecorders(cfg.Recorder, rm.Recorder())
 	fmt.Fprintf(log, "metrics: %s\n", srv.URL())
 	if mf.pprof {
 		fmt.Fprintf(log, "pprof: http://%s/debug/pprof/\n", srv.Addr())
