@@ -45,7 +45,7 @@ func TestStartMetrics(t *testing.T) {
 }
 
 func TestStartMetricsKeepsAnotherRecorder(t *testing.T) {
-	other := agent.Recorders{}
+	other := new(fleet.Tally)
 	cfg := fleet.Config{Recorder: other}
 	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0"}, &cfg, io.Discard)
 	if err != nil {
@@ -53,7 +53,7 @@ func TestStartMetricsKeepsAnotherRecorder(t *testing.T) {
 	}
 	defer m.stop(io.Discard)
 	rs, ok := cfg.Recorder.(agent.Recorders)
-	if !ok || len(rs) != 2 {
+	if !ok || len(rs) != 2 || rs[0] != agent.Recorder(other) {
 		t.Errorf("fleet recorder %#v, want the one before and the metrics' recorder", cfg.Recorder)
 	}
 }
