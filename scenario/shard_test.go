@@ -119,6 +119,11 @@ func TestStartAtBeginsThePhasesThen(t *testing.T) {
 func TestStartAtFailsIfNodesAreNotReady(t *testing.T) {
 	h := newHarness(t, rollingProfile, startAt(t0.Add(100*time.Millisecond)))
 	<-h.fleet.Running()
+	// The runner must be waiting on the clock before it moves, or its StartAt is already behind it.
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return strings.Contains(h.log.String(), "waiting for"), nil }); err != nil {
+		t.Fatalf("the runner never began waiting; log:\n%s", h.log)
+	}
 	h.advanceTo(t0, 100*time.Millisecond) // a node is Ready about a second after it starts
 	select {
 	case err := <-h.runErr:
