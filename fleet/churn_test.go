@@ -3,75 +3,16 @@ package fleet
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
 )
-
-// apiserverLike makes the fake clientset assign UIDs on create and honour UID preconditions on
-// delete, as the apiserver does; the tracker does neither.
-func apiserverLike(client *fake.Clientset) {
-	var mu sync.Mutex
-	uids := 0
-	client.PrependReactor("create", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if m, err := meta.Accessor(action.(k8stesting.CreateAction).GetObject()); err == nil && m.GetUID() == "" {
-			mu.Lock()
-			uids++
-			m.SetUID(types.UID(fmt.Sprintf("uid-%d", uids)))
-			mu.Unlock()
-		}
-		return false, nil, nil
-	})
-	client.PrependReactor("delete", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		d := action.(k8stesting.DeleteActionImpl)
-		pre := d.DeleteOptions.Preconditions
-		if pre == nil || pre.UID == nil {
-			return false, nil, nil
-		}
-		obj, err := client.Tracker().Get(d.GetResource(), d.GetNamespace(), d.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		if m, _ := meta.Accessor(obj); m.GetUID() != *pre.UID {
-			return true, nil, apierrors.NewConflict(d.GetResource().GroupResource(), d.GetName(),
-				fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, m.GetUID()))
-		}
-		return false, nil, nil
-	})
-}
-
-// startFleetLike is startFleet on a fake clientset made apiserverLike.
-func startFleetLike(t *testing.T, cfg Config) *testFleet {
-	t.Helper()
-	client := fake.NewClientset()
-	apiserverLike(client)
-	fc := testingclock.NewFakeClock(t0)
-	cfg.Clock = fc
-	cfg.Template.Images = 3
-	f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tf := &testFleet{Fleet: f, client: client, clock: fc, cancel: cancel, done: make(chan error, 1)}
-	go func() { tf.done <- f.Run(ctx) }()
-	t.Cleanup(cancel)
-	return tf
-}
 
 func (tf *testFleet) lease(t *testing.T, name string) *coordinationv1.Lease {
 	t.Helper()
@@ -83,7 +24,7 @@ func (tf *testFleet) lease(t *testing.T, name string) *coordinationv1.Lease {
 }
 
 func TestAddNodesContinuesTheNumberingAndIsCleanedUp(t *testing.T) {
-	tf := startFleetLike(t, Config{Nodes: 3, Zones: 2})
+	tf := startFleet(t, Config{Nodes: 3, Zones: 2})
 	tf.advance(t, 30*time.Second)
 	if err := tf.AddNodes([]int{4}); err == nil {
 		t.Error("adding node 4 to a fleet of 3 (next is 3) succeeded")
@@ -125,7 +66,7 @@ func TestAddNodesContinuesTheNumberingAndIsCleanedUp(t *testing.T) {
 }
 
 func TestRemoveNodesStopsTheAgentAndDeletesNodeAndLease(t *testing.T) {
-	tf := startFleetLike(t, Config{Nodes: 3})
+	tf := startFleet(t, Config{Nodes: 3})
 	tf.advance(t, 30*time.Second)
 	a := tf.Agent(1)
 	if err := tf.RemoveNodes(context.Background(), []int{1}); err != nil {
@@ -162,7 +103,7 @@ func TestRemoveNodesStopsTheAgentAndDeletesNodeAndLease(t *testing.T) {
 }
 
 func TestDeleteLeaseOnlyDeletesALeaseOurNodeOwns(t *testing.T) {
-	tf := startFleetLike(t, Config{Nodes: 2})
+	tf := startFleet(t, Config{Nodes: 2})
 	tf.advance(t, 30*time.Second)
 	old := tf.lease(t, "fakelet-00000")
 	if err := tf.DeleteLease(context.Background(), 0); err != nil {

@@ -17,6 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -29,9 +30,12 @@ type testFleet struct {
 	done   chan error
 }
 
+// startFleet runs a fleet of cfg on a fake clientset made fleettest.APIServerLike, holding objects,
+// on a fake clock.
 func startFleet(t *testing.T, cfg Config, objects ...*corev1.Node) *testFleet {
 	t.Helper()
 	client := fake.NewClientset()
+	fleettest.APIServerLike(client)
 	for _, n := range objects {
 		if _, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -12,20 +12,18 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -59,7 +57,7 @@ func newHarness(t *testing.T, profile string, opts ...harnessOption) *harness {
 		t.Fatal(err)
 	}
 	client := fake.NewClientset()
-	apiserverLike(client)
+	fleettest.APIServerLike(client)
 	fc := testingclock.NewFakeClock(t0)
 	fcfg := fleet.Config{
 		Nodes: plan.Nodes, Zones: max(p.Spec.Zones, 1), ZoneOf: profiles.ZoneOf, Clock: fc, RegisterQPS: 1000,
@@ -186,38 +184,6 @@ func applied(rec Record, op profiles.Op) map[int]Applied {
 		}
 	}
 	return out
-}
-
-// apiserverLike makes the fake clientset assign UIDs on create and honour UID preconditions on
-// delete, as the apiserver does; the tracker does neither.
-func apiserverLike(client *fake.Clientset) {
-	var mu sync.Mutex
-	uids := 0
-	client.PrependReactor("create", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if m, err := meta.Accessor(action.(k8stesting.CreateAction).GetObject()); err == nil && m.GetUID() == "" {
-			mu.Lock()
-			uids++
-			m.SetUID(types.UID(fmt.Sprintf("uid-%d", uids)))
-			mu.Unlock()
-		}
-		return false, nil, nil
-	})
-	client.PrependReactor("delete", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		d := action.(k8stesting.DeleteActionImpl)
-		pre := d.DeleteOptions.Preconditions
-		if pre == nil || pre.UID == nil {
-			return false, nil, nil
-		}
-		obj, err := client.Tracker().Get(d.GetResource(), d.GetNamespace(), d.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		if m, _ := meta.Accessor(obj); m.GetUID() != *pre.UID {
-			return true, nil, apierrors.NewConflict(d.GetResource().GroupResource(), d.GetName(),
-				fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, m.GetUID()))
-		}
-		return false, nil, nil
-	})
 }
 
 // refuseRevoked is the apiserver's answer to a node whose credential no longer carries system:nodes.
