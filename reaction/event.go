@@ -13,7 +13,19 @@ const (
 	ReadyFalse     = "ready_false"
 	ReadyUnknown   = "ready_unknown"
 	LeaseRecreated = "lease_recreated"
+	// PodNotReady is a pod of the node marked not Ready (the node lifecycle controller's
+	// MarkPodsNotReady), PodReady one Ready again (its kubelet reported it).
+	PodNotReady = "pod_not_ready"
+	PodReady    = "pod_ready"
+	// PodEvicted is a pod of the node deleted by the taint eviction controller under a NoExecute taint
+	// it no longer tolerates; PodDeleted one deleted by anyone else.
+	PodEvicted = "pod_evicted"
+	PodDeleted = "pod_deleted"
 )
+
+// taintEviction is the reason of the DisruptionTarget condition the taint eviction controller puts on
+// a pod before it deletes it.
+const taintEviction = "DeletionByTaintManager"
 
 // taintPrefix is the prefix of the taints Kubernetes itself sets; event names leave it out.
 const taintPrefix = "node.kubernetes.io/"
@@ -53,6 +65,15 @@ func EventOf(t observe.Transition) string {
 		return TaintEvent(t.Type, t.Status, false)
 	case observe.LeaseCreated:
 		return LeaseRecreated
+	case observe.PodReady:
+		return PodReady
+	case observe.PodNotReady:
+		return PodNotReady
+	case observe.PodDeleted:
+		if t.Reason == taintEviction {
+			return PodEvicted
+		}
+		return PodDeleted
 	}
 	return ""
 }

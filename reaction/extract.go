@@ -95,14 +95,27 @@ func follow(a Action, end time.Time, ts []observe.Transition) Result {
 	return r
 }
 
-// nodeState is a node's conditions, taints and Lease as replayed from its transitions.
+// nodeState is a node's conditions, taints and pods as replayed from its transitions.
 type nodeState struct {
 	conditions map[string]string
 	taints     map[[2]string]bool // key, effect
+	pods       map[string]bool    // name -> Ready, for the pods not deleted
 }
 
 func newNodeState() *nodeState {
-	return &nodeState{conditions: map[string]string{}, taints: map[[2]string]bool{}}
+	return &nodeState{conditions: map[string]string{}, taints: map[[2]string]bool{}, pods: map[string]bool{}}
+}
+
+// podsReady counts the node's pods that are Ready and those that are not.
+func (s *nodeState) podsReady() (ready, notReady int) {
+	for _, r := range s.pods {
+		if r {
+			ready++
+		} else {
+			notReady++
+		}
+	}
+	return ready, notReady
 }
 
 func (s *nodeState) apply(t observe.Transition) {
@@ -113,6 +126,10 @@ func (s *nodeState) apply(t observe.Transition) {
 		s.taints[[2]string{t.Type, t.Status}] = true
 	case observe.TaintRemoved:
 		delete(s.taints, [2]string{t.Type, t.Status})
+	case observe.PodReady, observe.PodNotReady:
+		s.pods[t.Type] = t.Kind == observe.PodReady
+	case observe.PodDeleted:
+		delete(s.pods, t.Type)
 	}
 }
 
@@ -125,6 +142,9 @@ var pressureTaints = map[string]string{
 
 // expected returns the events a should cause on a node in state s: the node lifecycle controller's
 // answer to a silent, not ready, pressured or recovered node, leaving out what the node already shows.
+// Of pods: a silenced node's Ready pods are marked not Ready, and a recovered node's agent reports
+// its pods Ready again. Evictions are never expected: whether one comes within the phase depends on
+// the pods' toleration and the controller's rate limits.
 func (s *nodeState) expected(a Action) []string {
 	var out []string
 	breaks := func(ready, taint string) {
@@ -140,6 +160,9 @@ func (s *nodeState) expected(a Action) []string {
 	switch a.Op {
 	case "stop", "partition", "denyAuth":
 		breaks("Unknown", unreachable)
+		if ready, _ := s.podsReady(); ready > 0 {
+			out = append(out, PodNotReady)
+		}
 	case "notReady":
 		breaks("False", notReady)
 	case "start", "heal", "restoreAuth", "ready", "add":
@@ -152,6 +175,9 @@ func (s *nodeState) expected(a Action) []string {
 					out = append(out, TaintEvent(key, effect, false))
 				}
 			}
+		}
+		if _, notReady := s.podsReady(); notReady > 0 {
+			out = append(out, PodReady)
 		}
 	case "condition":
 		if a.Condition == "" || s.conditions[a.Condition] == a.Status {

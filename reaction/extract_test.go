@@ -132,6 +132,14 @@ func TestExpectedLeavesOutWhatTheNodeAlreadyShows(t *testing.T) {
 			Action{Op: "condition", Condition: "DiskPressure", Status: "False"},
 			[]string{"disk_pressure_false", "taint_disk_pressure_noschedule_removed"}},
 		{"deleteLease", nil, Action{Op: "deleteLease"}, []string{LeaseRecreated}},
+		{"stop of a node with Ready pods", []observe.Transition{cond(0, "n", "Ready", "True"), podT(0, observe.PodReady, "p0")},
+			Action{Op: "stop"}, []string{ReadyUnknown, "taint_unreachable_noschedule_added", "taint_unreachable_noexecute_added", PodNotReady}},
+		{"stop of a node whose pods were all evicted", []observe.Transition{cond(0, "n", "Ready", "True"),
+			podT(0, observe.PodReady, "p0"), podT(1, observe.PodDeleted, "p0")},
+			Action{Op: "stop"}, []string{ReadyUnknown, "taint_unreachable_noschedule_added", "taint_unreachable_noexecute_added"}},
+		{"start of a node with a pod marked not Ready", []observe.Transition{cond(0, "n", "Ready", "Unknown"),
+			podT(0, observe.PodReady, "p0"), podT(0, observe.PodReady, "p1"), podT(1, observe.PodNotReady, "p1")},
+			Action{Op: "start"}, []string{ReadyTrue, PodReady}},
 		{"latency expects nothing", nil, Action{Op: "latency"}, nil},
 	} {
 		st := newNodeState()
@@ -184,6 +192,37 @@ func TestSummarizeResults(t *testing.T) {
 	}
 }
 
+func podT(s float64, kind observe.Kind, name string) observe.Transition {
+	return observe.Transition{At: at(s), Node: "n", Kind: kind, Type: name}
+}
+
+// A stopped node's pods are marked not Ready, then evicted; the start finds the survivors not Ready
+// and its agent reports them Ready again. The eviction is a reaction, and never missing.
+func TestExtractPods(t *testing.T) {
+	phases := []Phase{{Name: "outage", Start: at(0), End: at(100)}, {Name: "recovery", Start: at(100), End: at(130)}}
+	ts := []observe.Transition{
+		cond(0, "n", "Ready", "True"), podT(0, observe.PodReady, "p0"), podT(0, observe.PodReady, "p1"),
+		cond(30, "n", "Ready", "Unknown"),
+		podT(30.5, observe.PodNotReady, "p0"), podT(30.6, observe.PodNotReady, "p1"),
+		{At: at(60), Node: "n", Kind: observe.PodDeleted, Type: "p0", Reason: "DeletionByTaintManager"},
+		cond(101, "n", "Ready", "True"), podT(101.5, observe.PodReady, "p1"),
+	}
+	actions := []Action{
+		{Phase: "outage", Group: "g", Op: "stop", Node: "n", At: at(10), LastRenewal: at(9)},
+		{Phase: "recovery", Group: "g", Op: "start", Node: "n", At: at(100)},
+	}
+	got := Extract(actions, phases, ts)
+	if want := []Reaction{{ReadyUnknown, at(30)}, {PodNotReady, at(30.5)}, {PodEvicted, at(60)}}; !reflect.DeepEqual(got[0].Reactions, want) {
+		t.Errorf("stop: reactions %+v, want %+v", got[0].Reactions, want)
+	}
+	if want := []string{"taint_unreachable_noschedule_added", "taint_unreachable_noexecute_added"}; !reflect.DeepEqual(got[0].Missing, want) {
+		t.Errorf("stop: missing %v, want %v (an eviction is never expected)", got[0].Missing, want)
+	}
+	if want := []Reaction{{ReadyTrue, at(101)}, {PodReady, at(101.5)}}; !reflect.DeepEqual(got[1].Reactions, want) || len(got[1].Missing) != 0 {
+		t.Errorf("start: reactions %+v missing %v, want %+v and none", got[1].Reactions, got[1].Missing, want)
+	}
+}
+
 func TestEventNames(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{ConditionEvent("MemoryPressure", "True"), "memory_pressure_true"},
@@ -191,6 +230,9 @@ func TestEventNames(t *testing.T) {
 		{ConditionEvent("Ready", "Unknown"), ReadyUnknown},
 		{TaintEvent("node.kubernetes.io/not-ready", "NoSchedule", true), "taint_not_ready_noschedule_added"},
 		{TaintEvent("example.com/dedicated", "NoExecute", false), "taint_example_com_dedicated_noexecute_removed"},
+		{EventOf(observe.Transition{Kind: observe.PodDeleted, Reason: "DeletionByTaintManager"}), PodEvicted},
+		{EventOf(observe.Transition{Kind: observe.PodDeleted, Reason: "DeletionByPodGC"}), PodDeleted},
+		{EventOf(observe.Transition{Kind: observe.PodNotReady}), PodNotReady},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
