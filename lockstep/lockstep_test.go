@@ -205,8 +205,10 @@ func TestRefusals(t *testing.T) {
 		want  []string
 	}{
 		{
-			name:  "another run",
-			setup: func(o *Options, _ *testingclock.FakeClock) { o.Run = Run{Profile: "flap", Nodes: 15, Shards: 3, Hash: "fedcba9876543210"} },
+			name: "another run",
+			setup: func(o *Options, _ *testingclock.FakeClock) {
+				o.Run = Run{Profile: "flap", Nodes: 15, Shards: 3, Hash: "fedcba9876543210"}
+			},
 			want: []string{"is for another run", "profile stop-10pct over 12 nodes in 3 shard(s) (parameters 0123456789abcdef)",
 				"this shard runs profile flap over 15 nodes in 3 shard(s) (parameters fedcba9876543210)", "same profile, seed, --nodes"},
 		},
