@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/lockstep"
 )
 
 // TestDockerfileBuildsAsTheMakefileDoes: the image's build stage runs `make build`'s go build with
@@ -176,7 +177,8 @@ func readObjects(t *testing.T, path string) []object {
 }
 
 // TestKubernetesRBACIsDeployRBAC: the StatefulSet's roles are deploy/rbac/fakelet.yaml's, and they
-// grant what a run with --identity=node asks for (fleet.RunPermissions), Leases in kube-node-lease only.
+// grant what a run with --identity=node asks for (fleet.RunPermissions), Leases in kube-node-lease
+// only, and what --start-at auto does with the start Lease in namespace fakelet (lockstep.Permissions).
 func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 	roles := func(objs []object) map[string]object {
 		out := map[string]object{}
@@ -188,7 +190,7 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 		return out
 	}
 	base, ref := roles(readObjects(t, "kubernetes/base/rbac.yaml")), roles(readObjects(t, "rbac/fakelet.yaml"))
-	if len(base) != 2 || len(base) != len(ref) {
+	if len(base) != 3 || len(base) != len(ref) {
 		t.Fatalf("roles %v, want deploy/rbac's %v", keys(base), keys(ref))
 	}
 	for k, want := range ref {
@@ -196,26 +198,36 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 			t.Errorf("%s: rules %+v, want deploy/rbac's %+v", k, got.Rules, want.Rules)
 		}
 	}
-	lease := base["Role/kube-node-lease/fakelet"]
-	for _, p := range fleet.RunPermissions(fleet.IdentityNode, "fakelet-00000") {
-		rules := base["ClusterRole//fakelet"].Rules
-		if p.Namespace != "" {
-			if p.Namespace != "kube-node-lease" {
-				t.Errorf("permission %+v outside kube-node-lease", p)
-			}
-			rules = lease.Rules
-		}
-		ok := false
-		for _, r := range rules {
-			if slices.Contains(r.APIGroups, p.Group) && slices.Contains(r.Resources, p.Resource) && slices.Contains(r.Verbs, p.Verb) &&
-				(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, p.Name)) {
-				ok = true
-			}
-		}
+	byNamespace := map[string]object{
+		"":                        base["ClusterRole//fakelet"],
+		"kube-node-lease":         base["Role/kube-node-lease/fakelet"],
+		lockstep.DefaultNamespace: base["Role/"+lockstep.DefaultNamespace+"/fakelet-start"],
+	}
+	perms := append(fleet.RunPermissions(fleet.IdentityNode, "fakelet-00000"), lockstep.Permissions(lockstep.DefaultNamespace)...)
+	for _, p := range perms {
+		role, ok := byNamespace[p.Namespace]
 		if !ok {
-			t.Errorf("no rule grants %s %s/%s %s (%s)", p.Verb, p.Group, p.Resource, p.Name, p.For)
+			t.Errorf("permission %+v outside kube-node-lease and %s", p, lockstep.DefaultNamespace)
+		}
+		if !grants(role, p) {
+			t.Errorf("no rule grants %s %s/%s %s in %q (%s)", p.Verb, p.Group, p.Resource, p.Name, p.Namespace, p.For)
 		}
 	}
+	// Least privilege: the start Lease's Role grants what lockstep needs and nothing more.
+	if r := byNamespace[lockstep.DefaultNamespace].Rules; len(r) != 1 || len(r[0].Verbs) != len(lockstep.Permissions("")) {
+		t.Errorf("the start Lease's Role grants %+v, want exactly lockstep.Permissions", r)
+	}
+}
+
+// grants says whether one of role's rules allows p.
+func grants(role object, p fleet.Permission) bool {
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, p.Group) && slices.Contains(r.Resources, p.Resource) && slices.Contains(r.Verbs, p.Verb) &&
+			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, p.Name)) {
+			return true
+		}
+	}
+	return false
 }
 
 func equalRules(a, b object) bool {
@@ -294,8 +306,8 @@ func TestKustomizations(t *testing.T) {
 				kinds[o.Kind]++
 				switch o.Kind {
 				case "Role", "RoleBinding":
-					if o.Metadata.Namespace != "kube-node-lease" {
-						t.Errorf("%s %s in namespace %q, want kube-node-lease", o.Kind, o.Metadata.Name, o.Metadata.Namespace)
+					if want := map[string]string{"fakelet": "kube-node-lease", "fakelet-start": lockstep.DefaultNamespace}[o.Metadata.Name]; o.Metadata.Namespace != want {
+						t.Errorf("%s %s in namespace %q, want %q", o.Kind, o.Metadata.Name, o.Metadata.Namespace, want)
 					}
 				case "StatefulSet":
 					c := o.Spec.Template.Spec.Containers[0]
@@ -323,9 +335,10 @@ func TestKustomizations(t *testing.T) {
 					}
 				}
 			}
-			for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "StatefulSet"} {
-				if kinds[k] != 1 {
-					t.Errorf("%d %s objects, want 1", kinds[k], k)
+			for k, n := range map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+				"Role": 2, "RoleBinding": 2, "Service": 1, "StatefulSet": 1} {
+				if kinds[k] != n {
+					t.Errorf("%d %s objects, want %d", kinds[k], k, n)
 				}
 			}
 		})
