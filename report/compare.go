@@ -13,6 +13,10 @@ import (
 type Comparison struct {
 	Nodes    int    `json:"nodes"`
 	Duration string `json:"duration"`
+	// Target is the cluster both modes ran on, one after the other (fakelet compare --same-cluster,
+	// --kubeconfig or --context); empty when each ran on a fresh local control plane. Each side's
+	// numbers are still increases within its own measured window.
+	Target string `json:"target,omitempty"`
 	// Sides are the modes in the order of the table's columns; the ratio is the second over the first.
 	Sides []Side `json:"sides"`
 	// Notes say where a measurement was not of steady state.
@@ -50,7 +54,11 @@ func pickRows(labels ...string) []Row {
 
 // WriteText prints the side-by-side table with a ratio column.
 func (c *Comparison) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "fakelet compare: %d nodes, %s per mode, each on a fresh local control plane\n", c.Nodes, c.Duration)
+	if c.Target == "" {
+		fmt.Fprintf(w, "fakelet compare: %d nodes, %s per mode, each on a fresh local control plane\n", c.Nodes, c.Duration)
+	} else {
+		fmt.Fprintf(w, "fakelet compare: %d nodes, %s per mode, one mode after the other on %s\n", c.Nodes, c.Duration, c.Target)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	width := 0
 	for _, r := range CompareRows {

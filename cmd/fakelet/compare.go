@@ -3,21 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
-	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scrape"
 )
@@ -31,11 +26,15 @@ type compareFlags struct {
 	images         int
 	scrapeInterval time.Duration
 	reportDir      string
-	workDir        string
-	binDir         string
-	apiServerArgs  []string
-	ctrlMgrArgs    []string
+	// target is the one cluster of --same-cluster; without it, controlPlaneDir is the parent of the
+	// two fresh control planes.
+	target      targetFlags
+	sameCluster bool
 }
+
+// compareModes are the modes fakelet compare measures, in the order it measures them: the ratio
+// column is the second over the first.
+var compareModes = []agent.Mode{agent.ModeLease, agent.ModeStatus}
 
 func newCompareCommand() *cobra.Command {
 	var cf compareFlags
@@ -43,18 +42,20 @@ func newCompareCommand() *cobra.Command {
 		Use:   "compare",
 		Short: "Measure the same fleet in lease and in status heartbeat mode, side by side",
 		Long: `Run the same fleet twice, in lease mode and in status mode (the kubelet before Leases: a full
-status patch every 10 s), each on a fresh local control plane, and print a table of what each
-cost the control plane, with a ratio column: requests, bytes, watch events, etcd writes, CPU and
-latency. Each run measures --duration once every node is Ready, untainted and has its Lease,
-and --settle has passed, so registration is not counted. This reproduces the argument of
-KEP-589 (Efficient Node Heartbeats).`,
+status patch every 10 s), and print a table of what each cost the control plane, with a ratio
+column: requests, bytes, watch events, etcd writes, CPU and latency. Each run measures --duration
+once every node is Ready, untainted and has its Lease, and --settle has passed, so registration
+is not counted. This reproduces the argument of KEP-589 (Efficient Node Heartbeats).
+
+By default each mode runs on a fresh local control plane. With --same-cluster, --kubeconfig or
+--context both run on one cluster, one after the other: lease mode's fleet (compare-lease) is
+deleted, and --settle passes, before status mode's (compare-status) registers; each mode's
+numbers are increases within its own measured window. Without --kubeconfig and --context that
+cluster is the local control plane in --controlplane-dir, started if none is up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cf.nodes < 1 || cf.duration <= 0 || cf.settle < 0 || cf.scrapeInterval <= 0 {
-				return fmt.Errorf("--nodes, --duration and --scrape-interval must be positive and --settle not negative")
-			}
-			if cf.images < 0 || cf.images > agent.MaxImages {
-				return fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, cf.images)
+			if err := cf.check(); err != nil {
+				return err
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -64,40 +65,95 @@ KEP-589 (Efficient Node Heartbeats).`,
 	f := cmd.Flags()
 	f.IntVar(&cf.nodes, "nodes", 500, "number of fake kubelets in each run")
 	f.DurationVar(&cf.duration, "duration", 2*time.Minute, "how long each run is measured, once every node is Ready")
-	f.DurationVar(&cf.settle, "settle", 30*time.Second, "wait this long after every node is Ready, untainted and has its Lease, before measuring")
+	f.DurationVar(&cf.settle, "settle", 30*time.Second, "wait this long after every node is Ready, untainted and has its Lease, before measuring; on one cluster, also between the two runs")
 	f.IntVar(&cf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	f.DurationVar(&cf.scrapeInterval, "scrape-interval", scrape.DefaultInterval, "scrape the control plane's /metrics this often")
 	f.StringVar(&cf.reportDir, "report-dir", "", "write each mode's report under DIR/lease and DIR/status, and compare.json (default reports/compare-<timestamp>/)")
-	f.StringVar(&cf.workDir, "controlplane-dir", "", "parent directory of the two control planes (default: a temporary directory, removed afterwards)")
-	f.StringVar(&cf.binDir, "bin-dir", "", "directory of the control plane binaries (see fakelet controlplane up)")
-	f.StringArrayVar(&cf.apiServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag (repeatable)")
-	f.StringArrayVar(&cf.ctrlMgrArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag (repeatable)")
+	f.BoolVar(&cf.sameCluster, "same-cluster", false, "run both modes on one cluster, one after the other: the one --kubeconfig/--context names, else the local control plane in --controlplane-dir")
+	f.StringVar(&cf.target.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run both modes on (implies --same-cluster)")
+	f.StringVar(&cf.target.context, "context", "", "kubeconfig context of the cluster to run both modes on (implies --same-cluster)")
+	f.StringVar(&cf.target.controlPlaneDir, "controlplane-dir", "", "with --same-cluster, the local control plane's directory (default "+controlplane.DefaultDir+
+		"); else the parent directory of the two fresh control planes (default: a temporary directory, removed afterwards)")
+	f.StringVar(&cf.target.binDir, "bin-dir", "", "directory of the control plane binaries (see fakelet controlplane up)")
+	f.StringArrayVar(&cf.target.apiServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag when fakelet starts a local control plane (repeatable)")
+	f.StringArrayVar(&cf.target.controllerMgrArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag when fakelet starts a local control plane (repeatable)")
+	addInsecureFlag(f, &cf.target)
 	return cmd
 }
 
-func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error {
-	work := cf.workDir
-	if work == "" {
-		tmp, err := os.MkdirTemp("", "fakelet-compare-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		work = tmp
+// check refuses flags that cannot work, before anything starts.
+func (cf *compareFlags) check() error {
+	if cf.nodes < 1 || cf.duration <= 0 || cf.settle < 0 || cf.scrapeInterval <= 0 {
+		return fmt.Errorf("--nodes, --duration and --scrape-interval must be positive and --settle not negative")
 	}
+	if cf.images < 0 || cf.images > agent.MaxImages {
+		return fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, cf.images)
+	}
+	if cf.target.kubeconfig != "" || cf.target.context != "" {
+		if cf.target.controlPlaneDir != "" || len(cf.target.apiServerArgs)+len(cf.target.controllerMgrArgs) > 0 {
+			return fmt.Errorf("--controlplane-dir, --apiserver-arg and --controller-manager-arg are for a local control plane, " +
+				"--kubeconfig and --context name another cluster: give one or the other")
+		}
+		cf.sameCluster = true
+	}
+	if cf.target.insecure && !cf.sameCluster {
+		return fmt.Errorf("--insecure-skip-tls-verify is for a cluster given by --kubeconfig or --context")
+	}
+	return nil
+}
+
+func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error {
 	dir := cf.reportDir
 	if dir == "" {
 		dir = filepath.Join("reports", "compare-"+time.Now().Format("20060102-150405"))
 	}
 	c := &report.Comparison{Nodes: cf.nodes, Duration: cf.duration.String()}
-	for _, mode := range []agent.Mode{agent.ModeLease, agent.ModeStatus} {
-		r, note, err := compareSide(ctx, log, cf, mode, filepath.Join(work, string(mode)))
+	var clusterFor func(agent.Mode) (*compareCluster, func(), error)
+	if cf.sameCluster {
+		tf := cf.target
+		if tf.controlPlaneDir == "" {
+			tf.controlPlaneDir = controlplane.DefaultDir
+		}
+		tgt, err := resolveTarget(ctx, tf, log)
 		if err != nil {
-			return fmt.Errorf("%s mode: %w", mode, err)
+			return err
 		}
-		if note != "" {
-			c.Notes = append(c.Notes, note)
+		defer func() {
+			if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintln(log, "stop the local control plane:", err)
+			}
+		}()
+		fmt.Fprintf(log, "target: %s\n", tgt.description)
+		cl, err := clusterOf(tgt)
+		if err != nil {
+			return err
 		}
+		if err := noFleetsLeft(ctx, cl.client, compareModes); err != nil {
+			return err
+		}
+		c.Target = tgt.description
+		clusterFor = func(agent.Mode) (*compareCluster, func(), error) { return cl, func() {}, nil }
+	} else {
+		work := cf.target.controlPlaneDir
+		if work == "" {
+			tmp, err := os.MkdirTemp("", "fakelet-compare-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			work = tmp
+		}
+		clusterFor = func(mode agent.Mode) (*compareCluster, func(), error) {
+			return freshCluster(ctx, log, cf.target, filepath.Join(work, string(mode)))
+		}
+	}
+	reports, notes, err := measureModes(ctx, log, cf, clusterFor)
+	if err != nil {
+		return err
+	}
+	c.Notes = notes
+	for i, r := range reports {
+		mode := compareModes[i]
 		if err := r.WriteDir(filepath.Join(dir, string(mode))); err != nil {
 			return err
 		}
@@ -118,137 +174,55 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 	return nil
 }
 
-// compareSide runs the fleet in one mode on a fresh control plane in dir and returns its report; its
-// one phase, "steady", is the measured stretch.
-func compareSide(ctx context.Context, log io.Writer, cf compareFlags, mode agent.Mode, dir string) (_ *report.Report, note string, err error) {
-	fmt.Fprintf(log, "%s mode: starting a fresh control plane in %s\n", mode, dir)
+// measureModes measures each of compareModes in turn on the cluster clusterFor gives it, and lets it go
+// before the next. On one cluster (--same-cluster), --settle passes between the modes.
+func measureModes(ctx context.Context, log io.Writer, cf compareFlags, clusterFor func(agent.Mode) (*compareCluster, func(), error)) (reports []*report.Report, notes []string, err error) {
+	for i, mode := range compareModes {
+		if i > 0 && cf.sameCluster {
+			// The fleet before is gone (measureMode waited for it): let the cluster settle from its
+			// deletion before the next registers.
+			fmt.Fprintf(log, "settling %v before %s mode\n", cf.settle, mode)
+			if err := sleep(ctx, cf.settle); err != nil {
+				return nil, nil, err
+			}
+		}
+		cl, release, err := clusterFor(mode)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s mode: %w", mode, err)
+		}
+		r, note, err := measureMode(ctx, log, cf, mode, cl)
+		release()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s mode: %w", mode, err)
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		reports = append(reports, r)
+	}
+	return reports, notes, nil
+}
+
+// freshCluster starts a fresh local control plane in dir; release stops it.
+func freshCluster(ctx context.Context, log io.Writer, tf targetFlags, dir string) (*compareCluster, func(), error) {
+	fmt.Fprintf(log, "starting a fresh control plane in %s\n", dir)
 	cp, err := controlplane.Up(ctx, controlplane.Options{
-		Dir: dir, BinDir: cf.binDir, Progress: io.Discard,
-		APIServerArgs: cf.apiServerArgs, ControllerManagerArgs: cf.ctrlMgrArgs,
+		Dir: dir, BinDir: tf.binDir, Progress: io.Discard,
+		APIServerArgs: tf.apiServerArgs, ControllerManagerArgs: tf.controllerMgrArgs,
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
-	defer func() {
+	release := func() {
 		if err := cp.Down(context.WithoutCancel(ctx)); err != nil {
 			fmt.Fprintf(log, "stop the control plane in %s: %v\n", dir, err)
 		}
-	}()
-	sources, err := scrape.ControlPlaneSources(cp)
+	}
+	cl, err := clusterOf(&target{config: cp.AdminConfig(), local: cp,
+		description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir)})
 	if err != nil {
-		return nil, "", err
+		release()
+		return nil, nil, err
 	}
-	client, err := kubernetes.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		return nil, "", err
-	}
-	// No Lease watch: it would add watch events to lease mode only.
-	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: cf.scrapeInterval, Client: client})
-	cfg := fleet.Config{Nodes: cf.nodes, Heartbeat: agent.Heartbeat{Mode: mode}, Recorder: s.Recorder()}
-	cfg.Template.Images = cf.images
-	if cf.images == 0 {
-		cfg.Template.Images = -1
-	}
-	cfg = cfg.WithDefaults()
-	f, err := fleet.New(cfg, cp.AdminConfig())
-	if err != nil {
-		return nil, "", err
-	}
-	s.Observe(f)
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	prefix := cfg.NamePrefix + "-"
-	if err := s.Start(runCtx, func(name string) bool { return strings.HasPrefix(name, prefix) }); err != nil {
-		return nil, "", err
-	}
-	done := make(chan error, 1)
-	go func() { done <- f.Run(runCtx) }()
-	// Registration at the register rate, with room for a loaded machine: a tenth of a second a node.
-	readyBy := time.Now().Add(time.Duration(float64(cf.nodes)/cfg.RegisterQPS*float64(time.Second)) + time.Duration(cf.nodes)*100*time.Millisecond + 2*time.Minute)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for f.Progress().Ready < cf.nodes {
-		select {
-		case err := <-done:
-			return nil, "", fmt.Errorf("the fleet stopped before every node was Ready: %w", err)
-		case <-ctx.Done():
-			cancel()
-			<-done
-			return nil, "", ctx.Err()
-		case <-tick.C:
-			if time.Now().After(readyBy) {
-				cancel()
-				<-done
-				return nil, "", fmt.Errorf("%d of %d nodes Ready by %v", f.Progress().Ready, cf.nodes, readyBy.Format(time.TimeOnly))
-			}
-		}
-	}
-	// Registration is not steady state: every Lease must exist and the node lifecycle controller must
-	// have removed the not-ready taints (a PATCH of each Node) before the settle time starts.
-	quiet := func() bool {
-		if s.TaintedNodes() > 0 {
-			return false
-		}
-		for _, a := range f.Agents() {
-			if mode == agent.ModeLease && a.Stats().LastLeaseRenewal.IsZero() {
-				return false
-			}
-		}
-		return true
-	}
-	// The controller manager PATCHes each Node at its client's 20 requests/s, slower on a busy
-	// apiserver: give it 0.3 s a node, then measure anyway and say so.
-	quietBy := time.Now().Add(time.Duration(cf.nodes)*300*time.Millisecond + 2*time.Minute)
-	for last := time.Now(); !quiet(); {
-		if err := sleep(ctx, time.Second); err != nil {
-			cancel()
-			<-done
-			return nil, "", err
-		}
-		if time.Now().After(quietBy) {
-			note = fmt.Sprintf("%s mode: %d nodes still tainted (or without a Lease) when the measurement began: "+
-				"the node lifecycle controller's untainting is part of its load", mode, s.TaintedNodes())
-			fmt.Fprintln(log, note)
-			break
-		}
-		if time.Since(last) >= 30*time.Second {
-			fmt.Fprintf(log, "%s mode: waiting for the node lifecycle controller: %d nodes still tainted\n", mode, s.TaintedNodes())
-			last = time.Now()
-		}
-	}
-	fmt.Fprintf(log, "%s mode: %d nodes Ready, untainted, with Leases; settling %v, then measuring %v\n", mode, cf.nodes, cf.settle, cf.duration)
-	if err := sleep(ctx, cf.settle); err != nil {
-		cancel()
-		<-done
-		return nil, "", err
-	}
-	s.PhaseBegan("steady", time.Now())
-	if err := sleep(ctx, cf.duration); err != nil {
-		cancel()
-		<-done
-		return nil, "", err
-	}
-	s.PhaseEnded(time.Now())
-	s.Stop()
-	cancel()
-	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(log, "%s mode: %v\n", mode, err)
-	}
-	rf := runFlags{images: cf.images}
-	rf.report.scrapeInterval = cf.scrapeInterval
-	rec := s.Record("compare-"+string(mode), parameters(rf, cfg), versions(), report.Target{
-		Server: cp.APIServerURL, Description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir), Local: true,
-	})
-	return report.Build(rec), note, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return cl, release, nil
 }
