@@ -151,6 +151,16 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		}
 	}()
 	fmt.Fprintf(log, "target: %s\n", tgt.description)
+	start, err := rf.shard.coordinate(ctx, tgt.config, cfg, plan, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A signal stops every shard (kubectl delete, Ctrl-C): the start Lease goes with the run.
+		if err := start.Release(context.WithoutCancel(ctx), ctx.Err() != nil); err != nil {
+			fmt.Fprintln(log, "start:", err)
+		}
+	}()
 	rr, err := startReport(rf.report, &cfg, tgt, m)
 	if err != nil {
 		return err

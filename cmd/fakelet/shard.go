@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/lockstep"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scenario"
 )
@@ -17,11 +23,16 @@ import (
 type shardFlags struct {
 	shard   string
 	startAt string
+	// startDelay and namespace are --start-at auto's: how far ahead the first shard sets the start,
+	// and where the start Lease lives.
+	startDelay time.Duration
+	namespace  string
 	// hostname names the pod for --shard auto/n; empty reads the machine's (tests set it).
 	hostname string
 
 	parsed fleet.Shard
 	at     time.Time
+	auto   bool             // --start-at auto: at comes from the start Lease once the cluster is known
 	now    func() time.Time // time.Now unless a test sets it
 }
 
@@ -29,7 +40,12 @@ func addShardFlags(f *pflag.FlagSet, sf *shardFlags) {
 	f.StringVar(&sf.shard, "shard", "", "run shard i of n of the fleet (i/n, 0-based): a contiguous slice of its node numbers; "+
 		"auto/n takes i from the StatefulSet pod ordinal in the hostname NAME-<ordinal> (default: $"+fleet.ShardEnv+", else the whole fleet)")
 	f.StringVar(&sf.startAt, "start-at", "", "with --profile: begin the first phase at this time (RFC 3339), so that every shard's phases begin together; "+
-		"the run fails if this shard's nodes are not Ready by then")
+		"the run fails if this shard's nodes are not Ready by then. auto: the first shard to start writes the time, now + --start-delay, "+
+		"in a Lease in --coordination-namespace, and the others read it (docs/distributed.md)")
+	f.DurationVar(&sf.startDelay, "start-delay", 0, "with --start-at auto: how long after the first shard starts phase 0 begins, "+
+		"time for every shard to start and register its nodes (default: twice this shard's nodes / --register-qps, plus 1m)")
+	f.StringVar(&sf.namespace, "coordination-namespace", lockstep.DefaultNamespace, "with --start-at auto: the namespace of the start Lease "+
+		"(fakelet-start-FLEET), which the first shard creates and deletes at the end of its run")
 }
 
 // apply parses the shard flags and returns the slice of cfg (the whole fleet, as --nodes or the
@@ -55,6 +71,14 @@ func (sf *shardFlags) apply(cfg fleet.Config, plan *profiles.Plan, flags *pflag.
 			cfg = cfg.WithDefaults()
 		}
 	}
+	for _, name := range []string{"start-delay", "coordination-namespace"} {
+		if flags.Changed(name) && sf.startAt != "auto" {
+			return cfg, fmt.Errorf("--%s applies to --start-at auto", name)
+		}
+	}
+	if sf.startDelay < 0 {
+		return cfg, fmt.Errorf("--start-delay must not be negative, got %v", sf.startDelay)
+	}
 	if sf.startAt != "" {
 		if plan == nil {
 			return cfg, fmt.Errorf("--start-at applies to a profile, and no --profile is given")
@@ -62,9 +86,16 @@ func (sf *shardFlags) apply(cfg fleet.Config, plan *profiles.Plan, flags *pflag.
 		if flags.Changed("ready-timeout") {
 			return cfg, fmt.Errorf("--start-at and --ready-timeout both say how long to wait for Ready nodes: give one")
 		}
+		if sf.startAt == "auto" {
+			sf.auto = true
+			if sf.startDelay == 0 {
+				sf.startDelay = 2*time.Duration(float64(cfg.Nodes)/cfg.RegisterQPS*float64(time.Second)) + time.Minute
+			}
+			return cfg, nil
+		}
 		at, err := time.Parse(time.RFC3339, sf.startAt)
 		if err != nil {
-			return cfg, fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2026-03-01T12:00:00Z", sf.startAt)
+			return cfg, fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2026-03-01T12:00:00Z, or auto", sf.startAt)
 		}
 		now := time.Now
 		if sf.now != nil {
@@ -76,6 +107,44 @@ func (sf *shardFlags) apply(cfg fleet.Config, plan *profiles.Plan, flags *pflag.
 		sf.at = at
 	}
 	return cfg, nil
+}
+
+// coordinate agrees with the other shards on the start, with --start-at auto (else it does nothing):
+// the start Lease's time becomes this shard's --start-at. The caller releases the Start at the end
+// of the run.
+func (sf *shardFlags) coordinate(ctx context.Context, restConfig *rest.Config, cfg fleet.Config, plan *profiles.Plan, log io.Writer) (*lockstep.Start, error) {
+	if !sf.auto {
+		return nil, nil
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	return sf.join(ctx, client, clock.RealClock{}, cfg, plan, log)
+}
+
+// join is coordinate on a given client and clock.
+func (sf *shardFlags) join(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock, cfg fleet.Config, plan *profiles.Plan,
+	log io.Writer) (*lockstep.Start, error) {
+	run, err := lockstep.RunOf(plan, cfg.NamePrefix, sf.parsed.Count)
+	if err != nil {
+		return nil, err
+	}
+	host := sf.hostname
+	if host == "" {
+		if host, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("--start-at auto: read the hostname, which names this shard in the start Lease: %w", err)
+		}
+	}
+	start, err := lockstep.Join(ctx, lockstep.Options{
+		Client: client, Namespace: sf.namespace, Fleet: cfg.Fleet, Holder: fmt.Sprintf("%s shard %v", host, sf.parsed),
+		Run: run, Delay: sf.startDelay, Duration: plan.Schedule().Duration(), Clock: clk, Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sf.at = start.At
+	return start, nil
 }
 
 // scenarioConfig is what the flags decide of a profile run: how long to wait for Ready nodes, which

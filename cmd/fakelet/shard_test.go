@@ -1,13 +1,20 @@
 package main
 
 import (
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
+
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/fleettest"
+	"fakelet.dev/fakelet/lockstep"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -121,6 +128,57 @@ func TestStartAt(t *testing.T) {
 	}
 }
 
+// TestStartAtAuto: --start-at auto takes the start from the start Lease, which the first shard writes
+// --start-delay ahead (by default, twice its registration time plus a minute), and the second joins.
+func TestStartAtAuto(t *testing.T) {
+	t.Setenv(fleet.ShardEnv, "")
+	client := fake.NewClientset()
+	fleettest.APIServerLike(client)
+	fleettest.GrantAll(client)
+	clk := testingclock.NewFakePassiveClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	var starts []time.Time
+	for i, delay := range []string{"", "--start-delay=5m"} { // the joiner's own delay does not matter
+		args := []string{"--profile", "steady", "--shard", shardArg(i, 2), "--start-at", "auto", "--coordination-namespace", "runs"}
+		if delay != "" {
+			args = append(args, delay)
+		}
+		cfg, plan, rf, err := prepareShard(t, "fakelet-"+strconv.Itoa(i), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && rf.shard.startDelay != 70*time.Second {
+			t.Errorf("default --start-delay for 500 nodes at 100/s is %v, want 2 x 5s + 1m", rf.shard.startDelay)
+		}
+		var log strings.Builder
+		start, err := rf.shard.join(t.Context(), client, clk, cfg, plan, &log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc := rf.scenarioConfig(); !sc.StartAt.Equal(start.At) {
+			t.Errorf("shard %d: the runner starts at %v, the Lease says %v", i, sc.StartAt, start.At)
+		}
+		starts = append(starts, start.At)
+		clk.SetTime(clk.Now().Add(10 * time.Second))
+	}
+	if want := time.Date(2026, 3, 1, 12, 1, 10, 0, time.UTC); !starts[0].Equal(want) || !starts[1].Equal(want) {
+		t.Errorf("the shards start at %v, want both at %v", starts, want)
+	}
+	l, err := client.CoordinationV1().Leases("runs").Get(t.Context(), lockstep.LeaseName("fakelet"), metav1.GetOptions{})
+	if err != nil || *l.Spec.HolderIdentity != "fakelet-0 shard 0/2" {
+		t.Errorf("start Lease %+v, %v; want one held by fakelet-0 shard 0/2", l, err)
+	}
+
+	// A shard of another run (here another seed) is refused.
+	cfg, plan, rf, err := prepareShard(t, "fakelet-1", "--profile", "steady", "--seed", "9", "--shard", "1/2", "--start-at", "auto",
+		"--coordination-namespace", "runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rf.shard.join(t.Context(), client, clk, cfg, plan, io.Discard); err == nil || !strings.Contains(err.Error(), "is for another run") {
+		t.Errorf("a shard with another seed: %v, want it refused", err)
+	}
+}
+
 func TestInvalidShardFlagsAreRefusedClearly(t *testing.T) {
 	t.Setenv(fleet.ShardEnv, "")
 	for _, tc := range []struct {
@@ -137,6 +195,12 @@ func TestInvalidShardFlagsAreRefusedClearly(t *testing.T) {
 		{args: []string{"--profile", "steady", "--start-at", "noon"}, want: "want an RFC 3339 time"},
 		{args: []string{"--profile", "steady", "--start-at", "2026-03-01T11:59:00Z"}, want: "has passed"},
 		{args: []string{"--profile", "steady", "--start-at", "2026-03-01T12:05:00Z", "--ready-timeout", "1m"}, want: "give one"},
+		{args: []string{"--profile", "steady", "--start-at", "auto", "--ready-timeout", "1m"}, want: "give one"},
+		{args: []string{"--start-at", "auto"}, want: "--start-at applies to a profile"},
+		{args: []string{"--profile", "steady", "--start-delay", "1m"}, want: "--start-delay applies to --start-at auto"},
+		{args: []string{"--profile", "steady", "--start-at", "2026-03-01T12:05:00Z", "--coordination-namespace", "x"},
+			want: "--coordination-namespace applies to --start-at auto"},
+		{args: []string{"--profile", "steady", "--start-at", "auto", "--start-delay", "-1s"}, want: "--start-delay must not be negative"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Setenv(fleet.ShardEnv, tc.env)
