@@ -33,11 +33,7 @@ func cluster(t *testing.T) (*fake.Clientset, *testingclock.FakeClock) {
 	t.Helper()
 	client := fake.NewClientset()
 	fleettest.APIServerLike(client)
-	client.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
-		r.Status.Allowed = true
-		return true, r, nil
-	})
+	fleettest.GrantAll(client)
 	return client, testingclock.NewFakeClock(t0)
 }
 
@@ -290,11 +286,7 @@ func TestStaleLeaseOfOurOwnIsReplaced(t *testing.T) {
 
 func TestRefusedWithoutPermissionsOrNamespace(t *testing.T) {
 	client, clk := cluster(t)
-	client.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
-		r.Status.Allowed = r.Spec.ResourceAttributes.Verb != "delete"
-		return true, r, nil
-	})
+	fleettest.Grant(client, func(r *authorizationv1.ResourceAttributes) bool { return r.Verb != "delete" })
 	_, err := Join(context.Background(), options(client, clk, "0/3", nil))
 	if err == nil || !strings.Contains(err.Error(), "delete leases.coordination.k8s.io in fakelet (agree on the shards' start time") {
 		t.Errorf("Join without delete: %v", err)
