@@ -125,8 +125,9 @@ type object struct {
 	APIVersion string `yaml:"apiVersion"`
 	Kind       string `yaml:"kind"`
 	Metadata   struct {
-		Name      string `yaml:"name"`
-		Namespace string `yaml:"namespace"`
+		Name        string            `yaml:"name"`
+		Namespace   string            `yaml:"namespace"`
+		Annotations map[string]string `yaml:"annotations"`
 	} `yaml:"metadata"`
 	Rules []struct {
 		APIGroups     []string `yaml:"apiGroups"`
@@ -292,8 +293,9 @@ func kustomizeBinary(t *testing.T) string {
 }
 
 // TestKustomizations: each overlay renders, its StatefulSet's replicas equal the shard count of
-// FAKELET_SHARD (auto/N), the whole fleet's --nodes splits into shards of at least one node, it runs
-// in the cluster (--in-cluster), and the Leases' Role stays in kube-node-lease.
+// FAKELET_SHARD (auto/N), the whole fleet's --nodes splits into shards of at least one node and no
+// more than the requests are sized for, it runs in the cluster (--in-cluster) a profile in lockstep
+// (--start-at=auto), and the Leases' Role stays in kube-node-lease.
 func TestKustomizations(t *testing.T) {
 	for _, tc := range []struct {
 		overlay string
@@ -331,7 +333,14 @@ func TestKustomizations(t *testing.T) {
 							if err := (fleet.Shard{Index: 0, Count: tc.shards}).Validate(atoi(t, n)); err != nil {
 								t.Error(err)
 							}
+							_, perShard := (fleet.Shard{Index: 0, Count: tc.shards}).Slice(atoi(t, n))
+							if sized := atoi(t, o.Metadata.Annotations[sizedForAnnotation]); perShard > sized {
+								t.Errorf("%s nodes in %d shards is %d per shard; the requests are sized for %d (%s)", n, tc.shards, perShard, sized, sizedForAnnotation)
+							}
 						}
+					}
+					if !slices.Contains(c.Args, "--start-at=auto") || !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--profile=") }) {
+						t.Errorf("args %q, want a --profile played in lockstep with --start-at=auto", c.Args)
 					}
 				}
 			}
