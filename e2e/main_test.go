@@ -38,10 +38,13 @@ func TestMain(m *testing.M) {
 	}
 	sharedDir = filepath.Join(dir, "controlplane")
 	code := m.Run()
-	if shared != nil {
+	for _, cp := range []*controlplane.ControlPlane{shared, defaults} {
+		if cp == nil {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if err := shared.Down(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "stop the shared control plane:", err)
+		if err := cp.Down(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "stop the control plane in %s: %v\n", cp.Dir, err)
 		}
 		cancel()
 	}

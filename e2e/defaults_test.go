@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/profiles"
+	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/scenario"
+	"fakelet.dev/fakelet/scrape"
+)
+
+// The node lifecycle controller's upstream defaults (v1.37), which the local control plane keeps
+// unless told otherwise.
+const (
+	defaultGracePeriod   = 50 * time.Second // --node-monitor-grace-period
+	defaultMonitorPeriod = 5 * time.Second  // --node-monitor-period
+)
+
+var (
+	defaults     *controlplane.ControlPlane
+	defaultsErr  error
+	defaultsOnce sync.Once
+)
+
+// defaultsControlPlane returns a second control plane, started on first use, whose controllers keep
+// their upstream defaults: for the tests that measure the reaction a real cluster would have.
+func defaultsControlPlane(t *testing.T) *controlplane.ControlPlane {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs a real control plane; skipped under -short")
+	}
+	defaultsOnce.Do(func() {
+		if _, err := controlplane.FindBinaries(""); err != nil {
+			defaultsErr = fmt.Errorf("end-to-end tests need the control plane binaries (make controlplane): %w", err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		defaults, defaultsErr = controlplane.Up(ctx, controlplane.Options{Dir: filepath.Join(filepath.Dir(sharedDir), "defaults")})
+	})
+	if defaultsErr != nil {
+		t.Fatal(defaultsErr)
+	}
+	return defaults
+}
+
+// unknownSeen is, per node, the first Ready=Unknown the fleet's watch delivered: when it arrived,
+// and when the controller says it made the change (the condition's lastTransitionTime, whole seconds).
+type unknownSeen struct {
+	mu    sync.Mutex
+	nodes map[string][2]time.Time // node -> {controller's transition time, arrival}
+}
+
+func watchUnknown(f *fleet.Fleet) *unknownSeen {
+	u := &unknownSeen{nodes: map[string][2]time.Time{}}
+	f.OnNode(func(_, n *corev1.Node) {
+		now := time.Now()
+		r := readyCondition(n)
+		if r.Status != corev1.ConditionUnknown {
+			return
+		}
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if _, ok := u.nodes[n.Name]; !ok {
+			u.nodes[n.Name] = [2]time.Time{r.LastTransitionTime.Time, now}
+		}
+	})
+	return u
+}
+
+// TestStop10pctOnDefaultSettings plays stop-10pct at 200 nodes, with phases shortened but long enough
+// for the default grace period, on a control plane with upstream controller settings (issue 5): at
+// least 99% of the victims turn Unknown within [grace period, grace period + monitor period + 2 s]
+// of their last lease renewal, and every victim is Ready within 5 s of its start.
+func TestStop10pctOnDefaultSettings(t *testing.T) {
+	cp := defaultsControlPlane(t)
+	began := time.Now()
+	prof, err := profiles.Builtin("stop-10pct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof.Spec.Nodes = 200
+	// steady: the controller untaints 200 new nodes at 20 requests/s; outage: the last renewal is at
+	// most 10.4 s before the stop, Unknown at most grace + monitor period after it, and room to spare.
+	for i, d := range []time.Duration{20 * time.Second, 75 * time.Second, 20 * time.Second} {
+		prof.Spec.Phases[i].Duration = profiles.Duration{Duration: d}
+	}
+	plan, err := prof.Resolve(prof.Fleet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources, err := scrape.ControlPlaneSources(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: 15 * time.Second, Client: admin(t, cp)})
+	cfg := fleet.Config{Nodes: plan.Nodes, Fleet: "defaults", NamePrefix: "defaults",
+		Zones: prof.Spec.Zones, ZoneOf: profiles.ZoneOf, Recorder: s.Recorder()}
+	f, err := fleet.New(cfg, cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Observe(f)
+	unknown := watchUnknown(f)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, "defaults-") }); err != nil {
+		t.Fatal(err)
+	}
+	onPhase, onApplied := s.Hooks(plan, f)
+	runner, err := scenario.New(scenario.Config{Plan: plan, Fleet: f, OnPhase: onPhase, OnApplied: onApplied, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleetCtx, stopFleet := context.WithCancel(ctx)
+	fleetDone := make(chan error, 1)
+	go func() { fleetDone <- f.Run(fleetCtx) }()
+	runErr := runner.Run(ctx)
+	s.UsePhases(measure.ScenarioPhases(runner.Record()))
+	s.Stop()
+	stopFleet()
+	if err := <-fleetDone; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("fleet: %v", err)
+	}
+	if runErr != nil {
+		t.Fatalf("profile run: %v", runErr)
+	}
+	rec := s.Record(prof.Metadata.Name, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, report.Versions{Fakelet: "e2e"},
+		report.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (e2e, default controller settings)", Local: true})
+	r := report.Build(rec)
+	var text strings.Builder
+	_ = r.WriteText(&text)
+	t.Logf("\n%s", text.String())
+
+	victims := 0
+	for _, a := range rec.Actions {
+		if a.Op == string(profiles.OpStop) {
+			victims++
+		}
+	}
+	if victims != 20 {
+		t.Fatalf("%d victims stopped, want 10%% of 200", victims)
+	}
+	lo, hi := defaultGracePeriod, defaultGracePeriod+defaultMonitorPeriod+2*time.Second
+	st := summary(t, r, "outage", "stop", reaction.ReadyUnknown)
+	var inBounds int
+	for _, v := range st.Samples {
+		if v >= lo.Seconds() && v <= hi.Seconds() {
+			inBounds++
+		}
+	}
+	if st.Reacted != victims || 100*inBounds < 99*victims {
+		t.Errorf("last renewal to Unknown: %d of %d victims reacted, %d within [%v, %v]; want at least 99%% within (samples %.1f)",
+			st.Reacted, victims, inBounds, lo, hi, st.Samples)
+	} else {
+		t.Logf("last renewal to Unknown: %d of %d within [%v, %v]: min %.1f s, p50 %.1f s, max %.1f s",
+			inBounds, victims, lo, hi, st.FromLastRenewal.Min, st.FromLastRenewal.P50, st.FromLastRenewal.Max)
+	}
+	explainUnknown(t, rec.Actions, unknown, lo, hi)
+	ready := summary(t, r, "recovery", "start", reaction.ReadyTrue)
+	if ready.Reacted != victims || ready.FromAction.Max > 5 {
+		t.Errorf("start to Ready: %d of %d, latest after %.1f s; want all within 5 s", ready.Reacted, victims, ready.FromAction.Max)
+	} else {
+		t.Logf("start to Ready: p50 %.1f s, max %.1f s", ready.FromAction.P50, ready.FromAction.Max)
+	}
+	t.Logf("took %v", time.Since(began).Round(time.Second))
+}
+
+// explainUnknown says where the time went for each victim outside [lo, hi]: from its last renewal to
+// the controller's change (the controller's part), and from that change to its arrival at the fleet's
+// watch (the apiserver's and fakelet's); and how late the watch delivered the changes overall.
+func explainUnknown(t *testing.T, actions []reaction.Action, u *unknownSeen, lo, hi time.Duration) {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var delivery []time.Duration
+	for _, a := range actions {
+		if a.Op != string(profiles.OpStop) {
+			continue
+		}
+		seen, ok := u.nodes[a.Node]
+		if !ok {
+			t.Logf("%s: last renewal %s, stopped %s, never seen Unknown", a.Node, a.LastRenewal.Format(time.StampMilli), a.At.Format(time.StampMilli))
+			continue
+		}
+		delivery = append(delivery, seen[1].Sub(seen[0]))
+		if d := seen[1].Sub(a.LastRenewal); d < lo || d > hi {
+			t.Logf("%s: last renewal %s; stopped %+.1f s after it; the controller set Unknown at %s (%+.0f s, whole seconds); the watch delivered it %+.1f s after that",
+				a.Node, a.LastRenewal.Format(time.StampMilli), a.At.Sub(a.LastRenewal).Seconds(),
+				seen[0].Format(time.Stamp), seen[0].Sub(a.LastRenewal).Seconds(), seen[1].Sub(seen[0]).Seconds())
+		}
+	}
+	sort.Slice(delivery, func(i, j int) bool { return delivery[i] < delivery[j] })
+	if n := len(delivery); n > 0 {
+		t.Logf("controller change to watch arrival over %d victims: min %v, median %v, max %v (includes up to 1 s of lastTransitionTime's rounding)",
+			n, delivery[0].Round(10*time.Millisecond), delivery[n/2].Round(10*time.Millisecond), delivery[n-1].Round(10*time.Millisecond))
+	}
+}
