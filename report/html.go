@@ -35,8 +35,10 @@ dt { font-weight: bold; }
 <dt>run</dt><dd>{{.Start}}, {{.Duration}}</dd>
 <dt>phases</dt><dd>{{.Phases}}</dd>
 <dt>versions</dt><dd>fakelet {{.R.Versions.Fakelet}}, {{.R.Versions.Go}}, server {{.R.Versions.Server}}</dd>
+{{with .R.Source}}<dt>source</dt><dd>Prometheus {{.Prometheus}}, {{.From.UTC.Format "2006-01-02T15:04:05Z07:00"}} to {{.To.UTC.Format "2006-01-02T15:04:05Z07:00"}}, step {{.Step}}, phases from {{.Phases}}</dd>{{end}}
 </dl>
-{{range .Charts}}<h2>{{.Title}}</h2>
+{{with .R.Source}}{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{end}}{{range .Charts}}<h2>{{.Title}}</h2>
 <div class="chart">{{.SVG}}</div>
 {{end}}
 {{if .R.Reactions}}<h2>Reactions</h2>

@@ -30,6 +30,24 @@ type Report struct {
 	// op and event.
 	Reactions []reaction.Summary `json:"reactions,omitempty"`
 	Load      Load               `json:"load"`
+	// Source is set when the report was built from a Prometheus server's series (fakelet report
+	// --prometheus) rather than recorded by the run itself.
+	Source *Source `json:"source,omitempty"`
+}
+
+// Source says where a report built after the run took its numbers from, and what it could not know.
+type Source struct {
+	// Prometheus is the server's URL; From and To the window queried.
+	Prometheus string    `json:"prometheus"`
+	From       time.Time `json:"from"`
+	To         time.Time `json:"to"`
+	// Step is the resolution of the timelines.
+	Step string `json:"step"`
+	// Phases says where the phases came from: "fakelet_profile_info", a report.json's path, or
+	// "none" (one phase, "run").
+	Phases string `json:"phases"`
+	// Notes name what the report leaves out or estimates, in sentences.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Parameters are the run's settings.
@@ -98,6 +116,10 @@ type Record struct {
 	Snapshots   []scrape.Snapshot
 	// LeaseRenewalsSeen is observe.Recorder.LeaseRenewals.
 	LeaseRenewalsSeen int64
+	// NodeTimeline, if set, is the node-state timeline instead of one replayed from Transitions (a
+	// record read from Prometheus has counts, not transitions).
+	NodeTimeline []observe.StateCount
+	Source       *Source
 }
 
 // maxTimelinePoints bounds the node-state timeline: one point a second for a run of ten minutes,
@@ -111,7 +133,7 @@ const scrapeErrorsListed = 3
 func Build(rec Record) *Report {
 	r := &Report{
 		Version: SchemaVersion, Profile: rec.Profile, Parameters: rec.Parameters, Versions: rec.Versions,
-		Target: rec.Target, Start: rec.Start, End: rec.End, Phases: rec.Phases,
+		Target: rec.Target, Start: rec.Start, End: rec.End, Phases: rec.Phases, Source: rec.Source,
 	}
 	if len(r.Phases) == 0 {
 		r.Phases = []reaction.Phase{{Name: "run", Start: rec.Start, End: rec.End}}
@@ -121,6 +143,9 @@ func Build(rec Record) *Report {
 		Timeline:          observe.Timeline(rec.Transitions, rec.Start, rec.End, step),
 		Transitions:       len(rec.Transitions),
 		LeaseRenewalsSeen: rec.LeaseRenewalsSeen,
+	}
+	if rec.NodeTimeline != nil {
+		r.Nodes.Timeline = rec.NodeTimeline
 	}
 	if len(rec.Actions) > 0 {
 		r.Reactions = reaction.SummarizeResults(reaction.Extract(rec.Actions, r.Phases, rec.Transitions), r.Phases)

@@ -21,7 +21,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "  versions\tfakelet %s, %s, server %s\n", r.Versions.Fakelet, r.Versions.Go, orDash(r.Versions.Server))
 	fmt.Fprintf(tw, "  phases\t%s\n", r.phaseLine())
 	fmt.Fprintf(tw, "  nodes at the end\t%s\n", r.endCounts())
+	if src := r.Source; src != nil {
+		fmt.Fprintf(tw, "  source\tPrometheus %s, %s to %s, step %s, phases from %s\n", src.Prometheus,
+			src.From.UTC().Format(time.RFC3339), src.To.UTC().Format(time.RFC3339), src.Step, src.Phases)
+	}
 	_ = tw.Flush()
+	if r.Source != nil {
+		for _, n := range r.Source.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+	}
 	if len(r.Reactions) > 0 {
 		fmt.Fprintln(w)
 		r.writeReactions(w)

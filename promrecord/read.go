@@ -1,0 +1,323 @@
+package promrecord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"fakelet.dev/fakelet/deploy"
+	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/scrape"
+)
+
+// Querier is the part of Prometheus's HTTP API that Read uses; v1.API is one.
+type Querier interface {
+	Query(ctx context.Context, query string, ts time.Time, opts ...v1.Option) (model.Value, v1.Warnings, error)
+	QueryRange(ctx context.Context, query string, r v1.Range, opts ...v1.Option) (model.Value, v1.Warnings, error)
+}
+
+// Jobs are the Prometheus job names of fakelet and the control plane's components.
+type Jobs struct {
+	Fakelet, APIServer, Etcd, ControllerManager string
+}
+
+// DefaultJobs are the job names of deploy/prometheus's configurations (local and cluster).
+var DefaultJobs = Jobs{
+	Fakelet: deploy.JobFakelet, APIServer: deploy.JobAPIServer, Etcd: deploy.JobEtcd,
+	ControllerManager: deploy.JobControllerManager,
+}
+
+// Options configure Read.
+type Options struct {
+	// URL names the server in messages and in the report's Source.
+	URL string
+	// From and To bound the run.
+	From, To time.Time
+	// Step is the resolution of the load and node timelines; 0 means DefaultStep(From, To).
+	Step time.Duration
+	// Base, if set, is a report.json of the same run (one shard's will do) whose phases, profile,
+	// parameters and target the record takes; BaseName is its path, for the report's Source. Without
+	// it, phases come from fakelet_profile_info.
+	Base     *report.Report
+	BaseName string
+	// Jobs default to DefaultJobs.
+	Jobs Jobs
+}
+
+// maxTimelinePoints bounds the number of snapshots between phase boundaries: each costs about 40
+// queries.
+const maxTimelinePoints = 100
+
+// minStep is the finest default step: Prometheus's default scrape interval, and deploy/'s.
+const minStep = 15 * time.Second
+
+// DefaultStep is the step of a window: 15 s, or longer so that there are at most 100 steps.
+func DefaultStep(from, to time.Time) time.Duration {
+	return max(minStep, (to.Sub(from) / maxTimelinePoints).Round(time.Second))
+}
+
+// concurrency is how many queries are in flight at once.
+const concurrency = 4
+
+// Read queries the server for the run between opts.From and opts.To and returns its record.
+func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
+	if !opts.To.After(opts.From) {
+		return report.Record{}, fmt.Errorf("the window ends (%s) before it begins (%s)", opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
+	}
+	if opts.Step <= 0 {
+		opts.Step = DefaultStep(opts.From, opts.To)
+	}
+	if opts.Jobs == (Jobs{}) {
+		opts.Jobs = DefaultJobs
+	}
+	r := &reader{q: q, opts: opts}
+	if _, _, err := q.Query(ctx, "vector(1)", opts.To); err != nil {
+		return report.Record{}, fmt.Errorf("Prometheus at %s does not answer: %w", opts.URL, err)
+	}
+	rec := report.Record{Start: opts.From, End: opts.To}
+	src := &report.Source{Prometheus: opts.URL, From: opts.From, To: opts.To, Step: opts.Step.String(), Notes: notes}
+	if b := opts.Base; b != nil {
+		rec.Profile, rec.Parameters, rec.Target, rec.Phases = b.Profile, b.Parameters, b.Target, clip(b.Phases, opts.From, opts.To)
+		rec.Parameters.Args = nil
+		src.Phases = opts.BaseName
+	} else {
+		profile, phases, err := r.phases(ctx)
+		if err != nil {
+			return report.Record{}, err
+		}
+		rec.Profile, rec.Phases, src.Phases = profile, phases, "fakelet_profile_info"
+		if len(phases) == 0 {
+			src.Phases = "none"
+		}
+		rec.Target.Description = "the cluster that Prometheus at " + opts.URL + " scraped"
+	}
+	snaps, err := r.snapshots(ctx, points(opts.From, opts.To, opts.Step, rec.Phases))
+	if err != nil {
+		return report.Record{}, err
+	}
+	if !hasSeries(snaps, load.APIServer, "apiserver_request_total") && !hasSeries(snaps, load.Fleet, scrape.FleetRequests) {
+		return report.Record{}, fmt.Errorf("Prometheus at %s has no requests of job %s or %s between %s and %s: is it scraping them (docs/metrics.md), and is the window the run's?",
+			opts.URL, opts.Jobs.APIServer, opts.Jobs.Fakelet, opts.From.UTC().Format(time.RFC3339), opts.To.UTC().Format(time.RFC3339))
+	}
+	rec.Snapshots = snaps
+	if rec.NodeTimeline, err = r.nodeTimeline(ctx); err != nil {
+		return report.Record{}, err
+	}
+	if n, err := r.fleetNodes(ctx); err != nil {
+		return report.Record{}, err
+	} else if n > 0 {
+		rec.Parameters.Nodes = n
+	}
+	if rec.Versions.Server, err = r.serverVersion(ctx); err != nil {
+		return report.Record{}, err
+	}
+	rec.Parameters.ScrapeInterval = ""
+	rec.Source = src
+	return rec, nil
+}
+
+// notes are what a report read from Prometheus leaves out or estimates.
+var notes = []string{
+	"Built from Prometheus: counts are increase() over each window, summed over every target of each job (all of the fleet's shards); Prometheus extrapolates them to the window's edges, and a series that appeared within the window (a process started after --from) counts from its first sample, not from zero.",
+	"Reactions are not in this report: which node reacted to which action when, and which never did, is known only to the fleet's processes (their report.json files; fakelet report merge). Prometheus holds their totals: fakelet_actions_total, fakelet_reaction_latency_seconds, fakelet_reactions_missed_total.",
+	"Node states are fakelet_nodes: not Ready counts False and Unknown together (under notReady); transitions and Lease renewals seen are counted by the fleet's watches, not here (0).",
+}
+
+type reader struct {
+	q    Querier
+	opts Options
+}
+
+// job is the Prometheus job of a load component.
+func (r *reader) job(component string) string {
+	switch component {
+	case load.APIServer:
+		return r.opts.Jobs.APIServer
+	case load.Etcd:
+		return r.opts.Jobs.Etcd
+	case load.ControllerManager:
+		return r.opts.Jobs.ControllerManager
+	}
+	return r.opts.Jobs.Fakelet
+}
+
+func (r *reader) instant(ctx context.Context, expr string, at time.Time) (model.Vector, error) {
+	v, _, err := r.q.Query(ctx, expr, at)
+	if err != nil {
+		return nil, fmt.Errorf("query Prometheus at %s: %s at %s: %w", r.opts.URL, expr, at.UTC().Format(time.RFC3339), err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("query Prometheus at %s: %s: a %s, not an instant vector", r.opts.URL, expr, v.Type())
+	}
+	return vec, nil
+}
+
+func (r *reader) series(ctx context.Context, expr string, step time.Duration) (model.Matrix, error) {
+	v, _, err := r.q.QueryRange(ctx, expr, v1.Range{Start: r.opts.From, End: r.opts.To, Step: step})
+	if err != nil {
+		return nil, fmt.Errorf("query Prometheus at %s: %s from %s to %s: %w", r.opts.URL, expr,
+			r.opts.From.UTC().Format(time.RFC3339), r.opts.To.UTC().Format(time.RFC3339), err)
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("query Prometheus at %s: %s: a %s, not a range vector", r.opts.URL, expr, v.Type())
+	}
+	return m, nil
+}
+
+// points are the snapshot times: from, every step, every phase boundary within the window, and to.
+func points(from, to time.Time, step time.Duration, phases []reaction.Phase) []time.Time {
+	ts := []time.Time{to}
+	for t := from; t.Before(to); t = t.Add(step) {
+		ts = append(ts, t)
+	}
+	for _, p := range phases {
+		for _, t := range []time.Time{p.Start, p.End} {
+			if t.After(from) && t.Before(to) {
+				ts = append(ts, t)
+			}
+		}
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	return slices.CompactFunc(ts, func(a, b time.Time) bool { return b.Sub(a).Abs() < time.Millisecond })
+}
+
+// snapshots reads a snapshot of every component at every point, the first (the window's start)
+// holding zero for every counter and histogram.
+func (r *reader) snapshots(ctx context.Context, at []time.Time) ([]scrape.Snapshot, error) {
+	type task struct {
+		point     int
+		component string
+		family    string
+	}
+	var tasks []task
+	for i := range at {
+		for _, c := range components {
+			for _, f := range families[c] {
+				if i == 0 && scrape.Selection[f].Type != scrape.Gauge {
+					continue // no increase yet
+				}
+				tasks = append(tasks, task{i, c, f})
+			}
+		}
+	}
+	results := make([]*scrape.Family, len(tasks))
+	errs := make([]error, len(tasks))
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i], errs[i] = r.family(ctx, t.component, t.family, at[t.point])
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	byPoint := make([]map[string]map[string]*scrape.Family, len(at)) // point -> component -> family
+	for i := range at {
+		byPoint[i] = map[string]map[string]*scrape.Family{}
+		for _, c := range components {
+			byPoint[i][c] = map[string]*scrape.Family{}
+		}
+	}
+	for i, t := range tasks {
+		if results[i] != nil {
+			byPoint[t.point][t.component][t.family] = results[i]
+		}
+	}
+	var out []scrape.Snapshot
+	for _, c := range components {
+		for _, f := range families[c] {
+			if scrape.Selection[f].Type == scrape.Gauge {
+				continue
+			}
+			cumulative(byPoint, c, f)
+		}
+		for i, t := range at {
+			out = append(out, scrape.Snapshot{Component: c, At: t, Families: byPoint[i][c]})
+		}
+	}
+	return out, nil
+}
+
+// cumulative makes a counter family's values at successive points never decrease, as the load
+// package expects of a counter that did not reset: increase() extrapolates, so a later, longer
+// window can read a little lower than an earlier one. A series missing at a point keeps its last
+// value; at the first point every series is zero.
+func cumulative(byPoint []map[string]map[string]*scrape.Family, component, family string) {
+	var prev *scrape.Family
+	for i := 1; i < len(byPoint); i++ {
+		cur := byPoint[i][component][family]
+		if cur == nil && prev != nil {
+			cur = &scrape.Family{Type: prev.Type, Labels: prev.Labels, Series: map[string]*scrape.Series{}}
+			byPoint[i][component][family] = cur
+		}
+		if cur == nil {
+			continue
+		}
+		if prev != nil {
+			for k, p := range prev.Series {
+				c := cur.Series[k]
+				if c == nil {
+					cur.Series[k] = clone(p)
+					continue
+				}
+				c.Value, c.Sum = max(c.Value, p.Value), max(c.Sum, p.Sum)
+				if slices.Equal(c.Bounds, p.Bounds) {
+					for b := range c.Buckets {
+						c.Buckets[b] = max(c.Buckets[b], p.Buckets[b])
+					}
+				}
+			}
+		}
+		prev = cur
+	}
+	if prev == nil {
+		return
+	}
+	zero := &scrape.Family{Type: prev.Type, Labels: prev.Labels, Series: map[string]*scrape.Series{}}
+	for k, s := range prev.Series {
+		z := &scrape.Series{Labels: s.Labels, Bounds: s.Bounds}
+		if s.Bounds != nil {
+			z.Buckets = make([]float64, len(s.Bounds))
+		}
+		zero.Series[k] = z
+	}
+	byPoint[0][component][family] = zero
+}
+
+func clone(s *scrape.Series) *scrape.Series {
+	c := *s
+	c.Buckets = slices.Clone(s.Buckets)
+	return &c
+}
+
+func hasSeries(snaps []scrape.Snapshot, component, family string) bool {
+	for _, s := range snaps {
+		if f := s.Families[family]; s.Component == component && f != nil && len(f.Series) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// serverVersion is the apiserver's gitVersion from kubernetes_build_info, or "".
+func (r *reader) serverVersion(ctx context.Context) (string, error) {
+	vec, err := r.instant(ctx, fmt.Sprintf("kubernetes_build_info{job=%q}", r.opts.Jobs.APIServer), r.opts.To)
+	if err != nil || len(vec) == 0 {
+		return "", err
+	}
+	return string(vec[0].Metric["git_version"]), nil
+}
