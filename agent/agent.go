@@ -99,9 +99,7 @@ func (a *Agent) Start(ctx context.Context) {
 	if a.run != nil || a.fatal != nil {
 		return
 	}
-	r := &run{a: a}
-	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
-	r.lease.r, r.status.r = r, r
+	r := newRun(a, ctx)
 	a.run = r
 	a.cfg.Scheduler.After(0, &r.status)
 	if a.mode == ModeLease {
@@ -248,4 +246,27 @@ type run struct {
 	cancel context.CancelFunc
 	lease  leaseLoop
 	status statusLoop
+}
+
+// newRun returns a run of a within ctx, its loops not scheduled yet.
+func newRun(a *Agent, ctx context.Context) *run {
+	r := &run{a: a}
+	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
+	r.lease.r, r.status.r = r, r
+	r.lease.c.init(r)
+	r.status.c.init(r)
+	return r
+}
+
+// caller sends one loop's requests: in the run's context, with the loop's own Meter, since the two
+// loops of a run may have requests in flight at the same time.
+type caller struct {
+	r     *run
+	ctx   context.Context
+	meter Meter
+}
+
+func (c *caller) init(r *run) {
+	c.r = r
+	c.ctx = context.WithValue(r.ctx, meterKey{}, &c.meter)
 }

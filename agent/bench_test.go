@@ -63,9 +63,7 @@ func benchAgent(b *testing.B) (*Agent, *run) {
 	node.UID, node.ResourceVersion = "uid", "1"
 	a.api = Clients{Core: stubCore{node: node}, Coordination: stubCoordination{}}
 	a.remember(node)
-	r := &run{a: a, ctx: context.Background()}
-	r.lease.r, r.status.r = r, r
-	return a, r
+	return a, newRun(a, context.Background())
 }
 
 // BenchmarkLeaseRenewal is one steady-state renewal: copy the last lease, renew it, PUT it.

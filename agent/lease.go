@@ -20,6 +20,7 @@ import (
 // the same requests.
 type leaseLoop struct {
 	r      *run
+	c      caller
 	latest *coordinationv1.Lease // the lease the server last returned to us
 	active bool                  // scheduled; guarded by Agent.mu
 }
@@ -75,14 +76,14 @@ func (l *leaseLoop) backoffEnsure() (*coordinationv1.Lease, bool) {
 
 // ensure creates the lease if it does not exist, and says whether it did.
 func (l *leaseLoop) ensure() (*coordinationv1.Lease, bool, error) {
-	lease, err := l.r.getLease()
+	lease, err := l.c.getLease()
 	if apierrors.IsNotFound(err) {
 		fresh, err := l.newLease(nil)
 		if err != nil {
 			// Most likely the Node does not exist yet: no lease this tick, try at the next.
 			return nil, false, nil
 		}
-		lease, err := l.r.createLease(fresh)
+		lease, err := l.c.createLease(fresh)
 		l.r.a.heartbeat(KindLease, err)
 		if err != nil {
 			return nil, false, err
@@ -123,7 +124,7 @@ func (l *leaseLoop) checkOwner(lease *coordinationv1.Lease) error {
 	}
 	node := a.serverNode()
 	if node == nil || node.UID != owner.UID || !a.cfg.Template.Owns(node) {
-		fetched, err := l.r.getNode()
+		fetched, err := l.c.getNode()
 		if err != nil {
 			return fmt.Errorf("check the owner of lease %s: %w", a.name, err)
 		}
@@ -147,7 +148,7 @@ func (l *leaseLoop) retryUpdate(base *coordinationv1.Lease) error {
 	for i := 0; i < leaseUpdateRetries; i++ {
 		next, err := l.newLease(base)
 		if err == nil {
-			lease, err := l.r.updateLease(next)
+			lease, err := l.c.updateLease(next)
 			l.r.a.heartbeat(KindLease, err)
 			if err == nil {
 				l.latest = lease
@@ -182,7 +183,7 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 	lease.Spec.LeaseDurationSeconds = ptr.To(a.cfg.Heartbeat.LeaseDurationSeconds)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: a.cfg.Scheduler.Clock().Now()}
 	if len(lease.OwnerReferences) == 0 {
-		node, err := l.r.getNode()
+		node, err := l.c.getNode()
 		if err != nil {
 			return lease, err
 		}

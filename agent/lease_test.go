@@ -93,8 +93,7 @@ func TestLeaseLoopMatchesUpstreamController(t *testing.T) {
 			a := h.agent(name, 0)
 			// The fleet's watch shows an agent its existing Node before it starts (checkOwner).
 			a.ObserveNode(ours.DeepCopy())
-			r := &run{a: a, ctx: h.ctx}
-			r.lease.r = r
+			r := newRun(a, h.ctx)
 			done := make(chan struct{})
 			go func() { r.lease.sync(); close(done) }()
 			h.advance(time.Minute)

@@ -14,14 +14,24 @@ const (
 // Recorder receives what agents do. Its methods are called from many goroutines and on the heartbeat
 // path: they must be cheap and must not block.
 type Recorder interface {
-	// Request is one API call: verb and resource as the apiserver names them ("update", "leases"),
-	// its error (nil on success) and how long it took.
-	Request(verb, resource string, err error, latency time.Duration)
+	// Request is one API call.
+	Request(Request)
 	// Heartbeat is one lease renewal or status patch attempt and its outcome.
 	Heartbeat(kind string, err error)
 	// LeaseRenewed is a successful renewal, with the time since the node's previous one (0 for the
 	// first): how closely the fleet keeps the kubelet's timing.
 	LeaseRenewed(interval time.Duration)
+}
+
+// Request is one API call as recorded.
+type Request struct {
+	// Verb and Resource as the apiserver names them ("update", "leases").
+	Verb, Resource string
+	Err            error         // nil on success
+	Latency        time.Duration // from send to answer
+	// RequestBytes and ResponseBytes are the bodies' sizes on the wire (retries included), as the
+	// transport saw them (Meter); 0 on clients that do not count them, such as fakes.
+	RequestBytes, ResponseBytes int64
 }
 
 // Recorders sends everything to each of its recorders in turn.
@@ -47,9 +57,9 @@ func JoinRecorders(rs ...Recorder) Recorder {
 }
 
 // Request implements Recorder.
-func (rs Recorders) Request(verb, resource string, err error, latency time.Duration) {
+func (rs Recorders) Request(req Request) {
 	for _, r := range rs {
-		r.Request(verb, resource, err, latency)
+		r.Request(req)
 	}
 }
 

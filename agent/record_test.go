@@ -7,9 +7,9 @@ import (
 
 type countingRecorder struct{ requests int }
 
-func (c *countingRecorder) Request(string, string, error, time.Duration) { c.requests++ }
-func (c *countingRecorder) Heartbeat(string, error)                      {}
-func (c *countingRecorder) LeaseRenewed(time.Duration)                   {}
+func (c *countingRecorder) Request(Request)            { c.requests++ }
+func (c *countingRecorder) Heartbeat(string, error)    {}
+func (c *countingRecorder) LeaseRenewed(time.Duration) {}
 
 func TestJoinRecordersFlattensAndSkipsNil(t *testing.T) {
 	a, b, c := &countingRecorder{}, &countingRecorder{}, &countingRecorder{}
@@ -18,7 +18,7 @@ func TestJoinRecordersFlattensAndSkipsNil(t *testing.T) {
 	if !ok || len(rs) != 3 {
 		t.Fatalf("joined %#v, want a flat list of 3 recorders", joined)
 	}
-	joined.Request("update", "leases", nil, time.Millisecond)
+	joined.Request(Request{Verb: "update", Resource: "leases", Latency: time.Millisecond})
 	if a.requests != 1 || b.requests != 1 || c.requests != 1 {
 		t.Errorf("requests seen %d %d %d, want 1 each", a.requests, b.requests, c.requests)
 	}

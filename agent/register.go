@@ -46,13 +46,13 @@ func (s *statusLoop) register() bool {
 // tryRegister is the kubelet's tryRegisterWithAPIServer: create the Node; if it exists, adopt it when
 // it is ours, reconciling the kubelet's default labels and annotation with one status patch if needed.
 func (s *statusLoop) tryRegister() bool {
-	r, a := s.r, s.r.a
+	a := s.r.a
 	now := metav1.NewTime(a.cfg.Scheduler.Clock().Now())
 	a.mu.Lock()
 	health := a.health
 	a.mu.Unlock()
 	node := a.cfg.Template.initialNode(a, now, health.conditions(nil, now))
-	created, err := r.createNode(node)
+	created, err := s.c.createNode(node)
 	if err == nil {
 		a.remember(a.cfg.Template.Compact(created))
 		return true
@@ -60,7 +60,7 @@ func (s *statusLoop) tryRegister() bool {
 	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 		return false
 	}
-	existing, err := r.getNode()
+	existing, err := s.c.getNode()
 	if err != nil {
 		return false
 	}
@@ -70,7 +70,7 @@ func (s *statusLoop) tryRegister() bool {
 	}
 	original := existing.DeepCopy()
 	if reconcileRegistered(node, existing) {
-		patched, err := r.patchNodeStatus(original, existing)
+		patched, err := s.c.patchNodeStatus(original, existing)
 		if err != nil {
 			return false
 		}

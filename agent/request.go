@@ -19,57 +19,57 @@ var ErrPartitioned = errors.New("partitioned: no response before the client time
 
 // Every API call an agent makes is one of the methods below, and each goes through call.
 
-func (r *run) createNode(n *corev1.Node) (out *corev1.Node, err error) {
-	err = r.call("create", "nodes", func(ctx context.Context) error {
-		out, err = r.a.api.Core.Nodes().Create(ctx, n, metav1.CreateOptions{})
+func (c *caller) createNode(n *corev1.Node) (out *corev1.Node, err error) {
+	err = c.call("create", "nodes", func(ctx context.Context) error {
+		out, err = c.r.a.api.Core.Nodes().Create(ctx, n, metav1.CreateOptions{})
 		return err
 	})
 	return out, err
 }
 
-func (r *run) getNode() (out *corev1.Node, err error) {
-	err = r.call("get", "nodes", func(ctx context.Context) error {
-		out, err = r.a.api.Core.Nodes().Get(ctx, r.a.name, metav1.GetOptions{})
+func (c *caller) getNode() (out *corev1.Node, err error) {
+	err = c.call("get", "nodes", func(ctx context.Context) error {
+		out, err = c.r.a.api.Core.Nodes().Get(ctx, c.r.a.name, metav1.GetOptions{})
 		return err
 	})
 	return out, err
 }
 
-func (r *run) patchNodeStatus(old, new *corev1.Node) (out *corev1.Node, err error) {
-	err = r.call("patch", "nodes", func(ctx context.Context) error {
-		out, _, err = nodeutil.PatchNodeStatus(contextCore{r.a.api.Core, ctx}, types.NodeName(r.a.name), old, new)
+func (c *caller) patchNodeStatus(old, new *corev1.Node) (out *corev1.Node, err error) {
+	err = c.call("patch", "nodes", func(ctx context.Context) error {
+		out, _, err = nodeutil.PatchNodeStatus(contextCore{c.r.a.api.Core, ctx}, types.NodeName(c.r.a.name), old, new)
 		return err
 	})
 	return out, err
 }
 
-func (r *run) getLease() (out *coordinationv1.Lease, err error) {
-	err = r.call("get", "leases", func(ctx context.Context) error {
-		out, err = r.a.api.Coordination.Leases(LeaseNamespace).Get(ctx, r.a.name, metav1.GetOptions{})
+func (c *caller) getLease() (out *coordinationv1.Lease, err error) {
+	err = c.call("get", "leases", func(ctx context.Context) error {
+		out, err = c.r.a.api.Coordination.Leases(LeaseNamespace).Get(ctx, c.r.a.name, metav1.GetOptions{})
 		return err
 	})
 	return out, err
 }
 
-func (r *run) createLease(l *coordinationv1.Lease) (out *coordinationv1.Lease, err error) {
-	err = r.call("create", "leases", func(ctx context.Context) error {
-		out, err = r.a.api.Coordination.Leases(LeaseNamespace).Create(ctx, l, metav1.CreateOptions{})
+func (c *caller) createLease(l *coordinationv1.Lease) (out *coordinationv1.Lease, err error) {
+	err = c.call("create", "leases", func(ctx context.Context) error {
+		out, err = c.r.a.api.Coordination.Leases(LeaseNamespace).Create(ctx, l, metav1.CreateOptions{})
 		return err
 	})
 	return out, err
 }
 
-func (r *run) updateLease(l *coordinationv1.Lease) (out *coordinationv1.Lease, err error) {
-	err = r.call("update", "leases", func(ctx context.Context) error {
-		out, err = r.a.api.Coordination.Leases(LeaseNamespace).Update(ctx, l, metav1.UpdateOptions{})
+func (c *caller) updateLease(l *coordinationv1.Lease) (out *coordinationv1.Lease, err error) {
+	err = c.call("update", "leases", func(ctx context.Context) error {
+		out, err = c.r.a.api.Coordination.Leases(LeaseNamespace).Update(ctx, l, metav1.UpdateOptions{})
 		return err
 	})
 	return out, err
 }
 
 // call sends one request as the network and the node's faults allow, and records it.
-func (r *run) call(verb, resource string, send func(context.Context) error) error {
-	a := r.a
+func (c *caller) call(verb, resource string, send func(context.Context) error) error {
+	r, a := c.r, c.r.a
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
@@ -82,6 +82,7 @@ func (r *run) call(verb, resource string, send func(context.Context) error) erro
 			return err
 		}
 	}
+	c.meter.take() // bytes of an earlier request cut short by its run's end
 	start := sched.Clock().Now()
 	var err error
 	if partitioned {
@@ -90,7 +91,7 @@ func (r *run) call(verb, resource string, send func(context.Context) error) erro
 		}
 		err = fmt.Errorf("%s %s %s: %w", verb, resource, a.name, ErrPartitioned)
 	} else {
-		err = send(r.ctx)
+		err = send(c.ctx)
 	}
 	if r.ctx.Err() != nil {
 		return r.ctx.Err() // the kubelet died mid-request: nothing to record
@@ -99,7 +100,9 @@ func (r *run) call(verb, resource string, send func(context.Context) error) erro
 		a.stats.reqFails.Add(1) // not found and already exists are answers the kubelet expects
 	}
 	if rec := a.cfg.Recorder; rec != nil {
-		rec.Request(verb, resource, err, sched.Clock().Since(start))
+		sent, received := c.meter.take()
+		rec.Request(Request{Verb: verb, Resource: resource, Err: err, Latency: sched.Clock().Since(start),
+			RequestBytes: sent, ResponseBytes: received})
 	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 // recompute the status and patch it if it changed or the report period expired.
 type statusLoop struct {
 	r          *run
+	c          caller
 	registered bool
 	lastReport time.Time     // last successful patch; zero after a (re)start
 	delay      time.Duration // the kubelet's delayAfterNodeStatusChange
@@ -48,14 +49,14 @@ func (s *statusLoop) update() {
 
 // tryUpdate is tryUpdateNodeStatus.
 func (s *statusLoop) tryUpdate(try int) error {
-	r, a := s.r, s.r.a
+	a := s.r.a
 	var original *corev1.Node
 	if try == 0 {
 		if original = a.serverNode(); original == nil {
 			return errNoNode
 		}
 	} else {
-		got, err := r.getNode()
+		got, err := s.c.getNode()
 		if err != nil {
 			return fmt.Errorf("get node %s: %w", a.name, err)
 		}
@@ -84,7 +85,7 @@ func (s *statusLoop) tryUpdate(try int) error {
 	} else {
 		s.delay = 0
 	}
-	patched, err := r.patchNodeStatus(original, node)
+	patched, err := s.c.patchNodeStatus(original, node)
 	a.heartbeat(KindStatus, err)
 	if err != nil {
 		return err

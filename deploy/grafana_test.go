@@ -161,15 +161,15 @@ func TestQueriedMetricsExist(t *testing.T) {
 func fakeletFamilies(t *testing.T) map[string]bool {
 	t.Helper()
 	m := metrics.New(metrics.Options{})
-	r := m.Recorder()
-	r.Request("update", "leases", nil, time.Millisecond)
+	r := fleet.NewTally(0)
+	r.Request(agent.Request{Verb: "update", Resource: "leases", Latency: time.Millisecond, RequestBytes: 1, ResponseBytes: 1})
 	r.Heartbeat(agent.KindLease, nil)
 	r.LeaseRenewed(10 * time.Second)
 	m.SetPhase("p", "q")
 	m.ActionApplied("stop", "g")
 	m.ObserveReaction("ready_unknown", "g", metrics.FromAction, time.Second)
 	m.ReactionMissed("ready_unknown", "g")
-	m.RegisterFleet(staticFleet{})
+	m.RegisterFleet(staticFleet{r})
 	families, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -181,10 +181,11 @@ func fakeletFamilies(t *testing.T) map[string]bool {
 	return names
 }
 
-type staticFleet struct{}
+type staticFleet struct{ t *fleet.Tally }
 
 func (staticFleet) Progress() fleet.Progress { return fleet.Progress{Nodes: 1} }
 func (staticFleet) Config() fleet.Config     { return fleet.Config{Fleet: "f"} }
+func (f staticFleet) Tally() *fleet.Tally    { return f.t }
 
 // controlPlaneFamilies reads testdata/controlplane-metrics.txt: component, type and name per line.
 func controlPlaneFamilies(t *testing.T) map[string]bool {

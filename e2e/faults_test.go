@@ -175,8 +175,8 @@ type longestRenewal struct {
 	longest time.Duration
 }
 
-func (*longestRenewal) Request(string, string, error, time.Duration) {}
-func (*longestRenewal) Heartbeat(string, error)                      {}
+func (*longestRenewal) Request(agent.Request)   {}
+func (*longestRenewal) Heartbeat(string, error) {}
 func (g *longestRenewal) LeaseRenewed(interval time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

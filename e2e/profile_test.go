@@ -288,8 +288,8 @@ func (l *leaseUIDs) list() []string {
 // forbiddenCount counts the fleet's requests the apiserver refused with 403.
 type forbiddenCount struct{ n atomic.Int64 }
 
-func (f *forbiddenCount) Request(_, _ string, err error, _ time.Duration) {
-	if apierrors.IsForbidden(err) {
+func (f *forbiddenCount) Request(r agent.Request) {
+	if apierrors.IsForbidden(r.Err) {
 		f.n.Add(1)
 	}
 }

@@ -48,7 +48,7 @@ func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	// 100 nodes started at once renew in bursts that a 15 s scrape aliases.
 	const nodes = 100
 	began := time.Now()
-	rf := startFleet(t, fleet.Config{Nodes: nodes, Fleet: "prom", NamePrefix: "prom", RegisterQPS: 10, Recorder: m.Recorder()})
+	rf := startFleet(t, fleet.Config{Nodes: nodes, Fleet: "prom", NamePrefix: "prom", RegisterQPS: 10})
 	m.RegisterFleet(rf.Fleet)
 	// What a profile and the measurements would record, so that every metric has a series.
 	m.SetPhase("e2e", "steady")
@@ -73,6 +73,20 @@ func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	// The apiserver also renews its own identity lease (one PUT every 10 s).
 	if fleetRate < 0.8*want || fleetRate > 1.2*want || apiRate < 0.8*want || apiRate > 1.2*want+0.2 {
 		t.Errorf("lease PUT rate: fakelet %.2f/s, kube-apiserver %.2f/s; want both about %.2f/s", fleetRate, apiRate, want)
+	}
+	// The fleet's byte counts are those of the bodies the apiserver read and wrote for the same PUTs
+	// (it also renews its own and the controller-manager's leases, a few percent more).
+	for _, q := range []struct{ fleet, apiserver string }{
+		{`sum(rate(fakelet_request_bytes_total{verb="update",resource="leases"}[1m]))`,
+			`sum(rate(apiserver_request_body_size_bytes_sum{verb="update",resource=~"leases.*"}[1m]))`},
+		{`sum(rate(fakelet_response_bytes_total{verb="update",resource="leases"}[1m]))`,
+			`sum(rate(apiserver_response_sizes_sum{verb="PUT",resource="leases"}[1m]))`},
+	} {
+		f, a := prom.value(t, q.fleet), prom.value(t, q.apiserver)
+		t.Logf("%s = %.0f B/s; %s = %.0f B/s", q.fleet, f, q.apiserver, a)
+		if f <= 0 || f < 0.7*a || f > 1.05*a {
+			t.Errorf("fleet %.0f B/s, apiserver %.0f B/s: want the fleet's within 70-105%% of the apiserver's", f, a)
+		}
 	}
 	for _, c := range []struct {
 		query    string

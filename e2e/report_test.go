@@ -65,7 +65,7 @@ func TestReportOfAStopAndAStart(t *testing.T) {
 	}
 	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: 5 * time.Second, Client: admin(t, cp), WatchLeases: true})
 	cfg := fleet.Config{Nodes: plan.Nodes, Fleet: "report", NamePrefix: "report", RegisterQPS: 50,
-		Zones: 1, ZoneOf: profiles.ZoneOf, Recorder: s.Recorder()}
+		Zones: 1, ZoneOf: profiles.ZoneOf}
 	f, err := fleet.New(cfg, cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -60,9 +60,7 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]ag
 		if id == IdentityNode {
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNode{rt} })
 		}
-		if tally != nil {
-			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countThrottled{rt, tally} })
-		}
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countWire{rt, tally} })
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
@@ -116,21 +114,25 @@ func (rt impersonateNode) RoundTrip(req *http.Request) (*http.Response, error) {
 // WrappedRoundTripper lets client-go unwrap the chain.
 func (rt impersonateNode) WrappedRoundTripper() http.RoundTripper { return rt.next }
 
-// countThrottled counts 429 Too Many Requests answers on the wire. client-go retries them itself
-// after the Retry-After the apiserver sends (API Priority and Fairness rejections carry one), as the
-// kubelet's client does, so most never reach an agent as an error: only here are they all seen.
-type countThrottled struct {
+// countWire counts what the wire carries: the body bytes of agents' requests and responses, into the
+// agent.Meter of the request's context, and 429 Too Many Requests answers. client-go retries those
+// itself after the Retry-After the apiserver sends (API Priority and Fairness rejections carry one),
+// as the kubelet's client does, so most never reach an agent as an error: only here are they all seen.
+type countWire struct {
 	next  http.RoundTripper
-	tally *Tally
+	tally *Tally // nil counts no 429s
 }
 
-func (rt countThrottled) RoundTrip(req *http.Request) (*http.Response, error) {
+func (rt countWire) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := rt.next.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+	if m := agent.MeterFrom(req.Context()); m != nil {
+		m.Exchange(req, resp)
+	}
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests && rt.tally != nil {
 		rt.tally.throttled.Add(1)
 	}
 	return resp, err
 }
 
 // WrappedRoundTripper lets client-go unwrap the chain.
-func (rt countThrottled) WrappedRoundTripper() http.RoundTripper { return rt.next }
+func (rt countWire) WrappedRoundTripper() http.RoundTripper { return rt.next }

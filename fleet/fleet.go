@@ -56,7 +56,7 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
 	}
-	tally := newTally()
+	tally := NewTally(cfg.Heartbeat.WithDefaults().RenewInterval)
 	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 // NewWithClients builds a fleet on given clients: admin for the fleet's own requests, heartbeat for
 // the agents, spread round-robin.
 func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients) (*Fleet, error) {
-	return newFleet(cfg, admin, heartbeat, newTally())
+	return newFleet(cfg, admin, heartbeat, NewTally(cfg.Heartbeat.WithDefaults().RenewInterval))
 }
 
 func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients, tally *Tally) (*Fleet, error) {

@@ -28,7 +28,7 @@ func TestThrottledAnswersAreCounted(t *testing.T) {
 		_, _ = w.Write([]byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"fakelet-00000","namespace":"kube-node-lease"}}`))
 	}))
 	defer srv.Close()
-	tally := newTally()
+	tally := NewTally(0)
 	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityNode, tally)
 	if err != nil {
 		t.Fatal(err)

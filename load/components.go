@@ -118,6 +118,7 @@ func fleetRequests(snaps []*scrape.Snapshot) []FleetRequests {
 		return nil
 	}
 	dur := Delta(snaps, scrape.FleetRequestDuration)
+	sent, received := Delta(snaps, scrape.FleetRequestBytes), Delta(snaps, scrape.FleetResponseBytes)
 	rows := map[string]*FleetRequests{}
 	for _, s := range sortedSeries(reqs) {
 		k := scrape.Key(s.Labels[0], s.Labels[1])
@@ -152,6 +153,12 @@ func fleetRequests(snaps []*scrape.Snapshot) []FleetRequests {
 		}
 		if dur != nil && dur.Series[k] != nil {
 			r.P50, r.P99 = q(0.5, dur.Series[k]), q(0.99, dur.Series[k])
+		}
+		if sent != nil && sent.Series[k] != nil {
+			r.RequestBytes = sent.Series[k].Value
+		}
+		if received != nil && received.Series[k] != nil {
+			r.ResponseBytes = received.Series[k].Value
 		}
 		out = append(out, *r)
 	}

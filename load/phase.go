@@ -156,6 +156,9 @@ type FleetRequests struct {
 	Rate     float64 `json:"rate"`
 	P50      float64 `json:"p50"`
 	P99      float64 `json:"p99"`
+	// RequestBytes and ResponseBytes are the body bytes sent and received in the window.
+	RequestBytes  float64 `json:"requestBytes"`
+	ResponseBytes float64 `json:"responseBytes"`
 }
 
 // Compute returns the load of each window.

@@ -98,12 +98,18 @@ func (s *Session) react(t observe.Transition) {
 	s.opts.OnReaction(ev, a.Group, t.At.Sub(a.At), fromRenewal)
 }
 
-// Recorder is what the fleet's agents must record into (fleet.Config.Recorder, alone or among
-// agent.Recorders) for the fleet's own view of its requests.
-func (s *Session) Recorder() agent.Recorder { return s.fleetSrc }
+// Recorder returns nil: the session reads the fleet's own view of its requests from the fleet's
+// tally (Observe), so the agents need no recorder of its.
+//
+// Deprecated: leave fleet.Config.Recorder alone; Observe is all a session needs.
+func (s *Session) Recorder() agent.Recorder { return nil }
 
-// Observe records every change the fleet's watch sees to its Nodes. Call it before the fleet runs.
-func (s *Session) Observe(f *fleet.Fleet) { f.OnNode(s.recorder.NodeHandler()) }
+// Observe records every change the fleet's watch sees to its Nodes, and reads the fleet's requests
+// from its tally at every scrape. Call it before the fleet runs.
+func (s *Session) Observe(f *fleet.Fleet) {
+	f.OnNode(s.recorder.NodeHandler())
+	s.fleetSrc.Add(f.Tally())
+}
 
 // Start begins the run's record: a first scrape, then scrapes every interval until Stop, and the
 // Lease watch if asked for. ours tells the fleet's nodes from others by name (for the Lease watch).

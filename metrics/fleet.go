@@ -8,10 +8,11 @@ import (
 	"fakelet.dev/fakelet/fleet"
 )
 
-// Fleet is what the node state metrics read at each scrape; *fleet.Fleet is one.
+// Fleet is what the node state and request metrics read at each scrape; *fleet.Fleet is one.
 type Fleet interface {
 	Progress() fleet.Progress
 	Config() fleet.Config
+	Tally() *fleet.Tally
 }
 
 // Node states of fakelet_nodes. They overlap: a registered node is ready or not ready, and was
@@ -24,14 +25,16 @@ const (
 	StateFailed     = "failed"     // agents that gave up for good
 )
 
-// RegisterFleet adds a fleet to fakelet_nodes and fakelet_fleet_nodes. Fleets of the same name (a
-// fleet sharded over several fleet.Fleet values in one process) are summed.
+// RegisterFleet adds a fleet to fakelet_nodes and fakelet_fleet_nodes, and its tally to the request,
+// heartbeat and renewal metrics. Fleets of the same name (a fleet sharded over several fleet.Fleet
+// values in one process) are summed, and every fleet's requests are.
 func (m *Metrics) RegisterFleet(f Fleet) { m.fleets.add(f) }
 
-// fleetCollector reads each fleet's progress when scraped, so the heartbeat path pays nothing for
-// the node state metrics.
+// fleetCollector reads each fleet's progress and tally when scraped, so the heartbeat path pays for
+// none of the metrics but the tally's atomic adds.
 type fleetCollector struct {
 	nodes, size *prometheus.Desc
+	requests    requestDescs
 
 	mu     sync.Mutex
 	fleets []Fleet
@@ -45,6 +48,7 @@ func newFleetCollector() *fleetCollector {
 			[]string{"fleet", "state"}, nil),
 		size: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "fleet_nodes"),
 			"Nodes the fleet runs (its --nodes).", []string{"fleet"}, nil),
+		requests: newRequestDescs(),
 	}
 }
 
@@ -58,6 +62,7 @@ func (c *fleetCollector) add(f Fleet) {
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.nodes
 	ch <- c.size
+	c.requests.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -68,7 +73,11 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	type counts struct{ size, started, registered, ready, failed int }
 	byName := map[string]*counts{}
 	var names []string
+	var tallies []*fleet.Tally
 	for _, f := range fleets {
+		if t := f.Tally(); t != nil {
+			tallies = append(tallies, t)
+		}
 		name := f.Config().Fleet
 		n := byName[name]
 		if n == nil {
@@ -99,4 +108,5 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(s.v), name, s.state)
 		}
 	}
+	c.requests.collect(ch, tallies)
 }

@@ -23,9 +23,6 @@ const namespace = "fakelet"
 
 // Options configure New. The zero value takes the kubelet's defaults.
 type Options struct {
-	// RenewInterval is the fleet's lease renew interval (10 s unless the lease duration changes):
-	// the lease renewal interval histogram has fine buckets just above it. 0 means 10 s.
-	RenewInterval time.Duration
 	// Now is the clock of the phase start time; nil means time.Now.
 	Now func() time.Time
 	// NoProcessCollectors leaves out the go_* and process_* collectors (tests that compare a whole
@@ -33,16 +30,11 @@ type Options struct {
 	NoProcessCollectors bool
 }
 
-// DefaultRenewInterval is the kubelet's lease renew interval: a quarter of the 40 s lease duration.
-const DefaultRenewInterval = 10 * time.Second
-
 // Metrics is fakelet's metrics registry and the metrics on it. Its methods are safe for concurrent
 // use.
 type Metrics struct {
 	reg *prometheus.Registry
 	now func() time.Time
-
-	rec *Recorder
 
 	profileInfo    *prometheus.GaugeVec
 	phaseStart     prometheus.Gauge
@@ -65,9 +57,6 @@ const (
 
 // New returns fakelet's metrics on a new registry, with the Go runtime and process collectors.
 func New(opts Options) *Metrics {
-	if opts.RenewInterval <= 0 {
-		opts.RenewInterval = DefaultRenewInterval
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -97,9 +86,7 @@ func New(opts Options) *Metrics {
 		}, []string{"event", "group"}),
 		fleets: newFleetCollector(),
 	}
-	m.rec = newRecorder(opts.RenewInterval)
-	m.reg.MustRegister(m.rec.requests, m.rec.heartbeats, m.rec.intervals,
-		m.profileInfo, m.phaseStart, m.actions, m.reactions, m.reactionMisses, m.fleets)
+	m.reg.MustRegister(m.profileInfo, m.phaseStart, m.actions, m.reactions, m.reactionMisses, m.fleets)
 	if !opts.NoProcessCollectors {
 		m.reg.MustRegister(
 			collectors.NewGoCollector(),
@@ -121,10 +108,6 @@ func (m *Metrics) Handler() http.Handler {
 		MaxRequestsInFlight: 4, // one Prometheus, maybe a person with curl
 	}))
 }
-
-// Recorder is the agent.Recorder that feeds the request, heartbeat and renewal interval metrics; set
-// it as fleet.Config.Recorder.
-func (m *Metrics) Recorder() *Recorder { return m.rec }
 
 // SetPhase records that phase of profile runs from now: fakelet_profile_info{profile, phase} is 1
 // and no other series of it remains, and the phase start time is now. The profile runner calls it

@@ -24,6 +24,8 @@ var documented = map[string]dto.MetricType{
 	"fakelet_fleet_nodes":                      dto.MetricType_GAUGE,
 	"fakelet_heartbeats_total":                 dto.MetricType_COUNTER,
 	"fakelet_request_duration_seconds":         dto.MetricType_HISTOGRAM,
+	"fakelet_request_bytes_total":              dto.MetricType_COUNTER,
+	"fakelet_response_bytes_total":             dto.MetricType_COUNTER,
 	"fakelet_lease_renewal_interval_seconds":   dto.MetricType_HISTOGRAM,
 	"fakelet_profile_info":                     dto.MetricType_GAUGE,
 	"fakelet_profile_phase_start_time_seconds": dto.MetricType_GAUGE,
@@ -36,9 +38,9 @@ var documented = map[string]dto.MetricType{
 func exercised(t testing.TB, opts Options) *Metrics {
 	t.Helper()
 	m := New(opts)
-	r := m.Recorder()
-	r.Request("update", "leases", nil, 3*time.Millisecond)
-	r.Request("get", "nodes", errors.NewNotFound(schema.GroupResource{Resource: "nodes"}, "fakelet-00001"), time.Millisecond)
+	r := fleet.NewTally(0)
+	r.Request(agent.Request{Verb: "update", Resource: "leases", Latency: 3 * time.Millisecond, RequestBytes: 280, ResponseBytes: 290})
+	r.Request(agent.Request{Verb: "get", Resource: "nodes", Err: errors.NewNotFound(schema.GroupResource{Resource: "nodes"}, "fakelet-00001"), Latency: time.Millisecond, ResponseBytes: 180})
 	r.Heartbeat(agent.KindLease, nil)
 	r.Heartbeat(agent.KindStatus, errors.NewTooManyRequests("slow down", 1))
 	r.LeaseRenewed(10200 * time.Millisecond)
@@ -46,7 +48,7 @@ func exercised(t testing.TB, opts Options) *Metrics {
 	m.ActionApplied("stop", "victims")
 	m.ObserveReaction("ready_unknown", "victims", FromLastRenewal, 52*time.Second)
 	m.ReactionMissed("ready_unknown", "victims")
-	m.RegisterFleet(fakeFleet{name: "fakelet", p: fleet.Progress{Nodes: 10, Started: 10, Registered: 9, Ready: 7, Failed: 1}})
+	m.RegisterFleet(fakeFleet{name: "fakelet", p: fleet.Progress{Nodes: 10, Started: 10, Registered: 9, Ready: 7, Failed: 1}, t: r})
 	return m
 }
 
@@ -121,10 +123,19 @@ fakelet_actions_total{group="victims",op="stop"} 1
 # HELP fakelet_reactions_missed_total Expected reactions that did not come within their phase, by reaction event and group.
 # TYPE fakelet_reactions_missed_total counter
 fakelet_reactions_missed_total{event="ready_unknown",group="victims"} 1
+# HELP fakelet_request_bytes_total Body bytes of the fleet's API requests, client-go's retries included, by verb, resource and HTTP status code.
+# TYPE fakelet_request_bytes_total counter
+fakelet_request_bytes_total{code="200",resource="leases",verb="update"} 280
+fakelet_request_bytes_total{code="404",resource="nodes",verb="get"} 0
+# HELP fakelet_response_bytes_total Body bytes of the answers to the fleet's API requests, client-go's retries included, by verb, resource and HTTP status code.
+# TYPE fakelet_response_bytes_total counter
+fakelet_response_bytes_total{code="200",resource="leases",verb="update"} 290
+fakelet_response_bytes_total{code="404",resource="nodes",verb="get"} 180
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
 		"fakelet_heartbeats_total", "fakelet_nodes", "fakelet_fleet_nodes", "fakelet_profile_info",
-		"fakelet_profile_phase_start_time_seconds", "fakelet_actions_total", "fakelet_reactions_missed_total"); err != nil {
+		"fakelet_profile_phase_start_time_seconds", "fakelet_actions_total", "fakelet_reactions_missed_total",
+		"fakelet_request_bytes_total", "fakelet_response_bytes_total"); err != nil {
 		t.Error(err)
 	}
 	// Only the requests that happened are exposed, with their codes.
@@ -227,16 +238,18 @@ func gatherHistogram(t *testing.T, m *Metrics, name, label, value string) *dto.H
 type fakeFleet struct {
 	name string
 	p    fleet.Progress
+	t    *fleet.Tally
 }
 
 func (f fakeFleet) Progress() fleet.Progress { return f.p }
 func (f fakeFleet) Config() fleet.Config     { return fleet.Config{Fleet: f.name} }
+func (f fakeFleet) Tally() *fleet.Tally      { return f.t }
 
 func TestFleetsOfOneNameAreSummed(t *testing.T) {
 	m := New(Options{NoProcessCollectors: true})
-	m.RegisterFleet(fakeFleet{"a", fleet.Progress{Nodes: 5, Started: 5, Registered: 5, Ready: 5}})
-	m.RegisterFleet(fakeFleet{"a", fleet.Progress{Nodes: 5, Started: 3, Registered: 2, Ready: 1}})
-	m.RegisterFleet(fakeFleet{"b", fleet.Progress{Nodes: 1}})
+	m.RegisterFleet(fakeFleet{"a", fleet.Progress{Nodes: 5, Started: 5, Registered: 5, Ready: 5}, nil})
+	m.RegisterFleet(fakeFleet{"a", fleet.Progress{Nodes: 5, Started: 3, Registered: 2, Ready: 1}, nil})
+	m.RegisterFleet(fakeFleet{"b", fleet.Progress{Nodes: 1}, nil})
 	want := `
 # HELP fakelet_nodes The fleet's nodes by state, read from the fleet at scrape time; states overlap (registered = ready + not_ready).
 # TYPE fakelet_nodes gauge
@@ -252,6 +265,49 @@ fakelet_nodes{fleet="b",state="registered"} 0
 fakelet_nodes{fleet="b",state="started"} 0
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "fakelet_nodes"); err != nil {
+		t.Error(err)
+	}
+}
+
+// Every fleet's tally is read at each scrape and summed: shards of a fleet in one process are one
+// series each.
+func TestTalliesAreSummed(t *testing.T) {
+	m := New(Options{NoProcessCollectors: true})
+	a, b := fleet.NewTally(0), fleet.NewTally(0)
+	a.Request(agent.Request{Verb: "update", Resource: "leases", Latency: 3 * time.Millisecond, RequestBytes: 100, ResponseBytes: 10})
+	b.Request(agent.Request{Verb: "update", Resource: "leases", Latency: 20 * time.Second, RequestBytes: 200, ResponseBytes: 20})
+	a.LeaseRenewed(10120 * time.Millisecond)
+	b.LeaseRenewed(10380 * time.Millisecond)
+	m.RegisterFleet(fakeFleet{"a", fleet.Progress{}, a})
+	m.RegisterFleet(fakeFleet{"b", fleet.Progress{}, b})
+	h := gatherHistogram(t, m, "fakelet_request_duration_seconds", "verb", "update")
+	if h.GetSampleCount() != 2 || h.GetSampleSum() != 20.003 {
+		t.Errorf("request histogram count %d sum %v, want 2 and 20.003", h.GetSampleCount(), h.GetSampleSum())
+	}
+	for _, bk := range h.GetBucket() {
+		if want := map[bool]uint64{true: 1, false: 0}[bk.GetUpperBound() >= 0.004]; bk.GetCumulativeCount() != want {
+			t.Errorf("request le=%v holds %d, want %d", bk.GetUpperBound(), bk.GetCumulativeCount(), want)
+		}
+	}
+	r := gatherHistogram(t, m, "fakelet_lease_renewal_interval_seconds", "", "")
+	for _, bk := range r.GetBucket() {
+		var want uint64
+		switch {
+		case bk.GetUpperBound() >= 10.4:
+			want = 2
+		case bk.GetUpperBound() >= 10.15:
+			want = 1
+		}
+		if bk.GetCumulativeCount() != want {
+			t.Errorf("renewal le=%v holds %d, want %d", bk.GetUpperBound(), bk.GetCumulativeCount(), want)
+		}
+	}
+	want := `
+# HELP fakelet_request_bytes_total Body bytes of the fleet's API requests, client-go's retries included, by verb, resource and HTTP status code.
+# TYPE fakelet_request_bytes_total counter
+fakelet_request_bytes_total{code="200",resource="leases",verb="update"} 300
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "fakelet_request_bytes_total"); err != nil {
 		t.Error(err)
 	}
 }

@@ -213,6 +213,8 @@ func mergeFleet(shards []*Report, rows func(*Report) []load.FleetRequests) []loa
 			m.OK += r.OK
 			m.Errors += r.Errors
 			m.Rate += r.Rate
+			m.RequestBytes += r.RequestBytes
+			m.ResponseBytes += r.ResponseBytes
 		}
 	}
 	var out []load.FleetRequests

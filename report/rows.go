@@ -198,4 +198,17 @@ var LoadRows = []Row{
 		v, _ := sumOf(p.Fleet, func(f load.FleetRequests) float64 { return f.Errors })
 		return v, len(p.Fleet) > 0
 	}, fixed(0)},
+	{"fleet request bytes/s", fleetBytesRate(func(f load.FleetRequests) float64 { return f.RequestBytes }), fixed(0)},
+	{"fleet response bytes/s", fleetBytesRate(func(f load.FleetRequests) float64 { return f.ResponseBytes }), fixed(0)},
+}
+
+// fleetBytesRate is the fleet's body bytes of one direction per second over a phase.
+func fleetBytesRate(bytes func(load.FleetRequests) float64) func(load.Phase) (float64, bool) {
+	return func(p load.Phase) (float64, bool) {
+		if len(p.Fleet) == 0 || p.Seconds <= 0 {
+			return 0, false
+		}
+		v, _ := sumOf(p.Fleet, bytes)
+		return v / p.Seconds, true
+	}
 }

@@ -3,98 +3,83 @@ package scrape
 import (
 	"context"
 	"math"
-	"sync/atomic"
-	"time"
+	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"fakelet.dev/fakelet/fleet"
 )
 
-// Families of the fleet's own view of its requests, as FleetSource reports them.
+// Families of the fleet's own view of its requests, as FleetSource reports them. The duration and
+// byte families are fakelet's Prometheus metrics of the same names (docs/metrics.md) summed over the
+// code; the request count family is by result instead.
 const (
 	FleetRequests        = "fakelet_requests_total"
 	FleetRequestDuration = "fakelet_request_duration_seconds"
+	FleetRequestBytes    = "fakelet_request_bytes_total"
+	FleetResponseBytes   = "fakelet_response_bytes_total"
 )
 
 // FleetComponent is the component name of the fleet's own snapshots.
 const FleetComponent = "fakelet"
 
-var (
-	fleetVerbs     = [...]string{"get", "create", "update", "patch", "delete", "list", "watch", "other"}
-	fleetResources = [...]string{"nodes", "leases", "pods", "other"}
-	// fleetBounds are the latency buckets of the fleet's view, in seconds.
-	fleetBounds = [...]float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, math.Inf(1)}
-)
-
-// FleetSource counts the requests of a fleet's agents by verb, resource and result, with their
-// latencies, and reports them as a Source. It implements agent.Recorder with fixed arrays of atomics:
-// cheap enough for the heartbeat path.
+// FleetSource reports what fleets' agents sent, read from their tallies (fleet.Tally, the one record
+// on the heartbeat path, which fakelet's metrics read too): requests by verb, resource and result
+// (ok, or error for what a kubelet counts as a failure), with their latencies and body bytes.
 type FleetSource struct {
-	requests [len(fleetVerbs)][len(fleetResources)][2]atomic.Int64 // ok, error
-	buckets  [len(fleetVerbs)][len(fleetResources)][len(fleetBounds)]atomic.Int64
-	sumNanos [len(fleetVerbs)][len(fleetResources)]atomic.Int64
+	mu      sync.Mutex
+	tallies []*fleet.Tally
 }
 
-// Request implements agent.Recorder.
-func (f *FleetSource) Request(verb, resource string, err error, latency time.Duration) {
-	v, r := indexOf(fleetVerbs[:], verb), indexOf(fleetResources[:], resource)
-	result := 0
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) {
-		result = 1 // as fleet.Tally counts: not found and already exists are answers a kubelet expects
-	}
-	f.requests[v][r][result].Add(1)
-	secs := latency.Seconds()
-	b := 0
-	for b < len(fleetBounds)-1 && secs > fleetBounds[b] {
-		b++
-	}
-	f.buckets[v][r][b].Add(1)
-	f.sumNanos[v][r].Add(int64(latency))
+// Add makes the source report t too; the tallies of several fleets are summed.
+func (f *FleetSource) Add(t *fleet.Tally) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tallies = append(f.tallies, t)
 }
-
-// Heartbeat implements agent.Recorder.
-func (f *FleetSource) Heartbeat(string, error) {}
-
-// LeaseRenewed implements agent.Recorder.
-func (f *FleetSource) LeaseRenewed(time.Duration) {}
 
 // Component implements Source.
 func (f *FleetSource) Component() string { return FleetComponent }
 
 // Scrape implements Source.
 func (f *FleetSource) Scrape(context.Context) (map[string]*Family, error) {
-	reqs := &Family{Type: Counter, Labels: Selection[FleetRequests].Labels, Series: map[string]*Series{}}
-	dur := &Family{Type: Histogram, Labels: Selection[FleetRequestDuration].Labels, Series: map[string]*Series{}}
-	bounds := fleetBounds[:]
-	for v, verb := range fleetVerbs {
-		for r, res := range fleetResources {
-			ok, failed := f.requests[v][r][0].Load(), f.requests[v][r][1].Load()
-			if ok+failed == 0 {
-				continue
+	family := func(name string) *Family {
+		return &Family{Type: Selection[name].Type, Labels: Selection[name].Labels, Series: map[string]*Series{}}
+	}
+	reqs, dur := family(FleetRequests), family(FleetRequestDuration)
+	sent, received := family(FleetRequestBytes), family(FleetResponseBytes)
+	add := func(fam *Family, v float64, labels ...string) *Series {
+		k := Key(labels...)
+		s := fam.Series[k]
+		if s == nil {
+			s = &Series{Labels: labels}
+			fam.Series[k] = s
+		}
+		s.Value += v
+		return s
+	}
+	f.mu.Lock()
+	tallies := append([]*fleet.Tally(nil), f.tallies...)
+	f.mu.Unlock()
+	for _, t := range tallies {
+		for _, r := range t.Series() {
+			if ok := r.Count - r.Failed; ok > 0 {
+				add(reqs, float64(ok), r.Verb, r.Resource, "ok")
 			}
-			for result, n := range map[string]int64{"ok": ok, "error": failed} {
-				if n > 0 {
-					reqs.Series[Key(verb, res, result)] = &Series{Labels: []string{verb, res, result}, Value: float64(n)}
-				}
+			if r.Failed > 0 {
+				add(reqs, float64(r.Failed), r.Verb, r.Resource, "error")
 			}
-			s := &Series{Labels: []string{verb, res}, Bounds: bounds, Buckets: make([]float64, len(bounds))}
-			var cum int64
-			for b := range bounds {
-				cum += f.buckets[v][r][b].Load()
-				s.Buckets[b] = float64(cum)
+			add(sent, float64(r.RequestBytes), r.Verb, r.Resource)
+			add(received, float64(r.ResponseBytes), r.Verb, r.Resource)
+			s := add(dur, float64(r.Latency.Count), r.Verb, r.Resource)
+			s.Sum += r.Latency.Sum
+			if s.Bounds == nil {
+				s.Bounds = append(append([]float64(nil), r.Latency.Bounds...), math.Inf(1))
+				s.Buckets = make([]float64, len(s.Bounds))
 			}
-			s.Value = float64(cum)
-			s.Sum = time.Duration(f.sumNanos[v][r].Load()).Seconds()
-			dur.Series[Key(verb, res)] = s
+			for i, c := range r.Latency.Cumulative {
+				s.Buckets[i] += float64(c)
+			}
+			s.Buckets[len(s.Buckets)-1] += float64(r.Latency.Count)
 		}
 	}
-	return map[string]*Family{FleetRequests: reqs, FleetRequestDuration: dur}, nil
-}
-
-func indexOf(list []string, s string) int {
-	for i, v := range list {
-		if v == s {
-			return i
-		}
-	}
-	return len(list) - 1
+	return map[string]*Family{FleetRequests: reqs, FleetRequestDuration: dur, FleetRequestBytes: sent, FleetResponseBytes: received}, nil
 }

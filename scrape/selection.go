@@ -34,4 +34,6 @@ var Selection = map[string]Metric{
 	// the fleet's own view (see FleetSource)
 	FleetRequests:        {Counter, []string{"verb", "resource", "result"}},
 	FleetRequestDuration: {Histogram, []string{"verb", "resource"}},
+	FleetRequestBytes:    {Counter, []string{"verb", "resource"}},
+	FleetResponseBytes:   {Counter, []string{"verb", "resource"}},
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/metrics"
@@ -47,8 +46,8 @@ type runReport struct {
 	metrics *runMetrics
 }
 
-// startReport prepares the record of a run against tgt; it adds its recorder to cfg, so it must
-// come before fleet.New.
+// startReport prepares the record of a run against tgt; the session reads the fleet's requests from
+// its tally once the fleet is observed (runReport.begin).
 func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics) (*runReport, error) {
 	if rf.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be positive, got %v", rf.scrapeInterval)
@@ -72,7 +71,6 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics) 
 	}
 	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases,
 		OnReaction: reactionsInto(m)})
-	cfg.Recorder = agent.JoinRecorders(cfg.Recorder, s.Recorder())
 	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-", metrics: m}, nil
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/metrics"
 )
@@ -33,10 +32,11 @@ type runMetrics struct {
 // metricsShutdownTimeout bounds the wait for a scrape in flight at the end of a run.
 const metricsShutdownTimeout = 5 * time.Second
 
-// startMetrics serves the run's metrics at --metrics-addr and makes them the fleet's recorder. With
-// --metrics-addr="" nothing is served or recorded, but the metrics still take a profile's calls.
+// startMetrics serves the run's metrics at --metrics-addr. They read the fleet's tally once the fleet
+// is registered (RegisterFleet), so cfg needs no recorder of theirs and is left as it is. With
+// --metrics-addr="" nothing is served, but the metrics still take a profile's calls.
 func startMetrics(mf metricsFlags, cfg *fleet.Config, log io.Writer) (*runMetrics, error) {
-	rm := &runMetrics{Metrics: metrics.New(metrics.Options{RenewInterval: cfg.Heartbeat.RenewInterval})}
+	rm := &runMetrics{Metrics: metrics.New(metrics.Options{})}
 	if mf.addr == "" {
 		if mf.pprof {
 			return nil, errors.New("--pprof serves on --metrics-addr, which is empty")
@@ -48,7 +48,6 @@ func startMetrics(mf metricsFlags, cfg *fleet.Config, log io.Writer) (*runMetric
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	rm.srv = srv
-	cfg.Recorder = agent.JoinRecorders(cfg.Recorder, rm.Recorder())
 	fmt.Fprintf(log, "metrics: %s\n", srv.URL())
 	if mf.pprof {
 		fmt.Fprintf(log, "pprof: http://%s/debug/pprof/\n", srv.Addr())

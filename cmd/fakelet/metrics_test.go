@@ -20,14 +20,16 @@ func TestStartMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.stop(&log)
-	if cfg.Recorder != m.Recorder() {
-		t.Errorf("fleet recorder %v, want the metrics' recorder", cfg.Recorder)
+	if cfg.Recorder != nil {
+		t.Errorf("fleet recorder %v, want none: the metrics read the fleet's tally", cfg.Recorder)
 	}
 	url := "http://" + m.srv.Addr()
 	if want := "metrics: " + url + "/metrics\npprof: " + url + "/debug/pprof/\n"; log.String() != want {
 		t.Errorf("printed %q, want %q", log.String(), want)
 	}
-	cfg.Recorder.Request("update", "leases", nil, time.Millisecond)
+	tally := fleet.NewTally(0)
+	tally.Request(agent.Request{Verb: "update", Resource: "leases", Latency: time.Millisecond, RequestBytes: 250})
+	m.RegisterFleet(tallied{tally})
 	for _, path := range []string{"/metrics", "/healthz", "/debug/pprof/"} {
 		resp, err := http.Get(url + path)
 		if err != nil {
@@ -38,23 +40,31 @@ func TestStartMetrics(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s: %s", path, resp.Status)
 		}
-		if path == "/metrics" && !strings.Contains(string(body), `fakelet_request_duration_seconds_count{code="200",resource="leases",verb="update"} 1`) {
+		if path == "/metrics" && (!strings.Contains(string(body), `fakelet_request_duration_seconds_count{code="200",resource="leases",verb="update"} 1`) ||
+			!strings.Contains(string(body), `fakelet_request_bytes_total{code="200",resource="leases",verb="update"} 250`)) {
 			t.Errorf("GET /metrics lacks the recorded request:\n%s", body)
 		}
 	}
 }
 
+// tallied is a fleet that has only a tally.
+type tallied struct{ t *fleet.Tally }
+
+func (tallied) Progress() fleet.Progress { return fleet.Progress{} }
+func (tallied) Config() fleet.Config     { return fleet.Config{Fleet: "f"} }
+func (f tallied) Tally() *fleet.Tally    { return f.t }
+
+// A recorder the caller set stays the fleet's: the metrics add none.
 func TestStartMetricsKeepsAnotherRecorder(t *testing.T) {
-	other := new(fleet.Tally)
+	other := fleet.NewTally(0)
 	cfg := fleet.Config{Recorder: other}
 	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0"}, &cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.stop(io.Discard)
-	rs, ok := cfg.Recorder.(agent.Recorders)
-	if !ok || len(rs) != 2 || rs[0] != agent.Recorder(other) {
-		t.Errorf("fleet recorder %#v, want the one before and the metrics' recorder", cfg.Recorder)
+	if cfg.Recorder != agent.Recorder(other) {
+		t.Errorf("fleet recorder %#v, want the one before", cfg.Recorder)
 	}
 }
 

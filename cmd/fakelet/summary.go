@@ -62,7 +62,8 @@ func (s runSummary) render(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "  requests\t%d (%.1f/s), %d failed\n", total, float64(total)/secs, failed)
 	for _, c := range s.Requests {
-		fmt.Fprintf(tw, "    %s %s\t%d ok, %d failed\n", c.Verb, c.Resource, c.OK, c.Failed)
+		fmt.Fprintf(tw, "    %s %s\t%d ok, %d failed, %.1f MiB sent, %.1f MiB received\n", c.Verb, c.Resource, c.OK, c.Failed,
+			mib(c.RequestBytes), mib(c.ResponseBytes))
 	}
 	fmt.Fprintf(tw, "  fleet CPU\t%.2f s (%.1f%% of a core)\n", s.Usage.CPU.Seconds(), 100*s.Usage.CPU.Seconds()/secs)
 	fmt.Fprintf(tw, "  fleet memory\t%.1f MiB RSS, %.1f MiB peak\n", mib(s.Usage.RSS), mib(s.Usage.MaxRSS))
