@@ -147,17 +147,13 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 			return freshCluster(ctx, log, cf.target, filepath.Join(work, string(mode)))
 		}
 	}
-	reports, notes, err := measureModes(ctx, log, cf, clusterFor)
+	reports, notes, err := measureModes(ctx, log, cf, dir, clusterFor)
 	if err != nil {
 		return err
 	}
 	c.Notes = notes
 	for i, r := range reports {
-		mode := compareModes[i]
-		if err := r.WriteDir(filepath.Join(dir, string(mode))); err != nil {
-			return err
-		}
-		c.Sides = append(c.Sides, report.Side{Mode: string(mode), Load: r.Load.Phases[0]})
+		c.Sides = append(c.Sides, report.Side{Mode: string(compareModes[i]), Load: r.Load.Phases[0]})
 	}
 	fmt.Fprintln(out)
 	if err := c.WriteText(out); err != nil {
@@ -174,9 +170,10 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 	return nil
 }
 
-// measureModes measures each of compareModes in turn on the cluster clusterFor gives it, and lets it go
-// before the next. On one cluster (--same-cluster), --settle passes between the modes.
-func measureModes(ctx context.Context, log io.Writer, cf compareFlags, clusterFor func(agent.Mode) (*compareCluster, func(), error)) (reports []*report.Report, notes []string, err error) {
+// measureModes measures each of compareModes in turn on the cluster clusterFor gives it, writes its
+// report under dir, and lets the cluster go before the next. On one cluster (--same-cluster),
+// --settle passes between the modes.
+func measureModes(ctx context.Context, log io.Writer, cf compareFlags, dir string, clusterFor func(agent.Mode) (*compareCluster, func(), error)) (reports []*report.Report, notes []string, err error) {
 	for i, mode := range compareModes {
 		if i > 0 && cf.sameCluster {
 			// The fleet before is gone (measureMode waited for it): let the cluster settle from its
@@ -197,6 +194,9 @@ func measureModes(ctx context.Context, log io.Writer, cf compareFlags, clusterFo
 		}
 		if note != "" {
 			notes = append(notes, note)
+		}
+		if err := r.WriteDir(filepath.Join(dir, string(mode))); err != nil {
+			return nil, nil, err
 		}
 		reports = append(reports, r)
 	}

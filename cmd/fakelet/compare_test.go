@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -70,7 +71,8 @@ func TestCompareOnOneClusterRunsTheModesOneAfterTheOther(t *testing.T) {
 	cf := compareFlags{nodes: 3, duration: 500 * time.Millisecond, settle: 100 * time.Millisecond,
 		scrapeInterval: time.Hour, images: 3, sameCluster: true}
 	released := 0
-	reports, notes, err := measureModes(context.Background(), testWriter{t}, cf, func(agent.Mode) (*compareCluster, func(), error) {
+	dir := t.TempDir()
+	reports, notes, err := measureModes(context.Background(), testWriter{t}, cf, dir, func(agent.Mode) (*compareCluster, func(), error) {
 		return cl, func() { released++ }, nil
 	})
 	if err != nil {
@@ -106,6 +108,9 @@ func TestCompareOnOneClusterRunsTheModesOneAfterTheOther(t *testing.T) {
 	}
 
 	for i, r := range reports {
+		if _, err := report.ReadFile(filepath.Join(dir, string(compareModes[i]), report.JSONFile)); err != nil {
+			t.Errorf("%s report: %v", compareModes[i], err)
+		}
 		if r.Parameters.Mode != string(compareModes[i]) || len(r.Load.Phases) != 1 || r.Load.Phases[0].Name != "steady" {
 			t.Fatalf("report %d: mode %s, phases %+v", i, r.Parameters.Mode, r.Load.Phases)
 		}
