@@ -9,11 +9,14 @@
 //     kubelet's node-owner post-process function;
 //   - register.go: registerWithAPIServer and tryRegisterWithAPIServer;
 //   - status.go: syncNodeStatus, updateNodeStatus and tryUpdateNodeStatus, patching with
-//     k8s.io/component-helpers/node/util.PatchNodeStatus.
+//     k8s.io/component-helpers/node/util.PatchNodeStatus;
+//   - pods.go: the status manager for the pods the fleet binds to the node: PatchPodStatus to Running
+//     and Ready, and the final delete of a pod whose deletion someone requested.
 //
-// Deliberate differences from a kubelet, each for cost: the agent's view of its own Node comes from the
-// responses to its requests and from one watch the fleet shares (a kubelet runs its own informer on its
-// Node); it sends no Events; and it does not close idle connections after repeated heartbeat failures
+// Deliberate differences from a kubelet, each for cost: the agent's view of its own Node and pods
+// comes from the responses to its requests and from watches the fleet shares (a kubelet runs its own
+// informers); it runs no containers, so a pod is Running and Ready as soon as it is reported; it
+// sends no Events; and it does not close idle connections after repeated heartbeat failures
 // (connections are shared by the fleet).
 package agent
 
@@ -56,7 +59,8 @@ type Agent struct {
 	mode        Mode
 	latency     time.Duration
 	partitioned bool
-	server      *corev1.Node // the newest Node the server returned or the fleet saw; never written to
+	server      *corev1.Node           // the newest Node the server returned or the fleet saw; never written to
+	pods        map[string]*corev1.Pod // the node's pods by name, as the fleet's watch last saw them (pods.go)
 	fatal       error
 
 	stats stats
@@ -246,15 +250,17 @@ type run struct {
 	cancel context.CancelFunc
 	lease  leaseLoop
 	status statusLoop
+	pods   podLoop
 }
 
 // newRun returns a run of a within ctx, its loops not scheduled yet.
 func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
-	r.lease.r, r.status.r = r, r
+	r.lease.r, r.status.r, r.pods.r = r, r, r
 	r.lease.c.init(r)
 	r.status.c.init(r)
+	r.pods.c.init(r)
 	return r
 }
 

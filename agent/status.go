@@ -91,6 +91,7 @@ func (s *statusLoop) tryUpdate(try int) error {
 		return err
 	}
 	now := clock.Now()
+	s.r.pods.nodeReported(s.lastReport.IsZero(), nodeReady(node) && !nodeReady(original))
 	s.lastReport = now
 	a.statusPatched(now)
 	a.remember(a.cfg.Template.Compact(patched))
@@ -118,4 +119,13 @@ func statusChanged(old, new *corev1.NodeStatus) bool {
 	o, n := *old, *new
 	o.Conditions, n.Conditions = nil, nil
 	return !equality.Semantic.DeepEqual(&o, &n)
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

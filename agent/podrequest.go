@@ -1,0 +1,42 @@
+package agent
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// The API calls of the pod loop, beside those of request.go, through the same call.
+
+// patchPodStatus reports status as p's with the kubelet's patch (podStatusPatch).
+func (c *caller) patchPodStatus(p *corev1.Pod, status corev1.PodStatus) (out *corev1.Pod, err error) {
+	patch, err := podStatusPatch(p, status)
+	if err != nil {
+		return nil, err
+	}
+	err = c.call("patch", "pods", func(ctx context.Context) error {
+		out, err = c.r.a.api.Core.Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	})
+	return out, err
+}
+
+// deletePod confirms the deletion of p, whose deletion someone requested, as the kubelet does once its
+// containers stopped: with no grace period left, and only if p is still the pod of that name.
+func (c *caller) deletePod(p *corev1.Pod) error {
+	return c.call("delete", "pods", func(ctx context.Context) error {
+		return c.r.a.api.Core.Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To[int64](0),
+			Preconditions:      &metav1.Preconditions{UID: &p.UID},
+		})
+	})
+}
+
+// isGone says that a pod call failed because the pod is gone or is another pod now: nothing to retry.
+func isGone(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+}

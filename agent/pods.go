@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The node's pods: the fleet creates them bound to the node (spec.nodeName) and shows each to its
+// agent from one watch of all the fleet's pods (ObservePod, ForgetPod), as it shows the Node. The
+// agent plays the kubelet's status manager for them: it reports each pod Running and Ready with a
+// pods/status patch (the kubelet's PatchPodStatus), and confirms the deletion of a pod someone
+// deleted, as the kubelet does once the containers are stopped. It never creates a pod: an evicted
+// pod stays gone.
+//
+// It costs nothing per heartbeat: the pods are synced by one task per run, scheduled only when
+// something happened to them: the run's first status patch (a kubelet that starts reports every
+// pod), the node turning Ready again, a new pod, a pod someone else marked not Ready or deleted.
+
+// podSyncPeriod is the kubelet status manager's syncPeriod: a pod whose status someone else changed
+// after the agent reported it (the node lifecycle controller marking it not Ready while its view of
+// the node is stale) is reported again at most this often, and a failed sync is retried after it.
+const podSyncPeriod = 10 * time.Second
+
+// podLoop syncs the node's pods in one life of the kubelet.
+type podLoop struct {
+	r *run
+	c caller
+	// Guarded by Agent.mu.
+	live bool      // the run's first status patch succeeded: the node is up and the agent's
+	all  bool      // report every pod at the next sync: the kubelet started or turned Ready
+	due  time.Time // when the next sync is scheduled; zero if none is
+	last time.Time // when the last sync ran
+}
+
+// ObservePod gives the agent the newest view of one of its pods, from the fleet's watch. The agent
+// keeps the pointer and never writes to it; the caller must not either. A pod seen for the first
+// time is reported at once; one that fell out of Running and Ready after the agent reported it, at
+// the next sync period, as the kubelet's status manager reconciles.
+func (a *Agent) ObservePod(p *corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old, known := a.pods[p.Name]
+	if known && old.UID == p.UID && !newer(p.ResourceVersion, old.ResourceVersion) {
+		return
+	}
+	if a.pods == nil {
+		a.pods = map[string]*corev1.Pod{}
+	}
+	a.pods[p.Name] = p
+	r := a.run
+	if r == nil || !r.pods.live || !r.pods.needs(p, a.health) {
+		return
+	}
+	at := r.pods.last.Add(podSyncPeriod)
+	if !known || old.UID != p.UID || p.DeletionTimestamp != nil {
+		at = time.Time{} // at once
+	}
+	r.pods.schedule(at)
+}
+
+// ForgetPod drops a pod that is gone; uid guards against a newer pod of the same name.
+func (a *Agent) ForgetPod(name string, uid string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p := a.pods[name]; p != nil && string(p.UID) == uid {
+		delete(a.pods, name)
+	}
+}
+
+// Pods returns how many pods the agent knows and how many of them are Running and Ready.
+func (a *Agent) Pods() (known, ready int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pods {
+		if runningReady(p) {
+			ready++
+		}
+	}
+	return len(a.pods), ready
+}
+
+// nodeReported is called after each successful status patch of the run: the first one, and one
+// that turns the node Ready again, make the agent report every pod.
+func (p *podLoop) nodeReported(first, turnedReady bool) {
+	a := p.r.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p.live = true
+	if first || turnedReady {
+		p.all = true
+		if len(a.pods) > 0 {
+			p.schedule(time.Time{})
+		}
+	}
+}
+
+// schedule makes the next sync happen at at (now if zero or past), unless one is due earlier.
+// Agent.mu must be held.
+func (p *podLoop) schedule(at time.Time) {
+	sched := p.r.a.cfg.Scheduler
+	now := sched.Clock().Now()
+	if at.Before(now) {
+		at = now
+	}
+	if !p.due.IsZero() && !at.Before(p.due) {
+		return
+	}
+	p.due = at
+	sched.After(at.Sub(now), p)
+}
+
+// needs says whether the agent has something to do for pod: confirm its deletion, or report it
+// Running and Ready, which a kubelet whose node is not Ready (its runtime down) does not.
+// Agent.mu must be held.
+func (p *podLoop) needs(pod *corev1.Pod, h Health) bool {
+	return pod.DeletionTimestamp != nil || !h.NotReady && (p.all || !runningReady(pod))
+}
+
+// Run is one sync: confirm the deletion of each deleted pod, and report each pod that needs it.
+func (p *podLoop) Run() {
+	r, a := p.r, p.r.a
+	if r.ctx.Err() != nil {
+		return
+	}
+	now := a.cfg.Scheduler.Clock().Now()
+	a.mu.Lock()
+	if now.Before(p.due) {
+		a.mu.Unlock()
+		return // an earlier schedule, overtaken by a later one
+	}
+	p.due, p.last = time.Time{}, now
+	var todo []*corev1.Pod
+	for _, pod := range a.pods {
+		if p.needs(pod, a.health) {
+			todo = append(todo, pod)
+		}
+	}
+	p.all = false
+	a.mu.Unlock()
+	slices.SortFunc(todo, func(x, y *corev1.Pod) int { return strings.Compare(x.Name, y.Name) })
+	failed := false
+	for _, pod := range todo {
+		if r.ctx.Err() != nil {
+			return
+		}
+		var err error
+		if pod.DeletionTimestamp != nil {
+			err = p.c.deletePod(pod)
+		} else {
+			var out *corev1.Pod
+			if out, err = p.c.patchPodStatus(pod, a.podStatus(pod, now)); err == nil {
+				a.ObservePod(out)
+			}
+		}
+		failed = failed || err != nil && !isGone(err)
+	}
+	if failed && r.ctx.Err() == nil {
+		a.mu.Lock()
+		p.schedule(now.Add(podSyncPeriod))
+		a.mu.Unlock()
+	}
+}
