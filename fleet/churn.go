@@ -69,8 +69,8 @@ func (f *Fleet) AddNodes(indexes []int) error {
 	return nil
 }
 
-// RemoveNodes deletes nodes as a scale-down does: each node's agent stops for good, then its Node is
-// deleted (if it carries the fleet's label, on its UID) and its Lease (if our Node owns it, on the
+// RemoveNodes deletes nodes as a scale-down does: each node's agent stops for good, then the pods the
+// fleet created on it are deleted, then its Node is deleted (if it carries the fleet's label, on its UID) and its Lease (if our Node owns it, on the
 // Lease's UID). It goes on after a failure and returns every error.
 func (f *Fleet) RemoveNodes(ctx context.Context, indexes []int) error {
 	var errs []error
@@ -87,6 +87,9 @@ func (f *Fleet) RemoveNodes(ctx context.Context, indexes []int) error {
 			continue
 		}
 		a.Stop()
+		if err := f.deleteNodePods(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("remove node %s: %w", name, err))
+		}
 		if err := f.deleteNode(ctx, name); err != nil {
 			errs = append(errs, fmt.Errorf("remove node %s: %w", name, err))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -22,24 +23,36 @@ import (
 // cleanupWorkers is how many deletions run at once.
 const cleanupWorkers = 16
 
-// Cleanup deletes the fleet's Nodes (those with its names and its fleet label) and the Leases those
-// Nodes own. Each delete is conditional on the UID fakelet saw, so an object someone else created in
-// the meantime under the same name is never deleted.
+// Cleanup deletes the pods the fleet created, its Nodes (those with its names and its fleet label) and
+// the Leases those Nodes own. Each delete is conditional on the UID fakelet saw, so an object someone
+// else created in the meantime under the same name is never deleted.
 func (f *Fleet) Cleanup(ctx context.Context) error {
-	_, err := DeleteFleet(ctx, f.admin, f.cfg.Fleet, f.holds)
-	return err
+	var podErr error
+	if f.pods != nil {
+		f.pods.mu.Lock()
+		created := maps.Clone(f.pods.created)
+		f.pods.mu.Unlock()
+		_, podErr = deleteCreatedPods(ctx, f.admin, created)
+	}
+	_, err := deleteFleet(ctx, f.admin, f.cfg.Fleet, f.holds, false)
+	return errors.Join(podErr, err)
 }
 
-// Deleted is what DeleteFleet deleted, by name. A Node or Lease found gone, or replaced by another
-// of the same name, is not in it.
+// Deleted is what DeleteFleet deleted, by name. A Node, Lease or pod found gone, or replaced by
+// another of the same name, is not in it.
 type Deleted struct {
-	Nodes, Leases []string
+	Nodes, Leases, Pods []string
 }
 
 // DeleteFleet deletes the Nodes labelled fakelet.dev/fleet=fleet whose names mine accepts (nil: all),
-// and the Leases in kube-node-lease that those Nodes own. Nothing else is touched: a Node without the
-// label, or with another fleet's, is not even considered, whatever its name.
+// the Leases in kube-node-lease that those Nodes own, and the pods in PodNamespace labelled with the
+// fleet and bound to those Nodes. Nothing else is touched: a Node without the label, or with another
+// fleet's, is not even considered, whatever its name.
 func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string, mine func(name string) bool) (Deleted, error) {
+	return deleteFleet(ctx, client, fleet, mine, true)
+}
+
+func deleteFleet(ctx context.Context, client kubernetes.Interface, fleet string, mine func(name string) bool, withPods bool) (Deleted, error) {
 	var deleted Deleted
 	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: fleet}).String()
 	var nodes []corev1.Node
@@ -67,6 +80,16 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string,
 	if err != nil {
 		return deleted, err
 	}
+	var pods []corev1.Pod
+	if withPods {
+		names := make(map[string]bool, len(nodes))
+		for _, n := range nodes {
+			names[n.Name] = true
+		}
+		if pods, err = fleetPods(ctx, client, fleet, names); err != nil {
+			return deleted, err
+		}
+	}
 
 	// Each deletion returns the name it deleted, or "" if the object was already gone.
 	work := make(chan func() (string, error))
@@ -85,12 +108,23 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string,
 					errs = append(errs, err)
 				case strings.HasPrefix(name, "lease/"):
 					deleted.Leases = append(deleted.Leases, strings.TrimPrefix(name, "lease/"))
+				case strings.HasPrefix(name, "pod/"):
+					deleted.Pods = append(deleted.Pods, strings.TrimPrefix(name, "pod/"))
 				case name != "":
 					deleted.Nodes = append(deleted.Nodes, name)
 				}
 				mu.Unlock()
 			}
 		}()
+	}
+	for _, p := range pods {
+		work <- func() (string, error) {
+			ok, err := deletePod(ctx, client, p.Name, p.UID)
+			if !ok {
+				return "", err
+			}
+			return "pod/" + p.Name, nil
+		}
 	}
 	for _, l := range leases {
 		work <- func() (string, error) {
@@ -108,6 +142,7 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string,
 	wg.Wait()
 	sort.Strings(deleted.Nodes)
 	sort.Strings(deleted.Leases)
+	sort.Strings(deleted.Pods)
 	if len(errs) > 0 {
 		return deleted, fmt.Errorf("clean up fleet %s: %d deletions failed, first: %w", fleet, len(errs), errors.Join(errs[0]))
 	}

@@ -33,6 +33,14 @@ type Config struct {
 	ZoneOf func(index, zones int) string
 	// Recorder, if set, receives every agent's requests and heartbeats besides the fleet's Tally.
 	Recorder agent.Recorder
+	// PodsPerNode pods are created bound to each node once it registered, and kept Running and Ready
+	// by its agent (see pods.go); 0 runs no pods and needs no permission on pods.
+	PodsPerNode int
+	// PodTolerationSeconds, if set, is how long the pods tolerate the not-ready and unreachable
+	// NoExecute taints; nil leaves the apiserver's default (300 s).
+	PodTolerationSeconds *int64
+	// PodQPS is how many pods the fleet creates per second at most.
+	PodQPS float64
 }
 
 // Defaults for a Config's zero fields.
@@ -40,6 +48,9 @@ const (
 	DefaultNamePrefix  = "fakelet"
 	DefaultFleet       = "fakelet"
 	DefaultRegisterQPS = 100
+	DefaultPodQPS      = 100
+	// MaxPodsPerNode is the pod capacity the nodes report.
+	MaxPodsPerNode = 110
 )
 
 // dnsLabel is what a node name prefix and a label value must look like.
@@ -58,6 +69,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RegisterQPS == 0 {
 		c.RegisterQPS = DefaultRegisterQPS
+	}
+	if c.PodQPS == 0 {
+		c.PodQPS = DefaultPodQPS
 	}
 	if c.Connections == 0 {
 		c.Connections = max(1, (c.Nodes+999)/1000)
@@ -87,6 +101,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("connections must not be negative, got %d", c.Connections)
 	case c.RegisterQPS <= 0:
 		return fmt.Errorf("register QPS must be positive, got %v", c.RegisterQPS)
+	case c.PodsPerNode < 0 || c.PodsPerNode > MaxPodsPerNode:
+		return fmt.Errorf("pods per node must be between 0 and %d (a node's pod capacity), got %d", MaxPodsPerNode, c.PodsPerNode)
+	case c.PodTolerationSeconds != nil && c.PodsPerNode == 0:
+		return fmt.Errorf("a pod toleration applies to pods, and pods per node is 0")
+	case c.PodTolerationSeconds != nil && *c.PodTolerationSeconds < 0:
+		return fmt.Errorf("pod toleration seconds must not be negative, got %d", *c.PodTolerationSeconds)
+	case c.PodQPS <= 0:
+		return fmt.Errorf("pod QPS must be positive, got %v", c.PodQPS)
 	}
 	if _, err := ParseIdentity(string(c.Identity)); err != nil {
 		return err

@@ -26,6 +26,7 @@ type Fleet struct {
 	sched     *scheduler.Scheduler
 	tally     *Tally
 	nodes     *nodeWatch
+	pods      *podSet // nil without pods
 	// checkPermissions makes Preflight ask the apiserver whether the fleet's credential may do what
 	// the run will do. New sets it; fleets on given clients (fakes in tests) check names only.
 	checkPermissions bool
@@ -114,6 +115,14 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		f.byName[name] = a
 	}
 	f.nodes = newNodeWatch(admin, tmpl, f.liveAgent)
+	if cfg.PodsPerNode > 0 {
+		f.pods = newPodSet(f)
+		f.nodes.OnNode(func(old, n *corev1.Node) {
+			if old == nil {
+				f.pods.nodeSeen(n.Name)
+			}
+		})
+	}
 	return f, nil
 }
 
@@ -187,6 +196,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	schedDone := make(chan struct{})
 	go func() { f.sched.Run(runCtx); close(schedDone) }()
 	watchErr := f.nodes.start(runCtx)
+	if watchErr == nil && f.pods != nil {
+		watchErr = f.pods.start(runCtx, f.nodes.syncTimeout)
+	}
 	if watchErr == nil {
 		f.mu.Lock()
 		f.runCtx = runCtx
@@ -200,7 +212,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	cancel()
 	<-schedDone
 	if watchErr != nil {
-		return fmt.Errorf("watch the fleet's nodes: %w", watchErr)
+		return fmt.Errorf("watch the fleet's nodes and pods: %w", watchErr)
 	}
 	if f.cfg.Keep {
 		return nil
@@ -264,10 +276,13 @@ func (s *starter) Run() {
 }
 
 // Progress is how far the fleet has come. Nodes counts every node the fleet has had: the initial
-// ones and those AddNodes added (Added); Removed of them were removed by RemoveNodes.
+// ones and those AddNodes added (Added); Removed of them were removed by RemoveNodes. Pods counts the
+// pods the fleet created that its watch saw and not deleted since, PodsReady those of them Ready, and
+// PodsFailed the pods it gave up creating.
 type Progress struct {
 	Nodes, Started, Registered, Ready, Failed int
 	Added, Removed                            int
+	Pods, PodsReady, PodsFailed               int
 	Errors                                    int64
 	Elapsed                                   time.Duration
 }
@@ -278,6 +293,9 @@ func (f *Fleet) Progress() Progress {
 	p := Progress{Nodes: len(f.agents), Started: f.started, Failed: len(f.failed), Added: f.added, Removed: len(f.removed)}
 	f.mu.Unlock()
 	p.Registered, p.Ready = f.nodes.counts()
+	if f.pods != nil {
+		p.Pods, p.PodsReady, p.PodsFailed = f.pods.counts()
+	}
 	p.Errors = f.tally.Errors()
 	return p
 }

@@ -61,6 +61,29 @@ var kubeletPermissions = []Permission{
 	{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "kubelets renew their Leases"},
 }
 
+// What the fleet's credential does with pods, only when it runs them (Config.PodsPerNode above 0).
+var podPermissions = []Permission{
+	{Verb: "create", Resource: "pods", Namespace: PodNamespace, For: "the fleet creates its pods"},
+	{Verb: "get", Resource: "pods", Namespace: PodNamespace, For: "adopt the pods a --keep run left"},
+	{Verb: "list", Resource: "pods", Namespace: PodNamespace, For: "the fleet's pod watch"},
+	{Verb: "watch", Resource: "pods", Namespace: PodNamespace, For: "the fleet's pod watch"},
+	{Verb: "delete", Resource: "pods", Namespace: PodNamespace, For: "cleanup"},
+}
+
+// What kubelets do with their pods, needed by the fleet's credential itself with --identity=fleet.
+var kubeletPodPermissions = []Permission{
+	{Verb: "patch", Resource: "pods", Subresource: "status", Namespace: PodNamespace, For: "kubelets report their pods Running and Ready"},
+}
+
+// PodPermissions is what the fleet's credential needs besides RunPermissions when the run has pods.
+func PodPermissions(id Identity) []Permission {
+	perms := append([]Permission(nil), podPermissions...)
+	if id == IdentityFleet {
+		perms = append(perms, kubeletPodPermissions...)
+	}
+	return perms
+}
+
 // RunPermissions is what the fleet's credential needs for a run with identity id; node is one of the
 // fleet's node names (impersonation is checked for it, since RBAC may grant it by name).
 func RunPermissions(id Identity, node string) []Permission {

@@ -19,7 +19,11 @@ import (
 // of its own) can check first and fail fast.
 func (f *Fleet) Preflight(ctx context.Context) error {
 	if f.checkPermissions {
-		if err := CheckPermissions(ctx, f.admin, RunPermissions(f.cfg.Identity, NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex))); err != nil {
+		perms := RunPermissions(f.cfg.Identity, NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex))
+		if f.cfg.PodsPerNode > 0 {
+			perms = append(perms, PodPermissions(f.cfg.Identity)...)
+		}
+		if err := CheckPermissions(ctx, f.admin, perms); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,365 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// The fleet's pods (Config.PodsPerNode): the fleet creates them with its own credential, as a user or
+// a controller would, bound to their node by spec.nodeName (no scheduler involved), once the node
+// registered, at Config.PodQPS. One watch of the fleet's pods shows each to its node's agent, which
+// keeps it Running and Ready, and to the OnPod handlers (the measurement). The fleet never recreates
+// a pod: one the taint eviction controller deleted stays deleted.
+
+// PodNamespace is where the fleet creates its pods: it exists in every cluster, so fakelet creates
+// no namespace of its own.
+const PodNamespace = metav1.NamespaceDefault
+
+// PodImage is the image of the pods' one container. No runtime pulls it.
+const PodImage = "registry.k8s.io/pause:3.10"
+
+// podCreateTries bounds the creations of one pod that fail for a reason that may pass (the namespace's
+// default ServiceAccount not created yet, a throttled request); the n-th retry waits n seconds.
+const podCreateTries = 5
+
+// PodName is the name of the i-th pod of node.
+func PodName(node string, i int) string { return node + "-" + strconv.Itoa(i) }
+
+// podSet is the fleet's pods: the creation queue, the UIDs created, and the watch.
+type podSet struct {
+	f        *Fleet
+	informer cache.SharedIndexInformer
+	limit    *rate.Limiter
+
+	mu      sync.Mutex
+	queue   []podToCreate
+	active  bool                 // the creator task is scheduled or running
+	queued  map[string]bool      // nodes whose pods were queued
+	created map[string]types.UID // pod name -> the UID of the pod the fleet created (or adopted)
+	ready   map[string]bool      // pod name -> Ready, for the created pods the watch saw
+	readyN  int
+	failed  int
+	lastErr error
+
+	handlerMu sync.RWMutex
+	handlers  []func(old, new *corev1.Pod)
+}
+
+type podToCreate struct {
+	node  string
+	i     int
+	tries int
+}
+
+func newPodSet(f *Fleet) *podSet {
+	p := &podSet{
+		f:       f,
+		limit:   rate.NewLimiter(rate.Limit(f.cfg.PodQPS), 1),
+		queued:  map[string]bool{},
+		created: map[string]types.UID{},
+		ready:   map[string]bool{},
+	}
+	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: f.cfg.Fleet}).String()
+	pods := f.admin.CoreV1().Pods(PodNamespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return pods.Watch(ctx, o)
+		},
+	}
+	p.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, f.admin), &corev1.Pod{}, 0, cache.Indexers{})
+	_ = p.informer.SetTransform(func(obj any) (any, error) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			pod.ManagedFields = nil
+		}
+		return obj, nil
+	})
+	_, _ = p.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.observe(nil, obj) },
+		UpdateFunc: p.observe,
+		DeleteFunc: p.forget,
+	})
+	return p
+}
+
+// start runs the watch until ctx ends and waits for its first list.
+func (p *podSet) start(ctx context.Context, timeout time.Duration) error {
+	go p.informer.RunWithContext(ctx)
+	syncCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), p.informer.HasSynced) && ctx.Err() == nil {
+		return fmt.Errorf("no list of the fleet's pods in namespace %s within %v", PodNamespace, timeout)
+	}
+	return nil
+}
+
+// OnPod adds a handler for every change the fleet's pod watch sees to a pod on one of the fleet's
+// nodes of this process: old is nil when the pod first appears, new is nil when it is gone. Handlers
+// run on the watch's goroutine and must not modify the pods. Without pods (Config.PodsPerNode 0) there
+// is no watch and they are never called.
+func (f *Fleet) OnPod(h func(old, new *corev1.Pod)) {
+	if f.pods == nil {
+		return
+	}
+	f.pods.handlerMu.Lock()
+	defer f.pods.handlerMu.Unlock()
+	f.pods.handlers = append(f.pods.handlers, h)
+}
+
+// nodeSeen queues the pods of a node the fleet's watch saw for the first time, once.
+func (p *podSet) nodeSeen(node string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.queued[node] {
+		return
+	}
+	p.queued[node] = true
+	for i := range p.f.cfg.PodsPerNode {
+		p.push(podToCreate{node: node, i: i})
+	}
+}
+
+// podCreator creates the queued pods one by one as the rate limit admits them. It is a scheduler task,
+// so that a fake clock paces it as it paces the agents.
+type podCreator struct{ p *podSet }
+
+func (c podCreator) Run() {
+	p, f := c.p, c.p.f
+	for {
+		f.mu.Lock()
+		ctx := f.runCtx
+		closed := f.closed
+		f.mu.Unlock()
+		p.mu.Lock()
+		if len(p.queue) == 0 || closed || ctx == nil || ctx.Err() != nil {
+			p.active = false
+			p.mu.Unlock()
+			return
+		}
+		now := f.sched.Clock().Now()
+		r := p.limit.ReserveN(now, 1)
+		if d := r.DelayFrom(now); d > 0 {
+			r.CancelAt(now)
+			p.mu.Unlock()
+			f.sched.After(d, c)
+			return
+		}
+		next := p.queue[0]
+		p.queue = p.queue[1:]
+		p.mu.Unlock()
+		if f.liveAgent(next.node) == nil {
+			continue // removed meanwhile
+		}
+		err := p.create(ctx, next.node, next.i)
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		next.tries++
+		if next.tries < podCreateTries && !errors.Is(err, ErrNotOwned) {
+			f.sched.After(time.Duration(next.tries)*time.Second, podRetry{p, next})
+			continue
+		}
+		p.mu.Lock()
+		p.failed++
+		p.lastErr = err
+		p.mu.Unlock()
+	}
+}
+
+// podRetry queues a pod whose creation failed again, after a pause.
+type podRetry struct {
+	p   *podSet
+	pod podToCreate
+}
+
+func (r podRetry) Run() {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.p.push(r.pod)
+}
+
+// push queues pod for creation. p.mu must be held.
+func (p *podSet) push(pod podToCreate) {
+	p.queue = append(p.queue, pod)
+	if !p.active {
+		p.active = true
+		p.f.sched.After(0, podCreator{p})
+	}
+}
+
+// create creates pod i of node, or adopts it if a pod of that name exists with the fleet's label on
+// that node (a --keep run before this one left it); any other pod of that name is left alone.
+func (p *podSet) create(ctx context.Context, node string, i int) error {
+	pods := p.f.admin.CoreV1().Pods(PodNamespace)
+	pod, err := pods.Create(ctx, p.f.newPod(node, i), metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		name := PodName(node, i)
+		if pod, err = pods.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("get pod %s/%s: %w", PodNamespace, name, err)
+		}
+		if pod.Labels[agent.FleetLabel] != p.f.cfg.Fleet || pod.Spec.NodeName != node {
+			return fmt.Errorf("pod %s/%s exists and is not fleet %q's pod of node %s: %w", PodNamespace, name, p.f.cfg.Fleet, node, ErrNotOwned)
+		}
+	} else if err != nil {
+		return fmt.Errorf("create pod %s/%s: %w", PodNamespace, PodName(node, i), err)
+	}
+	pod.ManagedFields = nil
+	p.mu.Lock()
+	p.created[pod.Name] = pod.UID
+	p.mu.Unlock()
+	// The watch may have shown the pod before its UID was known here: the agent learns of it now.
+	if a := p.f.liveAgent(node); a != nil {
+		a.ObservePod(pod)
+	}
+	return nil
+}
+
+// newPod is pod i of node: one container, bound to the node, labelled with the fleet, tolerating the
+// not-ready and unreachable NoExecute taints for Config.PodTolerationSeconds if set (else the
+// apiserver's DefaultTolerationSeconds admission adds 300 s).
+func (f *Fleet) newPod(node string, i int) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      PodName(node, i),
+			Namespace: PodNamespace,
+			Labels:    map[string]string{agent.FleetLabel: f.cfg.Fleet},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                     node,
+			AutomountServiceAccountToken: ptr.To(false), // no token volume: no kubelet mounts it
+			Containers:                   []corev1.Container{{Name: "pause", Image: PodImage}},
+		},
+	}
+	if t := f.cfg.PodTolerationSeconds; t != nil {
+		for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
+				Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: t,
+			})
+		}
+	}
+	return pod
+}
+
+// ours says whether pod is one the fleet created, on a node of this process, and returns its agent.
+func (p *podSet) ours(pod *corev1.Pod) (*agent.Agent, bool) {
+	a := p.f.liveAgent(pod.Spec.NodeName)
+	if a == nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return a, p.created[pod.Name] == pod.UID
+}
+
+func (p *podSet) observe(oldObj, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	a, created := p.ours(pod)
+	if a == nil {
+		return // another process's or shard's node
+	}
+	if created {
+		a.ObservePod(pod)
+		ready := podReady(pod)
+		p.mu.Lock()
+		if was, known := p.ready[pod.Name]; !known || was != ready {
+			p.ready[pod.Name] = ready
+			switch {
+			case ready:
+				p.readyN++
+			case known:
+				p.readyN--
+			}
+		}
+		p.mu.Unlock()
+	}
+	old, _ := oldObj.(*corev1.Pod)
+	p.handle(old, pod)
+}
+
+func (p *podSet) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	a, created := p.ours(pod)
+	if a == nil {
+		return
+	}
+	if created {
+		a.ForgetPod(pod.Name, string(pod.UID))
+		p.mu.Lock()
+		if p.ready[pod.Name] {
+			p.readyN--
+		}
+		delete(p.ready, pod.Name)
+		p.mu.Unlock()
+	}
+	p.handle(pod, nil)
+}
+
+func (p *podSet) handle(old, pod *corev1.Pod) {
+	p.handlerMu.RLock()
+	defer p.handlerMu.RUnlock()
+	for _, h := range p.handlers {
+		h(old, pod)
+	}
+}
+
+// counts returns how many of the fleet's pods the watch saw, how many are Ready, and how many could
+// not be created.
+func (p *podSet) counts() (pods, ready, failed int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ready), p.readyN, p.failed
+}
+
+// CreateErr is why the last pod the fleet gave up creating could not be created, or nil.
+func (p *podSet) createErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastErr
+}
+
+// createdUID returns the UID of the pod named name that the fleet created, if it did.
+func (p *podSet) createdUID(name string) (types.UID, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	uid, ok := p.created[name]
+	return uid, ok
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
