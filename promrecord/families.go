@@ -53,8 +53,8 @@ var fleetMetric = map[string]string{
 var okCodes = map[string]bool{"200": true, "201": true, "404": true, "409": true}
 
 // family reads one family of one component at t: for a counter or a histogram the increase since
-// the window's start, for a gauge its value; nil if Prometheus has no series of it.
-func (r *reader) family(ctx context.Context, component, name string, t time.Time) (*scrape.Family, error) {
+// since, for a gauge its value; nil if Prometheus has no series of it.
+func (r *reader) family(ctx context.Context, component, name string, since, t time.Time) (*scrape.Family, error) {
 	sel, ok := scrape.Selection[name]
 	if !ok {
 		return nil, fmt.Errorf("family %s is not among those the report reads", name)
@@ -68,7 +68,7 @@ func (r *reader) family(ctx context.Context, component, name string, t time.Time
 		group[i] = "code"
 	}
 	selector := fmt.Sprintf("%s{job=%q}", metric, r.job(component))
-	window := fmt.Sprintf("[%dms]", t.Sub(r.opts.From).Milliseconds())
+	window := fmt.Sprintf("[%dms]", t.Sub(since).Milliseconds())
 	f := &scrape.Family{Type: sel.Type, Labels: sel.Labels, Series: map[string]*scrape.Series{}}
 	switch sel.Type {
 	case scrape.Gauge:

@@ -2,10 +2,7 @@ package promrecord
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -13,9 +10,7 @@ import (
 
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scrape"
 )
 
 // Querier is the part of Prometheus's HTTP API that Read uses; v1.API is one.
@@ -52,14 +47,14 @@ type Options struct {
 	Jobs Jobs
 }
 
-// maxTimelinePoints bounds the number of snapshots between phase boundaries: each costs about 40
-// queries.
+// maxTimelinePoints bounds the number of steps: each costs about 20 queries.
 const maxTimelinePoints = 100
 
-// minStep is the finest default step: Prometheus's default scrape interval, and deploy/'s.
-const minStep = 15 * time.Second
+// minStep is the finest default step: twice deploy/prometheus's scrape interval (15 s), so that a
+// step holds two samples of every series, as increase() needs.
+const minStep = 30 * time.Second
 
-// DefaultStep is the step of a window: 15 s, or longer so that there are at most 100 steps.
+// DefaultStep is the step of a window: 30 s, or longer so that there are at most 100 steps.
 func DefaultStep(from, to time.Time) time.Duration {
 	return max(minStep, (to.Sub(from) / maxTimelinePoints).Round(time.Second))
 }
@@ -99,15 +94,15 @@ func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
 		}
 		rec.Target.Description = "the cluster that Prometheus at " + opts.URL + " scraped"
 	}
-	snaps, err := r.snapshots(ctx, points(opts.From, opts.To, opts.Step, rec.Phases))
+	l, err := r.load(ctx, rec.Phases)
 	if err != nil {
 		return report.Record{}, err
 	}
-	if !hasSeries(snaps, load.APIServer, "apiserver_request_total") && !hasSeries(snaps, load.Fleet, scrape.FleetRequests) {
+	if len(l.Run.Requests) == 0 && len(l.Run.Fleet) == 0 {
 		return report.Record{}, fmt.Errorf("Prometheus at %s has no requests of job %s or %s between %s and %s: is it scraping them (docs/metrics.md), and is the window the run's?",
 			opts.URL, opts.Jobs.APIServer, opts.Jobs.Fakelet, opts.From.UTC().Format(time.RFC3339), opts.To.UTC().Format(time.RFC3339))
 	}
-	rec.Snapshots = snaps
+	rec.Load = l
 	if rec.NodeTimeline, err = r.nodeTimeline(ctx); err != nil {
 		return report.Record{}, err
 	}
@@ -172,145 +167,6 @@ func (r *reader) series(ctx context.Context, expr string, step time.Duration) (m
 		return nil, fmt.Errorf("query Prometheus at %s: %s: a %s, not a range vector", r.opts.URL, expr, v.Type())
 	}
 	return m, nil
-}
-
-// points are the snapshot times: from, every step, every phase boundary within the window, and to.
-func points(from, to time.Time, step time.Duration, phases []reaction.Phase) []time.Time {
-	ts := []time.Time{to}
-	for t := from; t.Before(to); t = t.Add(step) {
-		ts = append(ts, t)
-	}
-	for _, p := range phases {
-		for _, t := range []time.Time{p.Start, p.End} {
-			if t.After(from) && t.Before(to) {
-				ts = append(ts, t)
-			}
-		}
-	}
-	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-	return slices.CompactFunc(ts, func(a, b time.Time) bool { return b.Sub(a).Abs() < time.Millisecond })
-}
-
-// snapshots reads a snapshot of every component at every point, the first (the window's start)
-// holding zero for every counter and histogram.
-func (r *reader) snapshots(ctx context.Context, at []time.Time) ([]scrape.Snapshot, error) {
-	type task struct {
-		point     int
-		component string
-		family    string
-	}
-	var tasks []task
-	for i := range at {
-		for _, c := range components {
-			for _, f := range families[c] {
-				if i == 0 && scrape.Selection[f].Type != scrape.Gauge {
-					continue // no increase yet
-				}
-				tasks = append(tasks, task{i, c, f})
-			}
-		}
-	}
-	results := make([]*scrape.Family, len(tasks))
-	errs := make([]error, len(tasks))
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	for i, t := range tasks {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			results[i], errs[i] = r.family(ctx, t.component, t.family, at[t.point])
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	byPoint := make([]map[string]map[string]*scrape.Family, len(at)) // point -> component -> family
-	for i := range at {
-		byPoint[i] = map[string]map[string]*scrape.Family{}
-		for _, c := range components {
-			byPoint[i][c] = map[string]*scrape.Family{}
-		}
-	}
-	for i, t := range tasks {
-		if results[i] != nil {
-			byPoint[t.point][t.component][t.family] = results[i]
-		}
-	}
-	var out []scrape.Snapshot
-	for _, c := range components {
-		for _, f := range families[c] {
-			if scrape.Selection[f].Type == scrape.Gauge {
-				continue
-			}
-			cumulative(byPoint, c, f)
-		}
-		for i, t := range at {
-			out = append(out, scrape.Snapshot{Component: c, At: t, Families: byPoint[i][c]})
-		}
-	}
-	return out, nil
-}
-
-// cumulative makes a counter family's values at successive points never decrease, as the load
-// package expects of a counter that did not reset: increase() extrapolates, so a later, longer
-// window can read a little lower than an earlier one. A series missing at a point keeps its last
-// value; at the first point every series is zero.
-func cumulative(byPoint []map[string]map[string]*scrape.Family, component, family string) {
-	var prev *scrape.Family
-	for i := 1; i < len(byPoint); i++ {
-		cur := byPoint[i][component][family]
-		if cur == nil && prev != nil {
-			cur = &scrape.Family{Type: prev.Type, Labels: prev.Labels, Series: map[string]*scrape.Series{}}
-			byPoint[i][component][family] = cur
-		}
-		if cur == nil {
-			continue
-		}
-		if prev != nil {
-			for k, p := range prev.Series {
-				c := cur.Series[k]
-				if c == nil {
-					cur.Series[k] = clone(p)
-					continue
-				}
-				c.Value, c.Sum = max(c.Value, p.Value), max(c.Sum, p.Sum)
-				if slices.Equal(c.Bounds, p.Bounds) {
-					for b := range c.Buckets {
-						c.Buckets[b] = max(c.Buckets[b], p.Buckets[b])
-					}
-				}
-			}
-		}
-		prev = cur
-	}
-	if prev == nil {
-		return
-	}
-	zero := &scrape.Family{Type: prev.Type, Labels: prev.Labels, Series: map[string]*scrape.Series{}}
-	for k, s := range prev.Series {
-		z := &scrape.Series{Labels: s.Labels, Bounds: s.Bounds}
-		if s.Bounds != nil {
-			z.Buckets = make([]float64, len(s.Bounds))
-		}
-		zero.Series[k] = z
-	}
-	byPoint[0][component][family] = zero
-}
-
-func clone(s *scrape.Series) *scrape.Series {
-	c := *s
-	c.Buckets = slices.Clone(s.Buckets)
-	return &c
-}
-
-func hasSeries(snaps []scrape.Snapshot, component, family string) bool {
-	for _, s := range snaps {
-		if f := s.Families[family]; s.Component == component && f != nil && len(f.Series) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // serverVersion is the apiserver's gitVersion from kubernetes_build_info, or "".

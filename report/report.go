@@ -119,7 +119,11 @@ type Record struct {
 	// NodeTimeline, if set, is the node-state timeline instead of one replayed from Transitions (a
 	// record read from Prometheus has counts, not transitions).
 	NodeTimeline []observe.StateCount
-	Source       *Source
+	// Load, if set, is the load computed window by window elsewhere (from Prometheus, whose
+	// increase() over each window is better than deltas between snapshots of the whole run), instead
+	// of from Snapshots.
+	Load   *Load
+	Source *Source
 }
 
 // maxTimelinePoints bounds the node-state timeline: one point a second for a run of ten minutes,
@@ -153,6 +157,10 @@ func Build(rec Record) *Report {
 	windows := make([]load.Window, len(r.Phases))
 	for i, p := range r.Phases {
 		windows[i] = load.Window{Name: p.Name, Start: p.Start, End: p.End}
+	}
+	if rec.Load != nil {
+		r.Load = *rec.Load
+		return r
 	}
 	r.Load.Phases = load.Compute(rec.Snapshots, windows)
 	r.Load.Run = load.Compute(rec.Snapshots, []load.Window{{Name: "run", Start: rec.Start, End: rec.End}})[0]
