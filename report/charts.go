@@ -94,6 +94,7 @@ func newPlot(title, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds since start"
+	p.X.Tick.Marker = secondsTicks{}
 	p.Y.Label.Text = y
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,8 @@ dl { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; font-
 dt { font-weight: bold; }
 .chart svg { width: 100%; height: auto; }
 .missing { color: #b00; }
+td.sub { padding-left: 2em; }
+th.group { text-align: center; border-bottom: 1px solid #ccc; }
 </style>
 </head>
 <body>
@@ -44,7 +47,8 @@ dt { font-weight: bold; }
 {{if .R.Reactions}}<h2>Reactions</h2>
 <p>Seconds from the action, and from the node's last heartbeat before a stop, partition or denyAuth.</p>
 <table>
-<tr><th>phase</th><th class="l">group</th><th class="l">op</th><th class="l">event</th><th>reacted</th><th>missing</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th><th>last-hb p50</th><th>p99</th><th>max</th></tr>
+<tr><th colspan="6"></th><th class="group" colspan="5">seconds from the action</th><th class="group" colspan="3">from the last heartbeat</th></tr>
+<tr><th>phase</th><th class="l">group</th><th class="l">op</th><th class="l">event</th><th>reacted</th><th>missing</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th><th>p50</th><th>p99</th><th>max</th></tr>
 {{range .R.Reactions}}<tr><td>{{.Phase}}</td><td class="l">{{.Group}}</td><td class="l">{{.Op}}</td><td class="l">{{.Event}}</td><td>{{.Reacted}}/{{.Actions}}</td><td{{if .Missing}} class="missing"{{end}}>{{.Missing}}</td>
 {{if .Reacted}}<td>{{printf "%.1f" .FromAction.Min}}</td><td>{{printf "%.1f" .FromAction.P50}}</td><td>{{printf "%.1f" .FromAction.P90}}</td><td>{{printf "%.1f" .FromAction.P99}}</td><td>{{printf "%.1f" .FromAction.Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>{{end}}
 {{with .FromLastRenewal}}<td>{{printf "%.1f" .P50}}</td><td>{{printf "%.1f" .P99}}</td><td>{{printf "%.1f" .Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}</tr>
@@ -54,7 +58,7 @@ dt { font-weight: bold; }
 <h2>Load</h2>
 <table>
 <tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><td>{{.Label}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr><td{{if .Sub}} class="sub"{{end}}>{{.Label}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 {{range .R.Load.ScrapeErrors}}<p class="missing">scrape failed: {{.}}</p>
 {{end}}
@@ -64,6 +68,7 @@ dt { font-weight: bold; }
 
 type htmlRow struct {
 	Label string
+	Sub   bool // a part of the row above: indented, as the text table indents it
 	Cells []string
 }
 
@@ -93,7 +98,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	var rows []htmlRow
 	for _, row := range LoadRows {
-		hr := htmlRow{Label: row.Label}
+		label := strings.TrimLeft(row.Label, " ")
+		hr := htmlRow{Label: label, Sub: label != row.Label}
 		for _, c := range cols {
 			if v, ok := row.Value(c); ok {
 				hr.Cells = append(hr.Cells, row.Format(v))
