@@ -104,10 +104,11 @@ func (s *Session) react(t observe.Transition) {
 // Deprecated: leave fleet.Config.Recorder alone; Observe is all a session needs.
 func (s *Session) Recorder() agent.Recorder { return nil }
 
-// Observe records every change the fleet's watch sees to its Nodes, and reads the fleet's requests
-// from its tally at every scrape. Call it before the fleet runs.
+// Observe records every change the fleet's watches see to its Nodes and (if it runs pods) its pods,
+// and reads the fleet's requests from its tally at every scrape. Call it before the fleet runs.
 func (s *Session) Observe(f *fleet.Fleet) {
 	f.OnNode(s.recorder.NodeHandler())
+	f.OnPod(s.recorder.PodHandler())
 	s.fleetSrc.Add(f.Tally())
 }
 

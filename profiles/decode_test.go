@@ -124,7 +124,7 @@ func TestParseDecodeErrors(t *testing.T) {
 		{
 			name: "unknown field",
 			yaml: doc("nodes: 10\nnode: 10\nphases: [{name: p, duration: 1m}]"),
-			want: []string{"7: spec.node: unknown field (spec has nodes, zones, podsPerNode, seed, heartbeat, groups, phases)"},
+			want: []string{"7: spec.node: unknown field (spec has nodes, zones, podsPerNode, podTolerationSeconds, seed, heartbeat, groups, phases)"},
 		},
 		{
 			name: "unknown field in a flow mapping of a list item",
@@ -187,7 +187,7 @@ func TestParseDecodeErrors(t *testing.T) {
 			want: []string{
 				`6: spec.nodes: want an integer, got "x"`,
 				`7: spec.zones: want an integer, got "y"`,
-				`8: spec.bogus: unknown field (spec has nodes, zones, podsPerNode, seed, heartbeat, groups, phases)`,
+				`8: spec.bogus: unknown field (spec has nodes, zones, podsPerNode, podTolerationSeconds, seed, heartbeat, groups, phases)`,
 			},
 		},
 		{

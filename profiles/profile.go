@@ -47,6 +47,10 @@ type Spec struct {
 	Zones int `json:"zones,omitempty" yaml:"zones"`
 	// PodsPerNode pods are bound to each node (spec.nodeName) and kept Running and Ready by its agent.
 	PodsPerNode int `json:"podsPerNode,omitempty" yaml:"podsPerNode"`
+	// PodTolerationSeconds, if set, is how long the pods tolerate the not-ready and unreachable
+	// NoExecute taints before the taint eviction controller deletes them. Unset, the apiserver's
+	// DefaultTolerationSeconds admission gives them 300 s. Only with podsPerNode above 0.
+	PodTolerationSeconds *int64 `json:"podTolerationSeconds,omitempty" yaml:"podTolerationSeconds"`
 	// Seed makes group selection and flap jitter reproducible; `--seed` overrides it.
 	Seed      int64            `json:"seed,omitempty" yaml:"seed"`
 	Heartbeat Heartbeat        `json:"heartbeat" yaml:"heartbeat"`

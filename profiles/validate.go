@@ -12,6 +12,13 @@ import (
 // 100,000 nodes; ten times that is a typo, and refusing it early keeps a typo from exhausting memory.
 const maxNodes = 1_000_000
 
+// maxPodsPerNode is the pod capacity every fake node reports (agent.DefaultCapacity).
+const maxPodsPerNode = 110
+
+// maxPodTolerationSeconds bounds spec.podTolerationSeconds at a day: a longer toleration is never
+// reached in a run.
+const maxPodTolerationSeconds = 86400
+
 // nameRe is what group and phase names look like: they appear in paths, reports and flags, so no dots,
 // spaces or brackets.
 var nameRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,62}$`)
@@ -50,8 +57,16 @@ func (s *Spec) validate(ps *problems) {
 	if s.Zones < 1 || s.Zones > maxZones {
 		ps.addf("spec.zones", "must be between 1 and %d, got %d", maxZones, s.Zones)
 	}
-	if s.PodsPerNode < 0 {
-		ps.addf("spec.podsPerNode", "must not be negative, got %d", s.PodsPerNode)
+	if s.PodsPerNode < 0 || s.PodsPerNode > maxPodsPerNode {
+		ps.addf("spec.podsPerNode", "must be between 0 and %d (a node's pod capacity), got %d", maxPodsPerNode, s.PodsPerNode)
+	}
+	if t := s.PodTolerationSeconds; t != nil {
+		switch {
+		case s.PodsPerNode == 0:
+			ps.addf("spec.podTolerationSeconds", "applies to pods, and spec.podsPerNode is 0")
+		case *t < 0 || *t > maxPodTolerationSeconds:
+			ps.addf("spec.podTolerationSeconds", "must be between 0 and %d, got %d", maxPodTolerationSeconds, *t)
+		}
 	}
 	s.Heartbeat.validate(ps, "spec.heartbeat")
 	for _, name := range sortedKeys(s.Groups) {

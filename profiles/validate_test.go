@@ -37,8 +37,21 @@ func TestValidationErrors(t *testing.T) {
 			want: []string{
 				`6: spec.nodes: must be between 1 and 1000000, got 0`,
 				`7: spec.zones: must be between 1 and 1000, got -1`,
-				`8: spec.podsPerNode: must not be negative, got -2`,
+				`8: spec.podsPerNode: must be between 0 and 110 (a node's pod capacity), got -2`,
 			},
+		},
+		{
+			name: "pods",
+			yaml: doc("nodes: 1\npodsPerNode: 111\npodTolerationSeconds: -1\nphases: [{name: p, duration: 1s}]"),
+			want: []string{
+				`7: spec.podsPerNode: must be between 0 and 110 (a node's pod capacity), got 111`,
+				`8: spec.podTolerationSeconds: must be between 0 and 86400, got -1`,
+			},
+		},
+		{
+			name: "toleration without pods",
+			yaml: doc("nodes: 1\npodTolerationSeconds: 30\nphases: [{name: p, duration: 1s}]"),
+			want: []string{`7: spec.podTolerationSeconds: applies to pods, and spec.podsPerNode is 0`},
 		},
 		{
 			name: "fleet too large",

@@ -132,18 +132,18 @@ func New(cfg Config) (*Runner, error) {
 }
 
 // Check says whether a plan can run on a fleet configured as fc, before anything touches a cluster.
-// The fleet must be the plan's: the same number of nodes, numbered from 0, in the profile's zones; a
-// profile that uses denyAuth needs the node identity (revoking it is what denyAuth does); and pods
-// (spec.podsPerNode above 0) are not supported yet.
+// The fleet must be the plan's: the same number of nodes, numbered from 0, in the profile's zones, with
+// the profile's pods (spec.podsPerNode and spec.podTolerationSeconds); a profile that uses denyAuth
+// needs the node identity (revoking it is what denyAuth does).
 func Check(plan *profiles.Plan, fc fleet.Config) error { return CheckShard(plan, fc, fleet.Shard{}) }
 
 // CheckShard is Check for shard s of the plan's fleet: the fleet must be the shard's slice of the
 // plan's nodes (fleet.Shard.Slice).
 func CheckShard(plan *profiles.Plan, fc fleet.Config, s fleet.Shard) error {
 	p := plan.Profile
-	if p.Spec.PodsPerNode > 0 {
-		return fmt.Errorf("profile %s: spec.podsPerNode is %d: pods are not supported yet by the runner; set podsPerNode to 0",
-			p.Metadata.Name, p.Spec.PodsPerNode)
+	if fc.PodsPerNode != p.Spec.PodsPerNode || !equalPtr(fc.PodTolerationSeconds, p.Spec.PodTolerationSeconds) {
+		return fmt.Errorf("profile %s has %d pod(s) per node (toleration %s), and the fleet runs %d (toleration %s)",
+			p.Metadata.Name, p.Spec.PodsPerNode, seconds(p.Spec.PodTolerationSeconds), fc.PodsPerNode, seconds(fc.PodTolerationSeconds))
 	}
 	if err := s.Validate(plan.Nodes); err != nil {
 		return fmt.Errorf("profile %s: %w", p.Metadata.Name, err)
@@ -161,6 +161,15 @@ func CheckShard(plan *profiles.Plan, fc fleet.Config, s fleet.Shard) error {
 			p.Metadata.Name, fleet.IdentityNode, fc.Identity)
 	}
 	return nil
+}
+
+func equalPtr(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+func seconds(s *int64) string {
+	if s == nil {
+		return "default"
+	}
+	return fmt.Sprintf("%ds", *s)
 }
 
 func uses(p *profiles.Profile, v profiles.Verb) bool {
@@ -277,22 +286,31 @@ func (r *Runner) step() {
 
 // readyOrTimedOut says whether the phases may begin: every initial node that has not failed for good
 // is Ready and, in lease mode, has renewed its Lease once (a kubelet creates its Lease one renew
-// interval after it registers: its first try finds no Node to own it), or the wait timed out.
+// interval after it registers: its first try finds no Node to own it), and their pods are Ready (or
+// could not be created), or the wait timed out.
 func (r *Runner) readyOrTimedOut(now time.Time) bool {
 	p := r.fleet.Progress()
 	waited := now.Sub(r.waitFor).Round(100 * time.Millisecond)
-	allReady := p.Ready+p.Failed >= r.nodes
+	pods := (r.nodes - p.Failed) * r.plan.Profile.Spec.PodsPerNode
+	allReady := p.Ready+p.Failed >= r.nodes && p.PodsReady+p.PodsFailed >= pods
 	leaseless := 0
 	if allReady || waited >= r.cfg.ReadyTimeout {
 		leaseless = r.leaseless()
 	}
+	podsLine := ""
+	if pods > 0 {
+		podsLine = fmt.Sprintf(", %d of %d pods Ready", p.PodsReady, pods)
+		if p.PodsFailed > 0 {
+			podsLine += fmt.Sprintf(" (%d could not be created)", p.PodsFailed)
+		}
+	}
 	switch {
 	case allReady && leaseless == 0:
-		r.logf("profile %s: %d of %d nodes Ready, with their Leases, after %v: the phases begin (%v in all)",
-			r.name, p.Ready, r.nodes, waited, r.schedule.Duration())
+		r.logf("profile %s: %d of %d nodes Ready, with their Leases%s, after %v: the phases begin (%v in all)",
+			r.name, p.Ready, r.nodes, podsLine, waited, r.schedule.Duration())
 	case waited >= r.cfg.ReadyTimeout:
-		r.logf("profile %s: only %d of %d nodes Ready (%d in lease mode without a Lease) after %v, the ready timeout: "+
-			"the phases begin anyway (%v in all)", r.name, p.Ready, r.nodes, leaseless, waited, r.schedule.Duration())
+		r.logf("profile %s: only %d of %d nodes Ready (%d in lease mode without a Lease)%s after %v, the ready timeout: "+
+			"the phases begin anyway (%v in all)", r.name, p.Ready, r.nodes, leaseless, podsLine, waited, r.schedule.Duration())
 	default:
 		return false
 	}

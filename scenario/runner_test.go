@@ -281,7 +281,10 @@ func TestNewRefusesWhatItCannotRun(t *testing.T) {
 		want          string
 	}{
 		{"pods", "spec: {nodes: 2, podsPerNode: 3, phases: [{name: a, duration: 1s}]}", fleet.Config{Nodes: 2, Zones: 1},
-			"spec.podsPerNode is 3: pods are not supported yet"},
+			"profile x has 3 pod(s) per node (toleration default), and the fleet runs 0 (toleration default)"},
+		{"toleration", "spec: {nodes: 2, podsPerNode: 3, podTolerationSeconds: 5, phases: [{name: a, duration: 1s}]}",
+			fleet.Config{Nodes: 2, Zones: 1, PodsPerNode: 3},
+			"profile x has 3 pod(s) per node (toleration 5s), and the fleet runs 3 (toleration default)"},
 		{"size", "spec: {nodes: 2, phases: [{name: a, duration: 1s}]}", fleet.Config{Nodes: 3, Zones: 1},
 			"resolved for 2 nodes, and the fleet has 3"},
 		{"zones", "spec: {nodes: 2, zones: 2, phases: [{name: a, duration: 1s}]}", fleet.Config{Nodes: 2, Zones: 1},

@@ -25,9 +25,10 @@ func newCleanupCommand() *cobra.Command {
 	var cf cleanupFlags
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Delete a fleet's Nodes and Leases left in a cluster (by --keep or a killed run)",
-		Long: `Delete the Nodes labelled ` + agent.FleetLabel + `=FLEET and the Leases in kube-node-lease that
-those Nodes own, and print each one deleted. Nothing else is touched: a Node without the label, or
+		Short: "Delete a fleet's Nodes, Leases and pods left in a cluster (by --keep or a killed run)",
+		Long: `Delete the Nodes labelled ` + agent.FleetLabel + `=FLEET, the Leases in kube-node-lease that
+those Nodes own and the pods in namespace ` + fleet.PodNamespace + ` labelled ` + agent.FleetLabel + `=FLEET and bound
+to those Nodes (if the credential may list pods), and print each one deleted. Nothing else is touched: a Node without the label, or
 with another fleet's, stays whatever its name. The cluster is chosen as for fakelet run, except that
 with neither --kubeconfig nor --context the local control plane is only cleaned if it is up; it is
 never started.`,
@@ -80,7 +81,13 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 	for _, l := range deleted.Leases {
 		fmt.Fprintf(out, "deleted lease/%s -n %s\n", l, agent.LeaseNamespace)
 	}
+	for _, p := range deleted.Pods {
+		fmt.Fprintf(out, "deleted pod/%s -n %s\n", p, fleet.PodNamespace)
+	}
 	fmt.Fprintf(out, "fleet %s: deleted %d nodes and %d leases\n", cf.fleet, len(deleted.Nodes), len(deleted.Leases))
+	if len(deleted.Pods) > 0 {
+		fmt.Fprintf(out, "fleet %s: deleted %d pods\n", cf.fleet, len(deleted.Pods))
+	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted: %w", err)
 	}

@@ -57,7 +57,7 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 
 // applyProfile loads --profile and sets from it every flag the user did not give: --nodes from
 // spec.nodes, --zones from spec.zones, the heartbeat flags from spec.heartbeat, --seed from
-// spec.seed. A --zones that disagrees with the profile is refused, since its zone groups depend on it.
+// spec.seed; and the fleet's pods from spec.podsPerNode and spec.podTolerationSeconds. A --zones that disagrees with the profile is refused, since its zone groups depend on it.
 func applyProfile(rf *runFlags, flags *pflag.FlagSet) (*profiles.Profile, error) {
 	p, err := profiles.Load(rf.profiles.profile)
 	if err != nil {
@@ -73,6 +73,7 @@ func applyProfile(rf *runFlags, flags *pflag.FlagSet) (*profiles.Profile, error)
 			rf.fleet.Zones, p.Metadata.Name, zones)
 	}
 	rf.fleet.Zones, rf.fleet.ZoneOf = zones, profiles.ZoneOf
+	rf.fleet.PodsPerNode, rf.fleet.PodTolerationSeconds = p.Spec.PodsPerNode, p.Spec.PodTolerationSeconds
 	hb := p.Spec.Heartbeat
 	if !set("mode") {
 		rf.mode = string(hb.Mode)

@@ -78,7 +78,6 @@ func TestRunProfileRefusedBeforeTouchingACluster(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--profile", "testdata/pods.yaml"}, "spec.podsPerNode is 2: pods are not supported yet"},
 		{[]string{"--profile", "stop-10pct", "--zones", "2"}, "--zones 2: profile stop-10pct has 3 zone(s)"},
 		{[]string{"--profile", "auth-failure", "--identity", "fleet"}, "it needs identity \"node\""},
 		{[]string{"--profile", "churn", "--nodes", "100"}, "asks for 200 nodes, and the fleet has 100"},
@@ -92,23 +91,28 @@ func TestRunProfileRefusedBeforeTouchingACluster(t *testing.T) {
 	}
 }
 
-func TestEveryBuiltinButPodsPreparesAtItsOwnSize(t *testing.T) {
+func TestEveryBuiltinPreparesAtItsOwnSize(t *testing.T) {
 	for _, name := range profiles.BuiltinNames() {
 		cfg, plan, err := prepareRun(t, "--profile", name)
 		p, _ := profiles.Builtin(name)
-		if p.Spec.PodsPerNode > 0 {
-			if err == nil {
-				t.Errorf("%s has pods and was accepted", name)
-			}
-			continue
-		}
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if cfg.Nodes != p.Spec.Nodes || scenario.Check(plan, cfg) != nil {
-			t.Errorf("%s: fleet of %d nodes for spec.nodes %d", name, cfg.Nodes, p.Spec.Nodes)
+		if cfg.Nodes != p.Spec.Nodes || cfg.PodsPerNode != p.Spec.PodsPerNode || scenario.Check(plan, cfg) != nil {
+			t.Errorf("%s: fleet of %d nodes with %d pods each for spec.nodes %d, spec.podsPerNode %d",
+				name, cfg.Nodes, cfg.PodsPerNode, p.Spec.Nodes, p.Spec.PodsPerNode)
 		}
+	}
+}
+
+func TestProfilePodsMakeTheFleetsPods(t *testing.T) {
+	cfg, plan, err := prepareRun(t, "--profile", "testdata/pods.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PodsPerNode != 2 || cfg.PodTolerationSeconds == nil || *cfg.PodTolerationSeconds != 30 || scenario.Check(plan, cfg) != nil {
+		t.Errorf("fleet with %d pods per node, toleration %v; want the profile's 2 and 30 s", cfg.PodsPerNode, cfg.PodTolerationSeconds)
 	}
 }
 
