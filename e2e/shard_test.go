@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -55,14 +54,8 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	cp := controlPlane(t)
 	cs := admin(t, cp)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "fakelet")
-	if out, err := exec.Command("go", "build", "-o", bin, "fakelet.dev/fakelet/cmd/fakelet").CombinedOutput(); err != nil {
-		t.Fatalf("build fakelet: %v\n%s", err, out)
-	}
-	profile := filepath.Join(dir, "profile.yaml")
-	if err := os.WriteFile(profile, []byte(shardProfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bin := fakeletBinary(t)
+	profile := writeFile(t, dir, "profile.yaml", shardProfile)
 	var addrs []string
 	for range 3 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -82,33 +75,11 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	})
 	prom := &promAPI{base: cp.PrometheusURL()}
 	startAt := time.Now().Add(40 * time.Second).UTC().Truncate(time.Second)
-	type shard struct {
-		cmd  *exec.Cmd
-		out  bytes.Buffer
-		dir  string
-		done chan error
-	}
-	var shards []*shard
-	for i := range 3 {
-		s := &shard{dir: filepath.Join(dir, fmt.Sprint("shard-", i)), done: make(chan error, 1)}
-		s.cmd = exec.Command(bin, "run", "--kubeconfig", cp.Kubeconfig, "--profile", profile,
+	shards := startShards(t, bin, 3, func(i int) []string {
+		return []string{"run", "--kubeconfig", cp.Kubeconfig, "--profile", profile,
 			"--shard", fmt.Sprintf("%d/3", i), "--start-at", startAt.Format(time.RFC3339),
-			"--name-prefix", "e2eshard", "--fleet", "e2e-shards", "--metrics-addr", addrs[i], "--report-dir", s.dir)
-		s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
-		if err := s.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { s.done <- s.cmd.Wait() }()
-		shards = append(shards, s)
-		t.Cleanup(func() {
-			select {
-			case <-s.done:
-			default:
-				_ = s.cmd.Process.Kill()
-				<-s.done
-			}
-		})
-	}
+			"--name-prefix", "e2eshard", "--fleet", "e2e-shards", "--metrics-addr", addrs[i], "--report-dir", filepath.Join(dir, fmt.Sprint("shard-", i))}
+	})
 
 	// While they run, the fleet's Nodes are exactly e2eshard-00000..00011.
 	want := make([]string, 12)
@@ -160,45 +131,9 @@ func TestThreeShardsInLockstep(t *testing.T) {
 		t.Errorf("actions: the shards count %v, Prometheus sums %v; want 3 and 3", direct, scraped)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), time.Until(startAt)+2*time.Minute)
-	defer cancel()
-	for i, s := range shards {
-		select {
-		case err := <-s.done:
-			s.done <- err
-			if err != nil {
-				t.Fatalf("shard %d: %v\n%s", i, err, s.out.String())
-			}
-		case <-ctx.Done():
-			t.Fatalf("shard %d did not end\n%s", i, s.out.String())
-		}
-	}
-
-	var reports []*report.Report
-	var firstPhase []time.Time
-	for i, s := range shards {
-		files, _ := filepath.Glob(filepath.Join(s.dir, "**", report.JSONFile))
-		if direct := filepath.Join(s.dir, report.JSONFile); len(files) == 0 {
-			files = []string{direct}
-		}
-		r, err := report.ReadFile(files[0])
-		if err != nil {
-			t.Fatalf("shard %d: %v\n%s", i, err, s.out.String())
-		}
-		if r.Parameters.Nodes != 4 {
-			t.Errorf("shard %d ran %d nodes, want 4", i, r.Parameters.Nodes)
-		}
-		reports = append(reports, r)
-		firstPhase = append(firstPhase, r.Phases[0].Start)
-		t.Logf("shard %d: phase 0 began at %s", i, r.Phases[0].Start.Format(time.RFC3339Nano))
-	}
-	slices.SortFunc(firstPhase, func(a, b time.Time) int { return a.Compare(b) })
-	if spread := firstPhase[2].Sub(firstPhase[0]); spread > time.Second {
-		t.Errorf("the shards' first phases began %v apart, want within 1 s", spread)
-	}
-	if d := firstPhase[0].Sub(startAt); d < 0 || d > time.Second {
-		t.Errorf("the first phase began %v after --start-at, want within 1 s", d)
-	}
+	waitShards(t, shards, time.Until(startAt)+2*time.Minute)
+	reports := shardReports(t, shards, 4)
+	checkLockstep(t, reports, startAt)
 	merged, err := report.Merge(reports)
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +156,114 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	if actions != 3 {
 		t.Errorf("the merged report has %d stops, want the group's 3 across the shards", actions)
 	}
+}
+
+// shardProcess is one `fakelet run --shard` process.
+type shardProcess struct {
+	cmd    *exec.Cmd
+	out    syncBuffer
+	dir    string        // its --report-dir
+	exited chan struct{} // closed once it exited, with err
+	err    error
+}
+
+// startShards starts n fakelet processes with args(i), each writing its report under --report-dir;
+// the test's cleanup kills any still running.
+func startShards(t *testing.T, bin string, n int, args func(i int) []string) []*shardProcess {
+	t.Helper()
+	var shards []*shardProcess
+	for i := range n {
+		a := args(i)
+		s := &shardProcess{cmd: exec.Command(bin, a...), exited: make(chan struct{})}
+		for j := range a[:len(a)-1] {
+			if a[j] == "--report-dir" {
+				s.dir = a[j+1]
+			}
+		}
+		s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+		if err := s.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { s.err = s.cmd.Wait(); close(s.exited) }()
+		shards = append(shards, s)
+		t.Cleanup(func() {
+			select {
+			case <-s.exited:
+			default:
+				_ = s.cmd.Process.Kill()
+				<-s.exited
+			}
+		})
+	}
+	return shards
+}
+
+// waitShards waits up to limit for every shard to end, and fails the test unless each succeeded.
+func waitShards(t *testing.T, shards []*shardProcess, limit time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	for i, s := range shards {
+		select {
+		case <-s.exited:
+			if s.err != nil {
+				t.Fatalf("shard %d: %v\n%s", i, s.err, s.out.String())
+			}
+		case <-ctx.Done():
+			t.Fatalf("shard %d did not end\n%s", i, s.out.String())
+		}
+	}
+}
+
+// shardReports reads each shard's report.json, and checks that each ran nodes of the fleet.
+func shardReports(t *testing.T, shards []*shardProcess, nodes int) []*report.Report {
+	t.Helper()
+	var reports []*report.Report
+	for i, s := range shards {
+		files, _ := filepath.Glob(filepath.Join(s.dir, "**", report.JSONFile))
+		if direct := filepath.Join(s.dir, report.JSONFile); len(files) == 0 {
+			files = []string{direct}
+		}
+		r, err := report.ReadFile(files[0])
+		if err != nil {
+			t.Fatalf("shard %d: %v\n%s", i, err, s.out.String())
+		}
+		if r.Parameters.Nodes != nodes {
+			t.Errorf("shard %d ran %d nodes, want %d", i, r.Parameters.Nodes, nodes)
+		}
+		reports = append(reports, r)
+	}
+	return reports
+}
+
+// checkLockstep: the shards' first phases began within a second of each other, and within a second
+// after startAt.
+func checkLockstep(t *testing.T, reports []*report.Report, startAt time.Time) {
+	t.Helper()
+	var firstPhase []time.Time
+	for i, r := range reports {
+		if len(r.Phases) == 0 {
+			t.Fatalf("shard %d ran no phase", i)
+		}
+		firstPhase = append(firstPhase, r.Phases[0].Start)
+		t.Logf("shard %d: phase 0 began at %s", i, r.Phases[0].Start.Format(time.RFC3339Nano))
+	}
+	slices.SortFunc(firstPhase, func(a, b time.Time) int { return a.Compare(b) })
+	if spread := firstPhase[len(firstPhase)-1].Sub(firstPhase[0]); spread > time.Second {
+		t.Errorf("the shards' first phases began %v apart, want within 1 s", spread)
+	}
+	if d := firstPhase[0].Sub(startAt); d < 0 || d > time.Second {
+		t.Errorf("the first phase began %v after the start %s, want within 1 s", d, startAt.Format(time.RFC3339Nano))
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // counterSum adds up every series of a counter in a Prometheus text exposition at url; a shard that
