@@ -302,6 +302,16 @@ func TestRefusedWithoutPermissionsOrNamespace(t *testing.T) {
 	if _, err := Join(context.Background(), options(client, clk, "0/3", nil)); err == nil || !strings.Contains(err.Error(), "--coordination-namespace") {
 		t.Errorf("Join without its namespace: %v", err)
 	}
+
+	// Any other failure to create is the error, not a reason to read what is not there.
+	client, clk = cluster(t)
+	client.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+	})
+	if _, err := Join(context.Background(), options(client, clk, "0/3", nil)); err == nil ||
+		!strings.Contains(err.Error(), "create Lease fakelet/fakelet-start-big: etcd is down") {
+		t.Errorf("Join when the create fails: %v", err)
+	}
 }
 
 func TestReleaseDeletesOnlyTheCreatorsOwnLease(t *testing.T) {
