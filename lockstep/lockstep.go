@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
@@ -148,7 +149,7 @@ func (o Options) lease(name string, now, start time.Time) *coordinationv1.Lease 
 		},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       &o.Holder,
-			LeaseDurationSeconds: ptr(int32(min(math.Ceil(expires.Seconds()), math.MaxInt32))),
+			LeaseDurationSeconds: ptr.To(int32(min(math.Ceil(expires.Seconds()), math.MaxInt32))),
 			AcquireTime:          &mt,
 			RenewTime:            &mt,
 		},
@@ -218,5 +219,3 @@ func (s *Start) Release(ctx context.Context, interrupted bool) error {
 	}
 	return nil
 }
-
-func ptr[T any](v T) *T { return &v }
