@@ -92,7 +92,34 @@ func BenchmarkStatusSyncUnchanged(b *testing.B) {
 	}
 }
 
-// BenchmarkStatusPatch is a status patch: the two-way strategic merge patch of a 50-image Node.
+// BenchmarkStatusChangeDetection is the status tick when the Node or the health is new since the last
+// tick: recompute the status and compare it with the server's.
+func BenchmarkStatusChangeDetection(b *testing.B) {
+	_, r := benchAgent(b)
+	r.status.registered = true
+	r.status.lastReport = t0
+	b.ReportAllocs()
+	for b.Loop() {
+		r.status.unchanged.node = nil
+		r.status.update()
+	}
+}
+
+// BenchmarkStatusPatchTwoWay is a status patch by PatchNodeStatus: the two-way strategic merge patch
+// of a 50-image Node, what any change but heartbeat times costs.
+func BenchmarkStatusPatchTwoWay(b *testing.B) {
+	a, r := benchAgent(b)
+	original := a.serverNode()
+	node, _ := r.status.updated(original, a.health, metav1.NewTime(t0.Add(5*time.Minute)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.status.c.patchNodeStatus(original, node); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStatusPatch is the periodic status report: the heartbeat-only patch, written directly.
 func BenchmarkStatusPatch(b *testing.B) {
 	_, r := benchAgent(b)
 	r.status.registered = true

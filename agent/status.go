@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,13 @@ type statusLoop struct {
 	lastReport time.Time     // last successful patch; zero after a (re)start
 	delay      time.Duration // the kubelet's delayAfterNodeStatusChange
 	delayFor   time.Duration // the report period delay was drawn for
+	// unchanged remembers the last Node and health whose recomputed status did not change: the
+	// status is a function of the two (and of the time, in heartbeat times only), so while neither
+	// changes the 10 s tick needs no recomputation to know it would send nothing.
+	unchanged struct {
+		node   *corev1.Node
+		health Health
+	}
 }
 
 var errNoNode = errors.New("the node is not known yet")
@@ -65,7 +73,17 @@ func (s *statusLoop) tryUpdate(try int) error {
 	}
 
 	clock := a.cfg.Scheduler.Clock()
-	node, changed := s.updated(original, metav1.NewTime(clock.Now()))
+	a.mu.Lock()
+	health := a.health
+	a.mu.Unlock()
+	var node *corev1.Node
+	changed := original != s.unchanged.node || health != s.unchanged.health
+	if changed {
+		node, changed = s.updated(original, health, metav1.NewTime(clock.Now()))
+		if !changed {
+			s.unchanged.node, s.unchanged.health = original, health
+		}
+	}
 	report := a.cfg.Heartbeat.StatusReportFrequency
 	if a.Mode() == ModeStatus {
 		report = a.cfg.Heartbeat.StatusUpdateFrequency
@@ -85,7 +103,16 @@ func (s *statusLoop) tryUpdate(try int) error {
 	} else {
 		s.delay = 0
 	}
-	patched, err := s.c.patchNodeStatus(original, node)
+	if node == nil {
+		node, _ = s.updated(original, health, metav1.NewTime(clock.Now()))
+	}
+	var patched *corev1.Node
+	var err error
+	if patch, ok := heartbeatPatch(original.Status.Conditions, node.Status.Conditions); ok && !changed {
+		patched, err = s.c.patchHeartbeat(patch)
+	} else {
+		patched, err = s.c.patchNodeStatus(original, node)
+	}
 	a.heartbeat(KindStatus, err)
 	if err != nil {
 		return err
@@ -101,24 +128,49 @@ func (s *statusLoop) tryUpdate(try int) error {
 // updated returns original with the status the kubelet would report now, and whether it differs from
 // original in anything but heartbeat times. original is shared and not written to: the copy shares
 // everything it does not replace.
-func (s *statusLoop) updated(original *corev1.Node, now metav1.Time) (*corev1.Node, bool) {
+func (s *statusLoop) updated(original *corev1.Node, health Health, now metav1.Time) (*corev1.Node, bool) {
 	a := s.r.a
-	a.mu.Lock()
-	health := a.health
-	a.mu.Unlock()
 	node := *original
 	a.cfg.Template.setStatus(a, &node.Status, health.conditions(original.Status.Conditions, now))
 	return &node, statusChanged(&original.Status, &node.Status)
 }
 
-// statusChanged is the kubelet's nodeStatusHasChanged, without its deep copies.
+// statusChanged is the kubelet's nodeStatusHasChanged, without its deep copies. What both statuses
+// share (the fleet's image list and resource lists, the agent's addresses: Compact and setStatus
+// make them the same slices and maps) is equal without a look inside; the rest is compared as the
+// kubelet does, so a field added to NodeStatus is compared too.
 func statusChanged(old, new *corev1.NodeStatus) bool {
 	if conditionsChanged(old.Conditions, new.Conditions) {
 		return true
 	}
 	o, n := *old, *new
 	o.Conditions, n.Conditions = nil, nil
+	if sameSlice(o.Images, n.Images) {
+		o.Images, n.Images = nil, nil
+	}
+	if sameSlice(o.Addresses, n.Addresses) {
+		o.Addresses, n.Addresses = nil, nil
+	}
+	if sameMap(o.Capacity, n.Capacity) {
+		o.Capacity, n.Capacity = nil, nil
+	}
+	if sameMap(o.Allocatable, n.Allocatable) {
+		o.Allocatable, n.Allocatable = nil, nil
+	}
 	return !equality.Semantic.DeepEqual(&o, &n)
+}
+
+// sameSlice reports whether a and b are the same elements of the same array: equal without a look.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// sameMap reports whether a and b are the same map, or both empty.
+func sameMap[K comparable, V any](a, b map[K]V) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b) && (a == nil) == (b == nil)
+	}
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -187,7 +187,8 @@ func machineIDs(name string) [3]string {
 }
 
 // Compact drops what an agent need not keep of a Node the server returned: managed fields, and the
-// decoded image list when it equals the shared one. A fleet of 10,000 agents keeps one image list.
+// decoded image list and resource lists when they equal the shared ones. A fleet of 10,000 agents
+// keeps one of each, and the status loop sees them unchanged without comparing them (statusChanged).
 func (t *Template) Compact(n *corev1.Node) *corev1.Node {
 	if n == nil {
 		return nil
@@ -196,5 +197,25 @@ func (t *Template) Compact(n *corev1.Node) *corev1.Node {
 	if t.Images != nil && sameImages(n.Status.Images, t.Images) {
 		n.Status.Images = t.Images
 	}
+	if sameResources(n.Status.Capacity, t.Capacity) {
+		n.Status.Capacity = t.Capacity
+	}
+	if sameResources(n.Status.Allocatable, t.Allocatable) {
+		n.Status.Allocatable = t.Allocatable
+	}
 	return n
+}
+
+// sameResources compares resource lists as the kubelet's status comparison does (quantities by value).
+func sameResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
 }
