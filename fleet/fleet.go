@@ -205,6 +205,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 		initial := f.agents[:len(f.agents):len(f.agents)]
 		f.mu.Unlock()
 		f.sched.After(0, &starter{f: f, agents: initial, ctx: runCtx, limit: rate.NewLimiter(rate.Limit(f.cfg.RegisterQPS), 1)})
+		if f.pods != nil {
+			f.pods.resume() // for the nodes the watch's first list showed before the fleet ran
+		}
 		close(f.running)
 		<-runCtx.Done()
 	}

@@ -140,6 +140,16 @@ func (p *podSet) nodeSeen(node string) {
 	}
 }
 
+// resume starts the creator again if pods are queued: it stops when it finds the fleet not running.
+func (p *podSet) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) > 0 && !p.active {
+		p.active = true
+		p.f.sched.After(0, podCreator{p})
+	}
+}
+
 // podCreator creates the queued pods one by one as the rate limit admits them. It is a scheduler task,
 // so that a fake clock paces it as it paces the agents.
 type podCreator struct{ p *podSet }

@@ -280,3 +280,46 @@ func TestPodConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// A run after a --keep run adopts the Nodes and the pods it left (the watch's first list shows the
+// Nodes before the fleet runs), reports them Ready, and deletes them at its end.
+func TestPodsOfAKeptRunAreAdopted(t *testing.T) {
+	kept := startFleet(t, Config{Nodes: 2, PodsPerNode: 2, Keep: true})
+	kept.advance(t, 5*time.Second)
+	kept.pollAdvancing(t, "4 Ready pods", func() bool { return kept.Progress().PodsReady == 4 })
+	if err := kept.stop(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := kept.client.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(before.Items) != 4 {
+		t.Fatalf("%d pods kept (%v), want 4", len(before.Items), err)
+	}
+
+	cfg := Config{Nodes: 2, PodsPerNode: 2, Clock: kept.clock}
+	cfg.Template.Images = 3
+	f, err := NewWithClients(cfg, kept.client, []agent.Clients{{Core: kept.client.CoreV1(), Coordination: kept.client.CoordinationV1()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tf := &testFleet{Fleet: f, client: kept.client, clock: kept.clock, cancel: cancel, done: make(chan error, 1)}
+	go func() { tf.done <- f.Run(ctx) }()
+	t.Cleanup(cancel)
+	tf.advanceBy(t, time.Second)
+	tf.pollAdvancing(t, "the 4 kept pods adopted and Ready", func() bool { p := tf.Progress(); return p.PodsReady == 4 && p.Pods == 4 })
+	after, err := tf.client.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range after.Items {
+		if p.UID != before.Items[i].UID {
+			t.Errorf("pod %s has uid %s, want the kept pod's %s", p.Name, p.UID, before.Items[i].UID)
+		}
+	}
+	if err := tf.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := tf.client.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{}); len(left.Items) != 0 {
+		t.Errorf("%d pods left after the second run's cleanup, want none", len(left.Items))
+	}
+}
