@@ -129,7 +129,7 @@ func (p *podLoop) Run() {
 	a.mu.Lock()
 	if now.Before(p.due) {
 		a.mu.Unlock()
-		return // an earlier schedule, overtaken by a later one
+		return // left from a schedule done meanwhile: the next sync is due later
 	}
 	p.due, p.last = time.Time{}, now
 	var todo []*corev1.Pod
