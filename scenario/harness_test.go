@@ -45,8 +45,8 @@ type harness struct {
 
 type harnessOption func(*fleet.Config, *Config, *fake.Clientset)
 
-// newHarness parses profile, resolves it for its spec.nodes and starts the fleet and the runner.
-func newHarness(t *testing.T, profile string, opts ...harnessOption) *harness {
+// resolvePlan parses profile and resolves it for its spec.nodes.
+func resolvePlan(t *testing.T, profile string) *profiles.Plan {
 	t.Helper()
 	p, err := profiles.Parse("test.yaml", []byte(profile))
 	if err != nil {
@@ -56,6 +56,14 @@ func newHarness(t *testing.T, profile string, opts ...harnessOption) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return plan
+}
+
+// newHarness resolves profile and starts the fleet and the runner.
+func newHarness(t *testing.T, profile string, opts ...harnessOption) *harness {
+	t.Helper()
+	plan := resolvePlan(t, profile)
+	p := plan.Profile
 	client := fake.NewClientset()
 	fleettest.APIServerLike(client)
 	fc := testingclock.NewFakeClock(t0)

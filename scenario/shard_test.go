@@ -68,14 +68,7 @@ func TestShardAppliesOnlyItsOwnNodesOps(t *testing.T) {
 // TestShardsTogetherApplyThePlan: over every shard count, the shards' ops together are exactly the
 // unsharded plan's, each applied by one shard: a group means the same nodes whatever the shard count.
 func TestShardsTogetherApplyThePlan(t *testing.T) {
-	p, err := profiles.Parse("test.yaml", []byte(rollingProfile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := p.Resolve(p.Fleet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := resolvePlan(t, rollingProfile)
 	s := plan.Schedule()
 	var all []profiles.Event
 	for i := range s.Phases() {
