@@ -38,7 +38,10 @@ var families = map[string][]string{
 		"node_collector_update_all_nodes_health_duration_seconds",
 		"process_cpu_seconds_total", "process_resident_memory_bytes",
 	},
-	load.Fleet: {scrape.FleetRequests, scrape.FleetRequestDuration, "process_cpu_seconds_total", "process_resident_memory_bytes"},
+	load.Fleet: {
+		scrape.FleetRequests, scrape.FleetRequestDuration, scrape.FleetRequestBytes, scrape.FleetResponseBytes,
+		"process_cpu_seconds_total", "process_resident_memory_bytes",
+	},
 }
 
 // fleetMetric is the metric fakelet's /metrics exposes for each family of the fleet's own view:

@@ -32,6 +32,9 @@ type query struct {
 // each window's increase over that window, rather than differences of increases since the run's
 // start, keeps Prometheus's extrapolation to the window's own rate: a run's first seconds, while
 // the nodes register, do not bend its later phases.
+//
+// increase() needs two samples in its window: a window shorter than a step (which holds two
+// scrapes) is read over the step around its middle, within the run, and scaled to its length.
 func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Load, error) {
 	from, to, step := r.opts.From, r.opts.To, r.opts.Step
 	windows := []load.Window{{Name: "run", Start: from, End: to}}
@@ -62,7 +65,8 @@ func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Loa
 				continue
 			}
 			for _, w := range windows {
-				qs = append(qs, query{c, f, w.Start, w.End})
+				read, _ := r.widen(w)
+				qs = append(qs, query{c, f, read.Start, read.End})
 			}
 		}
 		for _, f := range timelineFamilies[c] {
@@ -90,9 +94,15 @@ func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Loa
 		return s
 	}
 	compute := func(w load.Window) load.Phase {
+		read, scale := r.widen(w)
 		var snaps []scrape.Snapshot
 		for _, c := range components {
-			end := snapshot(c, w.Start, w.End, families[c])
+			end := snapshot(c, time.Time{}, w.End, gauges(families[c]))
+			for name, f := range snapshot(c, read.Start, read.End, families[c]).Families {
+				if f.Type != scrape.Gauge {
+					end.Families[name] = scaled(f, scale)
+				}
+			}
 			snaps = append(snaps, zeroCounters(snapshot(c, time.Time{}, w.Start, families[c]), end))
 			for _, t := range gaugeAt {
 				if t.After(w.Start) && t.Before(w.End) {
@@ -119,6 +129,43 @@ func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Loa
 		l.Timeline.EtcdWALRate = append(l.Timeline.EtcdWALRate, t.EtcdWALRate...)
 	}
 	return l, nil
+}
+
+// widen returns the window to read w's increases over, and the factor that scales them to w: w
+// itself, or for a window shorter than a step the step around its middle, within the run.
+func (r *reader) widen(w load.Window) (load.Window, float64) {
+	length, step := w.End.Sub(w.Start), r.opts.Step
+	if length >= step || length <= 0 {
+		return w, 1
+	}
+	mid := w.Start.Add(length / 2)
+	read := load.Window{Name: w.Name, Start: mid.Add(-step / 2), End: mid.Add(step / 2)}
+	if read.Start.Before(r.opts.From) {
+		read.Start, read.End = r.opts.From, r.opts.From.Add(step)
+	}
+	if read.End.After(r.opts.To) {
+		read.Start, read.End = r.opts.To.Add(-step), r.opts.To
+	}
+	if read.Start.Before(r.opts.From) {
+		return w, 1 // the run is shorter than a step
+	}
+	return read, length.Seconds() / step.Seconds()
+}
+
+// scaled returns f with every count and sum multiplied by k.
+func scaled(f *scrape.Family, k float64) *scrape.Family {
+	if k == 1 {
+		return f
+	}
+	out := &scrape.Family{Type: f.Type, Labels: f.Labels, Series: map[string]*scrape.Series{}}
+	for key, s := range f.Series {
+		c := &scrape.Series{Labels: s.Labels, Value: s.Value * k, Sum: s.Sum * k, Bounds: s.Bounds}
+		for _, b := range s.Buckets {
+			c.Buckets = append(c.Buckets, b*k)
+		}
+		out.Series[key] = c
+	}
+	return out
 }
 
 // run sends the queries, a few at a time, and returns their answers.

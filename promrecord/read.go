@@ -2,6 +2,7 @@ package promrecord
 
 import (
 	"context"
+	"slices"
 	"fmt"
 	"time"
 
@@ -78,7 +79,7 @@ func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
 		return report.Record{}, fmt.Errorf("Prometheus at %s does not answer: %w", opts.URL, err)
 	}
 	rec := report.Record{Start: opts.From, End: opts.To}
-	src := &report.Source{Prometheus: opts.URL, From: opts.From, To: opts.To, Step: opts.Step.String(), Notes: notes}
+	src := &report.Source{Prometheus: opts.URL, From: opts.From, To: opts.To, Step: opts.Step.String(), Notes: slices.Clone(notes)}
 	if b := opts.Base; b != nil {
 		rec.Profile, rec.Parameters, rec.Target, rec.Phases = b.Profile, b.Parameters, b.Target, clip(b.Phases, opts.From, opts.To)
 		rec.Parameters.Args = nil
@@ -93,6 +94,11 @@ func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
 			src.Phases = "none"
 		}
 		rec.Target.Description = "the cluster that Prometheus at " + opts.URL + " scraped"
+		mode, err := r.mode(ctx)
+		if err != nil {
+			return report.Record{}, err
+		}
+		rec.Parameters.Mode = mode
 	}
 	l, err := r.load(ctx, rec.Phases)
 	if err != nil {
@@ -167,6 +173,27 @@ func (r *reader) series(ctx context.Context, expr string, step time.Duration) (m
 		return nil, fmt.Errorf("query Prometheus at %s: %s: a %s, not a range vector", r.opts.URL, expr, v.Type())
 	}
 	return m, nil
+}
+
+// mode is the fleet's heartbeat mode as its heartbeats tell: lease if it renewed Leases, status if it
+// only patched node statuses, "" if neither.
+func (r *reader) mode(ctx context.Context) (string, error) {
+	vec, err := r.instant(ctx, sumBy([]string{"kind"}, fmt.Sprintf("increase(fakelet_heartbeats_total{job=%q}[%dms])",
+		r.opts.Jobs.Fakelet, r.opts.To.Sub(r.opts.From).Milliseconds())), r.opts.To)
+	if err != nil {
+		return "", err
+	}
+	mode := ""
+	for _, s := range vec {
+		switch {
+		case s.Value <= 0:
+		case s.Metric["kind"] == "lease":
+			return "lease", nil
+		case s.Metric["kind"] == "status":
+			mode = "status"
+		}
+	}
+	return mode, nil
 }
 
 // serverVersion is the apiserver's gitVersion from kubernetes_build_info, or "".

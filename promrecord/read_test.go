@@ -143,6 +143,8 @@ fakelet_request_duration_seconds_bucket{verb="get",resource="leases",code="404",
 fakelet_request_duration_seconds_bucket{verb="get",resource="leases",code="404",le="+Inf"} %g
 fakelet_request_duration_seconds_sum{verb="get",resource="leases",code="404"} %g
 fakelet_request_duration_seconds_count{verb="get",resource="leases",code="404"} %g
+# TYPE fakelet_heartbeats_total counter
+fakelet_heartbeats_total{kind="lease",result="success"} %g
 # TYPE fakelet_nodes gauge
 fakelet_nodes{fleet="f",state="ready"} 4
 fakelet_nodes{fleet="f",state="not_ready"} 0
@@ -155,7 +157,7 @@ fakelet_profile_info{profile="p",phase=%q} 1
 fakelet_profile_phase_start_time_seconds %.3f
 # TYPE process_cpu_seconds_total counter
 process_cpu_seconds_total %g
-`, updates/2, updates*0.9, updates, updates*0.001, updates, failed, failed*0.01, failed, gets, gets, gets, gets*0.0005, gets, phase, startTime, cpu)
+`, updates/2, updates*0.9, updates, updates*0.001, updates, failed, failed*0.01, failed, gets, gets, gets, gets*0.0005, gets, updates, phase, startTime, cpu)
 }
 
 // fixture loads every scrape into a fake Prometheus, and returns the control plane's snapshots as
@@ -225,6 +227,29 @@ func TestLoadFromPrometheusEqualsLoadFromScrapes(t *testing.T) {
 	}
 	if got.Parameters.Nodes != 8 || got.Versions.Server != "" {
 		t.Errorf("nodes %d, server %q; want 8 (4 per shard) and none", got.Parameters.Nodes, got.Versions.Server)
+	}
+}
+
+// TestShortPhaseIsReadOverAStep: a phase shorter than a step holds fewer than the two samples
+// increase() needs; it is read over the step around it and scaled to its length.
+func TestShortPhaseIsReadOverAStep(t *testing.T) {
+	p, _ := fixture(t)
+	srv := p.server(t)
+	short := []reaction.Phase{
+		{Name: "a", Start: at(0), End: t0.Add(50 * time.Second)},
+		{Name: "b", Start: t0.Add(50 * time.Second), End: t0.Add(62 * time.Second)},
+		{Name: "c", Start: t0.Add(62 * time.Second), End: at(8)},
+	}
+	base := &report.Report{Profile: "p", Phases: short, Start: at(0), End: at(8)}
+	rec, err := Read(context.Background(), queryAPI(t, srv.URL), Options{URL: srv.URL, From: at(0), To: at(8), Step: 30 * time.Second, Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := report.Build(rec).Load.Phases[1]
+	// b (50-62 s) holds one scrape, at 60 s. Read over 41-71 s: the scrapes at 45 and 60 s, 150 PUTs
+	// apart, extrapolated to 300 over the 30 s, scaled to 12 s: 120, 10 a second as in every step.
+	if b.Seconds != 12 || len(b.Requests) == 0 || math.Abs(b.Requests[0].Count-120) > 1e-9 {
+		t.Errorf("phase b: %v s, requests %+v; want 12 s and 120 PUT leases", b.Seconds, b.Requests)
 	}
 }
 
@@ -300,6 +325,9 @@ func TestFleetFromPrometheusSumsShards(t *testing.T) {
 	wantPhases := []reaction.Phase{
 		{Name: "steady", Start: t0.Add(100 * time.Millisecond), End: t0.Add(45200 * time.Millisecond)},
 		{Name: "outage", Start: t0.Add(45200 * time.Millisecond), End: at(8)},
+	}
+	if r.Parameters.Mode != "lease" {
+		t.Errorf("mode %q, want lease (the shards renewed Leases)", r.Parameters.Mode)
 	}
 	if r.Profile != "p" || !samePhases(r.Phases, wantPhases) || r.Source.Phases != "fakelet_profile_info" {
 		t.Errorf("profile %q, phases %+v from %s; want p, %+v from fakelet_profile_info", r.Profile, r.Phases, r.Source.Phases, wantPhases)

@@ -28,7 +28,7 @@ func (p *promFlags) register(cmd *cobra.Command) {
 	f.StringVar(&p.url, "prometheus", "", "build the report from this Prometheus server's series (http://HOST:PORT) instead of a report.json")
 	f.StringVar(&p.from, "from", "", "with --prometheus: the run's start, RFC 3339 or Unix seconds (default: the start of --phases-from's report)")
 	f.StringVar(&p.to, "to", "", "with --prometheus: the run's end, RFC 3339 or Unix seconds (default: the end of --phases-from's report)")
-	f.DurationVar(&p.step, "step", 0, "with --prometheus: resolution of the timelines (default 15s, longer to keep 100 steps)")
+	f.DurationVar(&p.step, "step", 0, "with --prometheus: resolution of the timelines, at least twice Prometheus's scrape interval (default 30s, longer to keep 100 steps)")
 	f.StringVar(&p.phasesFrom, "phases-from", "", "with --prometheus: take the phases, profile and parameters from this report.json of the run (one shard's will do) instead of fakelet_profile_info")
 	f.StringVar(&p.dir, "report-dir", "", "with --prometheus: where to write report.json, report.html, perfdata.json and summary.txt (default reports/prometheus-<from>)")
 }

@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/report"
+)
+
+// promReportProfile is 150 nodes in three shards: a minute of steady renewals, then 6 stop.
+const promReportProfile = `apiVersion: fakelet.dev/v1alpha1
+kind: Profile
+metadata: {name: e2e-prom-report}
+spec:
+  nodes: 150
+  zones: 1
+  seed: 5
+  groups:
+    victims: {count: 6}
+  phases:
+  - {name: steady, duration: 60s}
+  - name: outage
+    duration: 20s
+    actions:
+    - {group: victims, do: stop}
+`
+
+// TestReportFromPrometheus: three `fakelet run --shard i/3` processes play one profile while a real
+// Prometheus server (Debian's, with deploy/prometheus's configuration) scrapes them and the control
+// plane; then `fakelet report --prometheus` over the run's window builds one report of the whole
+// fleet, with report.html, and its phases and lease counts agree with the shards' own reports
+// (merged with report.Merge): the totals a Prometheus server scraping the shards yields are the
+// totals of the shards.
+//
+// Tolerances. Within the steady phase (60 s) both count the same counters over the same window,
+// the shards' reports from scrapes at the phase's boundaries, Prometheus by interpolating its 15 s
+// scrapes to them. With --register-qps 5 per shard the renewals spread over the 10.2 s renew
+// period, about 15 a second at an even pace, so interpolation misses a few renewals: 10% (about
+// 90 of 880) leaves room for scrape jitter on a loaded machine and nothing more. Over the whole
+// run, Prometheus sees a shard's first requests only from its first scrape and its last up to its
+// last scrape, one scrape interval at each end: up to 2 x 15 s x 150 / 10 s = 450 lease updates.
+func TestReportFromPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	cp := controlPlane(t)
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		t.Fatalf("this test needs a Prometheus server: %v; install Debian's prometheus package (apt-get install prometheus), as .ci/run does", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "fakelet")
+	if out, err := exec.Command("go", "build", "-o", bin, "fakelet.dev/fakelet/cmd/fakelet").CombinedOutput(); err != nil {
+		t.Fatalf("build fakelet: %v\n%s", err, out)
+	}
+	profile := filepath.Join(dir, "profile.yaml")
+	if err := os.WriteFile(profile, []byte(promReportProfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, l.Addr().String())
+		l.Close()
+	}
+	if err := cp.StartPrometheus(t.Context(), controlplane.PrometheusOptions{FakeletTargets: addrs}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.StopPrometheus(context.Background()); err != nil {
+			t.Errorf("stop Prometheus: %v", err)
+		}
+	})
+	startAt := time.Now().Add(35 * time.Second).UTC().Truncate(time.Second)
+	type shard struct {
+		cmd  *exec.Cmd
+		out  bytes.Buffer
+		dir  string
+		done chan error
+	}
+	var shards []*shard
+	for i := range 3 {
+		s := &shard{dir: filepath.Join(dir, fmt.Sprint("shard-", i)), done: make(chan error, 1)}
+		s.cmd = exec.Command(bin, "run", "--kubeconfig", cp.Kubeconfig, "--profile", profile,
+			"--shard", fmt.Sprintf("%d/3", i), "--start-at", startAt.Format(time.RFC3339), "--register-qps", "5",
+			"--name-prefix", "e2epromrep", "--fleet", "e2e-prom-report", "--metrics-addr", addrs[i], "--report-dir", s.dir)
+		s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+		if err := s.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { s.done <- s.cmd.Wait() }()
+		shards = append(shards, s)
+		t.Cleanup(func() {
+			select {
+			case <-s.done:
+			default:
+				_ = s.cmd.Process.Kill()
+				<-s.done
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Until(startAt)+3*time.Minute)
+	defer cancel()
+	var reports []*report.Report
+	for i, s := range shards {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			if err != nil {
+				t.Fatalf("shard %d: %v\n%s", i, err, s.out.String())
+			}
+		case <-ctx.Done():
+			t.Fatalf("shard %d did not end\n%s", i, s.out.String())
+		}
+		r, err := report.ReadFile(filepath.Join(s.dir, report.JSONFile))
+		if err != nil {
+			t.Fatalf("shard %d: %v\n%s", i, err, s.out.String())
+		}
+		reports = append(reports, r)
+	}
+	merged, err := report.Merge(reports)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(dir, "from-prometheus")
+	cmd := exec.Command(bin, "report", "--prometheus", cp.PrometheusURL(), "--from", merged.Start.Format(time.RFC3339Nano),
+		"--to", merged.End.Format(time.RFC3339Nano), "--report-dir", out)
+	text, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fakelet report --prometheus: %v\n%s", err, text)
+	}
+	t.Logf("fakelet report --prometheus:\n%s", text)
+	prom, err := report.ReadFile(filepath.Join(out, report.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page, err := os.ReadFile(filepath.Join(out, report.HTMLFile)); err != nil || !strings.Contains(string(page), "<svg") || !strings.Contains(string(page), "Prometheus "+cp.PrometheusURL()) {
+		t.Errorf("report.html: %v; charts %v, names its source %v", err, strings.Contains(string(page), "<svg"), strings.Contains(string(page), cp.PrometheusURL()))
+	}
+
+	// The phases, from fakelet_profile_info, begin when the first shard began them.
+	if prom.Profile != "e2e-prom-report" || len(prom.Phases) != 2 || prom.Parameters.Nodes != 150 {
+		t.Fatalf("from Prometheus: profile %q, phases %+v, %d nodes; want e2e-prom-report, steady and outage, 150", prom.Profile, prom.Phases, prom.Parameters.Nodes)
+	}
+	for i, p := range prom.Phases {
+		m := merged.Phases[i]
+		if p.Name != m.Name || p.Start.Sub(m.Start).Abs() > time.Second {
+			t.Errorf("phase %d from Prometheus: %s at %s; the shards': %s at %s", i, p.Name, p.Start, m.Name, m.Start)
+		}
+	}
+
+	within := func(what string, got, want, tol float64) {
+		t.Helper()
+		t.Logf("%s: from Prometheus %.0f, from the shards %.0f (tolerance %.0f)", what, got, want, tol)
+		if want <= 0 || math.Abs(got-want) > tol {
+			t.Errorf("%s: from Prometheus %.0f, from the shards %.0f; want within %.0f", what, got, want, tol)
+		}
+	}
+	steady := merged.Load.Phases[0]
+	fleetUpdates := func(p load.Phase) float64 {
+		for _, f := range p.Fleet {
+			if f.Verb == "update" && f.Resource == "leases" {
+				return f.OK
+			}
+		}
+		return 0
+	}
+	want := fleetUpdates(steady)
+	within("lease updates the fleet sent in steady", fleetUpdates(prom.Load.Phases[0]), want, 0.1*want)
+	apiPuts := func(p load.Phase) float64 {
+		var n float64
+		for _, r := range p.Requests {
+			if r.Verb == "PUT" && r.Resource == "leases" && r.Code == "200" {
+				n += r.Count
+			}
+		}
+		return n
+	}
+	want = apiPuts(steady) // the control plane's load is the first shard's, as each scraped all of it
+	within("lease PUTs the apiserver served in steady", apiPuts(prom.Load.Phases[0]), want, 0.1*want)
+	within("lease updates the fleet sent over the run", fleetUpdates(prom.Load.Run), fleetUpdates(merged.Load.Run), 2*15*150/10)
+}
