@@ -2,8 +2,8 @@ package promrecord
 
 import (
 	"context"
-	"slices"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
