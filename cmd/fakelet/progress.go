@@ -69,6 +69,13 @@ func showProgress(ctx context.Context, w io.Writer, f *fleet.Fleet, logEvery tim
 
 func progressLine(p fleet.Progress, elapsed time.Duration) string {
 	rate := float64(p.Registered) / max(elapsed.Seconds(), 1e-9)
-	return fmt.Sprintf("%6s  started %d/%d  registered %d  Ready %d  errors %d  (%.0f nodes/s)",
-		elapsed.Round(time.Second), p.Started, p.Nodes, p.Registered, p.Ready, p.Errors, rate)
+	pods := ""
+	if p.Pods+p.PodsFailed > 0 {
+		pods = fmt.Sprintf("  pods %d Ready %d", p.Pods, p.PodsReady)
+		if p.PodsFailed > 0 {
+			pods += fmt.Sprintf(" not created %d", p.PodsFailed)
+		}
+	}
+	return fmt.Sprintf("%6s  started %d/%d  registered %d  Ready %d%s  errors %d  (%.0f nodes/s)",
+		elapsed.Round(time.Second), p.Started, p.Nodes, p.Registered, p.Ready, pods, p.Errors, rate)
 }

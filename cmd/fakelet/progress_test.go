@@ -1,0 +1,24 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"fakelet.dev/fakelet/fleet"
+)
+
+func TestProgressLineCountsPodsOnlyWithPods(t *testing.T) {
+	for _, tc := range []struct {
+		p    fleet.Progress
+		want string
+	}{
+		{fleet.Progress{Nodes: 10, Started: 10, Registered: 10, Ready: 9},
+			"    5s  started 10/10  registered 10  Ready 9  errors 0  (2 nodes/s)"},
+		{fleet.Progress{Nodes: 10, Started: 10, Registered: 10, Ready: 10, Pods: 19, PodsReady: 18, PodsFailed: 1},
+			"    5s  started 10/10  registered 10  Ready 10  pods 19 Ready 18 not created 1  errors 0  (2 nodes/s)"},
+	} {
+		if got := progressLine(tc.p, 5*time.Second); got != tc.want {
+			t.Errorf("progressLine:\n got %q\nwant %q", got, tc.want)
+		}
+	}
+}
