@@ -132,10 +132,16 @@ func (t *Template) labels(name, zone string) map[string]string {
 	return l
 }
 
+// attachDetachAnnotation is the annotation a kubelet sets at registration (with "true").
+const attachDetachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+
 // annotations are those a kubelet sets at registration.
 func annotations() map[string]string {
-	return map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+	return map[string]string{attachDetachAnnotation: "true"}
 }
+
+// registeredAnnotations is the one copy of annotations() that compacted Nodes share; read-only.
+var registeredAnnotations = annotations()
 
 // initialNode is the Node a kubelet POSTs at registration: metadata, spec and full status.
 func (t *Template) initialNode(a *Agent, now metav1.Time, conds []corev1.NodeCondition) *corev1.Node {
@@ -203,7 +209,48 @@ func (t *Template) Compact(n *corev1.Node) *corev1.Node {
 	if sameResources(n.Status.Allocatable, t.Allocatable) {
 		n.Status.Allocatable = t.Allocatable
 	}
+	if len(n.Annotations) == 1 && n.Annotations[attachDetachAnnotation] == "true" {
+		n.Annotations = registeredAnnotations
+	}
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		c.Reason, c.Message = internText(c.Reason), internText(c.Message)
+	}
+	ni, tn := &n.Status.NodeInfo, &t.nodeInfo
+	ni.KernelVersion = shared(ni.KernelVersion, tn.KernelVersion)
+	ni.OSImage = shared(ni.OSImage, tn.OSImage)
+	ni.ContainerRuntimeVersion = shared(ni.ContainerRuntimeVersion, tn.ContainerRuntimeVersion)
+	ni.KubeletVersion = shared(ni.KubeletVersion, tn.KubeletVersion)
+	ni.KubeProxyVersion = shared(ni.KubeProxyVersion, tn.KubeProxyVersion)
+	ni.OperatingSystem = shared(ni.OperatingSystem, tn.OperatingSystem)
+	ni.Architecture = shared(ni.Architecture, tn.Architecture)
 	return n
+}
+
+// shared returns the template's copy of s if they are equal, so that the decoded one can go.
+func shared(s, template string) string {
+	if s == template {
+		return template
+	}
+	return s
+}
+
+// conditionTexts holds one copy of every reason and message the agents report.
+var conditionTexts = func() map[string]string {
+	m := map[string]string{}
+	for _, texts := range conditionText {
+		for _, pair := range texts {
+			m[pair[0]], m[pair[1]] = pair[0], pair[1]
+		}
+	}
+	return m
+}()
+
+func internText(s string) string {
+	if v, ok := conditionTexts[s]; ok {
+		return v
+	}
+	return s
 }
 
 // sameResources compares resource lists as the kubelet's status comparison does (quantities by value).

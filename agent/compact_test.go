@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/scheduler"
+)
+
+// Compact keeps a Node's content and shares what equals the fleet's: the decoded copies can go.
+func TestCompactSharesWhatEqualsTheTemplate(t *testing.T) {
+	tmpl, err := NewTemplate(TemplateOptions{Fleet: "compact", Images: MaxImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Template: tmpl, Heartbeat: Heartbeat{}.WithDefaults(), Scheduler: scheduler.New(testingclock.NewFakeClock(t0))}
+	a := New(cfg, Clients{}, "fakelet-00003", 3, "")
+	now := metav1.NewTime(t0)
+	sent := tmpl.initialNode(a, now, a.health.conditions(nil, now))
+	// What the server returns: the same content, every map, slice and string decoded anew.
+	b, err := json.Marshal(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded, kept corev1.Node
+	if err := json.Unmarshal(b, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(b, &kept)
+	decoded.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	n := tmpl.Compact(&decoded)
+	if !equality.Semantic.DeepEqual(n.Status, kept.Status) || !equality.Semantic.DeepEqual(n.Annotations, kept.Annotations) {
+		t.Fatal("Compact changed the Node's content")
+	}
+	if n.ManagedFields != nil {
+		t.Error("managed fields kept")
+	}
+	if !sameSlice(n.Status.Images, tmpl.Images) || !sameMap(n.Status.Capacity, tmpl.Capacity) ||
+		!sameMap(n.Status.Allocatable, tmpl.Allocatable) || !sameMap(n.Annotations, registeredAnnotations) {
+		t.Error("the image list, resource lists or annotations are not the shared ones")
+	}
+	if statusChanged(&n.Status, &sent.Status) {
+		t.Error("the compacted status differs from the one sent")
+	}
+}
