@@ -231,7 +231,11 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		fmt.Fprintln(log, "report:", err)
 	}
 	if !cfg.Keep && runErr == nil {
-		fmt.Fprintf(log, "deleted the fleet's Nodes and Leases (use --keep to leave them)\n")
+		what := "Nodes and Leases"
+		if cfg.PodsPerNode > 0 {
+			what = "pods, Nodes and Leases"
+		}
+		fmt.Fprintf(log, "deleted the fleet's %s (use --keep to leave them)\n", what)
 	}
 	return runErr
 }
