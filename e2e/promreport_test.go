@@ -192,5 +192,11 @@ func TestReportFromPrometheus(t *testing.T) {
 	}
 	want = apiPuts(steady) // the control plane's load is the first shard's, as each scraped all of it
 	within("lease PUTs the apiserver served in steady", apiPuts(prom.Load.Phases[0]), want, 0.1*want)
+	// The outage (20 s) is shorter than a step (30 s): read over the step around it, it has requests.
+	if n := apiPuts(prom.Load.Phases[1]); n <= 0 {
+		t.Errorf("outage from Prometheus: %v lease PUTs, want its share of the step around it", n)
+	} else {
+		t.Logf("lease PUTs in outage: from Prometheus %.0f, from the shards %.0f", n, apiPuts(merged.Load.Phases[1]))
+	}
 	within("lease updates the fleet sent over the run", fleetUpdates(prom.Load.Run), fleetUpdates(merged.Load.Run), 2*15*150/10)
 }
