@@ -2,13 +2,16 @@ package main
 
 import (
 	"io"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -176,6 +179,33 @@ func TestStartAtAuto(t *testing.T) {
 	}
 	if _, err := rf.shard.join(t.Context(), client, clk, cfg, plan, io.Discard); err == nil || !strings.Contains(err.Error(), "is for another run") {
 		t.Errorf("a shard with another seed: %v, want it refused", err)
+	}
+}
+
+// TestStatefulSetArgsPrepare: deploy/kubernetes's StatefulSet runs `fakelet run` with flags it accepts:
+// its pod fakelet-0, with the StatefulSet's environment, prepares a run in lockstep (--start-at auto).
+func TestStatefulSetArgsPrepare(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/kubernetes/base/statefulset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sts appsv1.StatefulSet
+	if err := utilyaml.Unmarshal(b, &sts); err != nil {
+		t.Fatal(err)
+	}
+	c := sts.Spec.Template.Spec.Containers[0]
+	for _, e := range c.Env {
+		t.Setenv(e.Name, e.Value)
+	}
+	if c.Args[0] != "run" {
+		t.Fatalf("the StatefulSet runs %q, want fakelet run", c.Args)
+	}
+	_, plan, rf, err := prepareShard(t, "fakelet-0", c.Args[1:]...)
+	if err != nil {
+		t.Fatalf("fakelet %s: %v", strings.Join(c.Args, " "), err)
+	}
+	if plan == nil || !rf.shard.auto || !rf.target.inCluster {
+		t.Errorf("fakelet %s: profile %v, --start-at auto %v, --in-cluster %v; want all three", strings.Join(c.Args, " "), plan != nil, rf.shard.auto, rf.target.inCluster)
 	}
 }
 
