@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,23 @@ func TestProgressLineCountsPodsOnlyWithPods(t *testing.T) {
 	} {
 		if got := progressLine(tc.p, 5*time.Second); got != tc.want {
 			t.Errorf("progressLine:\n got %q\nwant %q", got, tc.want)
+		}
+	}
+}
+
+func TestSummaryCountsPodsOnlyWithPods(t *testing.T) {
+	for _, tc := range []struct {
+		p    fleet.Progress
+		want bool
+	}{
+		{fleet.Progress{Nodes: 2, Started: 2}, false},
+		{fleet.Progress{Nodes: 2, Started: 2, Pods: 3, PodsReady: 2, PodsFailed: 1}, true},
+	} {
+		var b strings.Builder
+		runSummary{Progress: tc.p, Heartbeat: map[string][2]int64{}}.render(&b)
+		line := "  pods               3 at the end, 2 of them Ready, 1 not created\n"
+		if got := strings.Contains(b.String(), line); got != tc.want {
+			t.Errorf("summary of %+v:\n%s\nwant the pods line %v", tc.p, b.String(), tc.want)
 		}
 	}
 }

@@ -46,6 +46,9 @@ func (s runSummary) render(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "  duration\t%s\n", s.Elapsed.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "  nodes\t%d started, %d registered, %d Ready at the end, %d refused\n", p.Started, p.Registered, p.Ready, p.Failed)
+	if p.Pods+p.PodsFailed > 0 {
+		fmt.Fprintf(tw, "  pods\t%d at the end, %d of them Ready, %d not created\n", p.Pods, p.PodsReady, p.PodsFailed)
+	}
 	if p.Added+p.Removed > 0 {
 		fmt.Fprintf(tw, "  churn\t%d nodes added, %d removed\n", p.Added, p.Removed)
 	}
