@@ -3,14 +3,17 @@ package fleet
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
@@ -321,5 +324,40 @@ func TestPodsOfAKeptRunAreAdopted(t *testing.T) {
 	}
 	if left, _ := tf.client.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{}); len(left.Items) != 0 {
 		t.Errorf("%d pods left after the second run's cleanup, want none", len(left.Items))
+	}
+}
+
+// Pods need permissions on pods in their namespace, checked before anything is written, and only
+// when the run has pods.
+func TestPreflightChecksPodPermissionsOnlyWithPods(t *testing.T) {
+	noPods := func(r *authorizationv1.ResourceAttributes) bool { return r.Resource != "pods" }
+	for _, tc := range []struct {
+		pods int
+		want string
+	}{
+		{0, ""},
+		{2, "missing 5 permission(s): create pods in default (the fleet creates its pods), get pods in default"},
+	} {
+		client := fake.NewClientset()
+		reviewer(client, "carol", noPods)
+		f, err := NewWithClients(Config{Nodes: 1, PodsPerNode: tc.pods}, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.checkPermissions = true // as New sets it
+		err = f.Preflight(t.Context())
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("without pods: %v", err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("with pods: %v, want an error containing %q", err, tc.want)
+		}
+	}
+	var fleetID []string
+	for _, p := range PodPermissions(IdentityFleet) {
+		fleetID = append(fleetID, p.String())
+	}
+	if !slices.Contains(fleetID, "patch pods/status in default") {
+		t.Errorf("--identity=fleet pod permissions %v lack the kubelets' status patches", fleetID)
 	}
 }
