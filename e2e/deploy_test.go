@@ -121,6 +121,23 @@ func TestDeployKubernetesDryRun(t *testing.T) {
 			}
 		})
 	}
+	t.Run("pods", func(t *testing.T) { // the component a profile with pods needs
+		roles := 0
+		for _, o := range decodeAll(t, kustomizeBuild(t, "deploy/testdata/pods")) {
+			if o.GetName() == "fakelet-pods" {
+				roles++
+				if o.GetNamespace() != "default" {
+					t.Errorf("%s fakelet-pods in namespace %q, want default", o.GetKind(), o.GetNamespace())
+				}
+			}
+			if err := apply(t, o); err != nil {
+				t.Errorf("dry-run apply %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			}
+		}
+		if roles != 2 {
+			t.Errorf("the pods component rendered %d objects named fakelet-pods, want its Role and RoleBinding", roles)
+		}
+	})
 	t.Run("podmonitor", func(t *testing.T) {
 		objs := decodeAll(t, kustomizeBuild(t, "deploy/testdata/podmonitor"))
 		for _, o := range objs {
