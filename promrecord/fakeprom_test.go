@@ -20,6 +20,7 @@ import (
 // fakeProm is a Prometheus server's HTTP query API over samples scraped from exposition texts. It
 // evaluates only the expressions Read sends, as Prometheus 2.x does: an instant selector takes the
 // latest sample within 5 minutes unless the series went stale (left its target's scrape);
+// max_over_time() the largest sample in [t-range, t];
 // increase() takes the samples in [t-range, t], corrects counter resets and extrapolates to the
 // range's edges (promql/functions.go extrapolatedRate); sum by (...) adds the results up.
 // The real thing is github.com/prometheus/prometheus/promql, whose module pulls some eighty others
@@ -104,10 +105,11 @@ func (p *fakeProm) scrape(t *testing.T, job, instance string, at time.Time, text
 var (
 	sumByExpr    = regexp.MustCompile(`^sum by \(([^)]*)\) \((.*)\)$`)
 	increaseExpr = regexp.MustCompile(`^increase\((.*)\[(\d+)ms\]\)$`)
+	maxOverTime  = regexp.MustCompile(`^max_over_time\((.*)\[(\d+)ms\]\)$`)
 	selectorExpr = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{job="([^"]*)"\}$`)
 )
 
-const lookback = 5 * 60 * 1000 // ms
+const lookbackMS = 5 * 60 * 1000
 
 // eval evaluates expr at ts.
 func (p *fakeProm) eval(expr string, ts model.Time) (model.Vector, error) {
@@ -161,11 +163,27 @@ func (p *fakeProm) eval(expr string, ts model.Time) (model.Vector, error) {
 		}
 		return out, nil
 	}
+	if m := maxOverTime.FindStringSubmatch(expr); m != nil {
+		rangeMS, _ := strconv.ParseInt(m[2], 10, 64)
+		var out model.Vector
+		for _, s := range p.selected(m[1]) {
+			top, found := math.Inf(-1), false
+			for _, pt := range s.points {
+				if pt.Timestamp >= ts-model.Time(rangeMS) && pt.Timestamp <= ts {
+					top, found = max(top, float64(pt.Value)), true
+				}
+			}
+			if found {
+				out = append(out, &model.Sample{Metric: dropName(s.metric), Value: model.SampleValue(top), Timestamp: ts})
+			}
+		}
+		return out, nil
+	}
 	if selectorExpr.MatchString(expr) {
 		var out model.Vector
 		for _, s := range p.selected(expr) {
 			i := sortSearch(s.points, ts)
-			if i < 0 || ts-s.points[i].Timestamp > lookback || (s.stale != 0 && s.stale <= ts && s.stale > s.points[i].Timestamp) {
+			if i < 0 || ts-s.points[i].Timestamp > lookbackMS || (s.stale != 0 && s.stale <= ts && s.stale > s.points[i].Timestamp) {
 				continue
 			}
 			out = append(out, &model.Sample{Metric: s.metric, Value: s.points[i].Value, Timestamp: ts})

@@ -11,6 +11,7 @@ import (
 
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -109,6 +110,13 @@ func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
 			opts.URL, opts.Jobs.APIServer, opts.Jobs.Fakelet, opts.From.UTC().Format(time.RFC3339), opts.To.UTC().Format(time.RFC3339))
 	}
 	rec.Load = l
+	phases := rec.Phases
+	if len(phases) == 0 {
+		phases = []reaction.Phase{{Name: "run", Start: opts.From, End: opts.To}}
+	}
+	if src.Actions, src.Reactions, src.Missed, err = r.reactions(ctx, phases); err != nil {
+		return report.Record{}, err
+	}
 	if rec.NodeTimeline, err = r.nodeTimeline(ctx); err != nil {
 		return report.Record{}, err
 	}
@@ -128,7 +136,7 @@ func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
 // notes are what a report read from Prometheus leaves out or estimates.
 var notes = []string{
 	"Built from Prometheus: counts are increase() over each window, summed over every target of each job (all of the fleet's shards); Prometheus extrapolates them to the window's edges, and a series that appeared within the window (a process started after --from) counts from its first sample, not from zero.",
-	"Reactions are not in this report: which node reacted to which action when, and which never did, is known only to the fleet's processes (their report.json files; fakelet report merge). Prometheus holds their totals: fakelet_actions_total, fakelet_reaction_latency_seconds, fakelet_reactions_missed_total.",
+	"Reactions per node are not in this report: which node reacted to which action when, and which never did, is known only to the fleet's processes (their report.json files; fakelet report merge). Prometheus holds their totals, shown under reactions from Prometheus: fakelet_actions_total, fakelet_reaction_latency_seconds (quantiles estimated from its buckets) and fakelet_reactions_missed_total (over the whole run).",
 	"Node states are fakelet_nodes: not Ready counts False and Unknown together (under notReady); transitions and Lease renewals seen are counted by the fleet's watches, not here (0).",
 }
 

@@ -157,7 +157,39 @@ fakelet_profile_info{profile="p",phase=%q} 1
 fakelet_profile_phase_start_time_seconds %.3f
 # TYPE process_cpu_seconds_total counter
 process_cpu_seconds_total %g
-`, updates/2, updates*0.9, updates, updates*0.001, updates, failed, failed*0.01, failed, gets, gets, gets, gets*0.0005, gets, updates, phase, startTime, cpu)
+%s`, updates/2, updates*0.9, updates, updates*0.001, updates, failed, failed*0.01, failed, gets, gets, gets, gets*0.0005, gets, updates, phase, startTime, cpu, reactionsText(shard, i))
+}
+
+// reactionsText is what a shard's metrics say of the outage: a stopped 2 of the victims and b 1 at
+// +45.2 s; their ready_unknown came 40-60 s later (a's at 30-45 s and 45-60 s, b's at 45-60 s); a
+// counted one expected reaction missing as the run ended.
+func reactionsText(shard string, i int) string {
+	if i < 4 {
+		return ""
+	}
+	stops, b45, b60 := 2, 0, 0
+	if shard == "b" {
+		stops = 1
+	}
+	out := fmt.Sprintf("# TYPE fakelet_actions_total counter\nfakelet_actions_total{op=\"stop\",group=\"victims\"} %d\n", stops)
+	if i >= 6 {
+		b45, b60 = 1, 2
+		if shard == "b" {
+			b45, b60 = 0, 1
+		}
+		out += fmt.Sprintf(`# TYPE fakelet_reaction_latency_seconds histogram
+fakelet_reaction_latency_seconds_bucket{event="ready_unknown",group="victims",from="action",le="30"} 0
+fakelet_reaction_latency_seconds_bucket{event="ready_unknown",group="victims",from="action",le="45"} %d
+fakelet_reaction_latency_seconds_bucket{event="ready_unknown",group="victims",from="action",le="60"} %d
+fakelet_reaction_latency_seconds_bucket{event="ready_unknown",group="victims",from="action",le="+Inf"} %d
+fakelet_reaction_latency_seconds_sum{event="ready_unknown",group="victims",from="action"} %d
+fakelet_reaction_latency_seconds_count{event="ready_unknown",group="victims",from="action"} %d
+`, b45, b60, b60, 50*b60, b60)
+	}
+	if i == 8 && shard == "a" {
+		out += "# TYPE fakelet_reactions_missed_total counter\nfakelet_reactions_missed_total{event=\"taint_unreachable_noexecute_added\",group=\"victims\"} 1\n"
+	}
+	return out
 }
 
 // fixture loads every scrape into a fake Prometheus, and returns the control plane's snapshots as
@@ -352,6 +384,33 @@ func TestFleetFromPrometheusSumsShards(t *testing.T) {
 	}
 	if cpu != 8+5+1+2 { // a: 1 -> 9; b: 0 -> 5, restart at 1, -> 3
 		t.Errorf("the shards' CPU-seconds: %v, want 16", cpu)
+	}
+	// The outage's 3 stops and 3 reactions: 1 in (30, 45], 2 in (45, 60]; p50 at rank 1.5 is
+	// 45 + 15 x 0.5/2. The steady phase has none.
+	src := r.Source
+	if len(src.Actions) != 1 || src.Actions[0] != (report.ActionCount{Phase: "outage", Op: "stop", Group: "victims", Count: 3}) {
+		t.Errorf("actions %+v, want 3 stops of victims in outage", src.Actions)
+	}
+	if len(src.Reactions) != 1 || src.Reactions[0].Phase != "outage" || src.Reactions[0].Count != 3 || src.Reactions[0].P50 != 48.75 {
+		t.Errorf("reactions %+v, want 3 ready_unknown of victims in outage, p50 48.75", src.Reactions)
+	}
+	if len(src.Missed) != 1 || src.Missed[0].Count != 1 || src.Missed[0].Event != "taint_unreachable_noexecute_added" {
+		t.Errorf("missed %+v, want 1 taint_unreachable_noexecute_added", src.Missed)
+	}
+	var text, page strings.Builder
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"reactions from Prometheus", "ready_unknown  action  3      48.8", "never came (over the run): taint_unreachable_noexecute_added of victims, 1", "note: Reactions per node are not in this report"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, text.String())
+		}
+	}
+	if !strings.Contains(page.String(), "Reactions from Prometheus") || !strings.Contains(page.String(), "Reactions per node are not in this report") {
+		t.Error("report.html lacks the reactions from Prometheus or the notes")
 	}
 	if n := len(r.Nodes.Timeline); n == 0 || r.Nodes.Timeline[n-1].Ready != 8 {
 		t.Errorf("node timeline %+v, want 8 Ready at the end", r.Nodes.Timeline)

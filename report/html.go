@@ -41,7 +41,18 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 {{with .R.Source}}<dt>source</dt><dd>Prometheus {{.Prometheus}}, {{.From.UTC.Format "2006-01-02T15:04:05Z07:00"}} to {{.To.UTC.Format "2006-01-02T15:04:05Z07:00"}}, step {{.Step}}, phases from {{.Phases}}</dd>{{end}}
 </dl>
 {{with .R.Source}}{{range .Notes}}<p class="note">{{.}}</p>
-{{end}}{{end}}{{range .Charts}}<h2>{{.Title}}</h2>
+{{end}}{{if or .Actions .Reactions .Missed}}<h2>Reactions from Prometheus</h2>
+<p>Counts by phase; seconds estimated from the histogram's buckets; no node is named.</p>
+{{if .Actions}}<table>
+<tr><th>phase</th><th class="l">group</th><th class="l">op</th><th>applied</th></tr>
+{{range .Actions}}<tr><td>{{.Phase}}</td><td class="l">{{.Group}}</td><td class="l">{{.Op}}</td><td>{{printf "%.0f" .Count}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Reactions}}<table>
+<tr><th>phase</th><th class="l">group</th><th class="l">event</th><th class="l">from</th><th>count</th><th>p50</th><th>p90</th><th>p99</th></tr>
+{{range .Reactions}}<tr><td>{{.Phase}}</td><td class="l">{{.Group}}</td><td class="l">{{.Event}}</td><td class="l">{{.From}}</td><td>{{printf "%.0f" .Count}}</td><td>{{printf "%.1f" .P50}}</td><td>{{printf "%.1f" .P90}}</td><td>{{printf "%.1f" .P99}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Missed}}<p class="missing">never came (over the run): {{.Event}} of {{.Group}}, {{printf "%.0f" .Count}}</p>
+{{end}}{{end}}{{end}}{{range .Charts}}<h2>{{.Title}}</h2>
 <div class="chart">{{.SVG}}</div>
 {{end}}
 {{if .R.Reactions}}<h2>Reactions</h2>

@@ -48,6 +48,42 @@ type Source struct {
 	Phases string `json:"phases"`
 	// Notes name what the report leaves out or estimates, in sentences.
 	Notes []string `json:"notes,omitempty"`
+	// Actions, Reactions and Missed are what Prometheus holds of the profile's actions and the control
+	// plane's reactions: counts by phase and label, latencies estimated from histogram buckets. No
+	// node is named.
+	Actions   []ActionCount     `json:"actions,omitempty"`
+	Reactions []ReactionLatency `json:"reactions,omitempty"`
+	Missed    []MissedCount     `json:"missed,omitempty"`
+}
+
+// ActionCount is fakelet_actions_total's increase in a phase: ops applied to nodes of a group.
+type ActionCount struct {
+	Phase string  `json:"phase"`
+	Op    string  `json:"op"`
+	Group string  `json:"group"`
+	Count float64 `json:"count"`
+}
+
+// ReactionLatency is fakelet_reaction_latency_seconds's increase in a phase: reactions of one event
+// by nodes of a group, timed from the action or from the last renewal (From), with quantiles in
+// seconds estimated from the buckets as histogram_quantile does.
+type ReactionLatency struct {
+	Phase string  `json:"phase"`
+	Event string  `json:"event"`
+	Group string  `json:"group"`
+	From  string  `json:"from"`
+	Count float64 `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+}
+
+// MissedCount is fakelet_reactions_missed_total over the run: a fleet counts the reactions that
+// never came only when the run ends, so they have no phase.
+type MissedCount struct {
+	Event string  `json:"event"`
+	Group string  `json:"group"`
+	Count float64 `json:"count"`
 }
 
 // Parameters are the run's settings.

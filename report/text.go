@@ -30,6 +30,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, n := range r.Source.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
+		r.Source.writeReactions(w)
 	}
 	if len(r.Reactions) > 0 {
 		fmt.Fprintln(w)
@@ -134,4 +135,27 @@ func (r *Report) writeLoad(w io.Writer) {
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
+}
+
+// writeReactions prints what Prometheus holds of the actions and reactions.
+func (s *Source) writeReactions(w io.Writer) {
+	if len(s.Actions)+len(s.Reactions)+len(s.Missed) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "reactions from Prometheus (seconds, estimated from histogram buckets; no per-node detail)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, a := range s.Actions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s applied\t%.0f\n", a.Phase, a.Group, a.Op, a.Count)
+	}
+	if len(s.Reactions) > 0 {
+		fmt.Fprintf(tw, "  phase\tgroup\tevent\tfrom\tcount\tp50\tp90\tp99\n")
+	}
+	for _, r := range s.Reactions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\n", r.Phase, r.Group, r.Event, r.From, r.Count, r.P50, r.P90, r.P99)
+	}
+	_ = tw.Flush()
+	for _, m := range s.Missed {
+		fmt.Fprintf(w, "  never came (over the run): %s of %s, %.0f\n", m.Event, m.Group, m.Count)
+	}
 }
