@@ -257,15 +257,7 @@ spec:
 
 func TestNewRefusesWhatItCannotRun(t *testing.T) {
 	load := func(body string) *profiles.Plan {
-		p, err := profiles.Parse("test.yaml", []byte("apiVersion: fakelet.dev/v1alpha1\nkind: Profile\nmetadata: {name: x}\n"+body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := p.Resolve(p.Fleet())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return plan
+		return resolvePlan(t, "apiVersion: fakelet.dev/v1alpha1\nkind: Profile\nmetadata: {name: x}\n"+body)
 	}
 	client := fake.NewClientset()
 	fleetOf := func(cfg fleet.Config) *fleet.Fleet {
