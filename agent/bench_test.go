@@ -71,8 +71,13 @@ func BenchmarkLeaseRenewal(b *testing.B) {
 	_, r := benchAgent(b)
 	holder := "fakelet-00042"
 	r.lease.latest = &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "7",
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "7", UID: "lease-uid",
+			CreationTimestamp: metav1.NewTime(t0),
+			OwnerReferences:   []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}},
+			// What the server returns with every Lease, and the lease controller sends back.
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "coordination.k8s.io/v1", Time: &metav1.Time{Time: t0}, FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"uid\"}":{}}},"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`)}}}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
 	}
 	b.ReportAllocs()

@@ -178,7 +178,10 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(a.name)},
 		}
 	} else {
-		lease = base.DeepCopy()
+		// The lease controller deep-copies base; a shallow copy sends the same object, since only
+		// fields replaced below differ and base (the server's answer, kept as latest) is never written.
+		copied := *base
+		lease = &copied
 	}
 	lease.Spec.LeaseDurationSeconds = ptr.To(a.cfg.Heartbeat.LeaseDurationSeconds)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: a.cfg.Scheduler.Clock().Now()}
