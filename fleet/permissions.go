@@ -138,7 +138,8 @@ func CheckPermissions(ctx context.Context, client kubernetes.Interface, perms []
 		return nil
 	}
 	return fmt.Errorf("%s may not do what fakelet needs; missing %d permission(s): %s. Nothing was written. "+
-		"deploy/rbac/fakelet.yaml grants them (and deploy/rbac/fleet-identity.yaml for --identity=fleet)",
+		"deploy/rbac/fakelet.yaml grants them (and deploy/rbac/fleet-identity.yaml for --identity=fleet, "+
+		"deploy/rbac/pods.yaml for pods)",
 		whoAmI(ctx, client), len(missing), strings.Join(missing, ", "))
 }
 

@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleet"
+)
+
+// TestPodsNeedDeployRBACPods: with deploy/rbac/fakelet.yaml alone a fleet with pods is refused before
+// it writes anything, naming the pod permissions; with deploy/rbac/pods.yaml as well it runs: its pods
+// are created, reported Ready by the fake kubelets as their nodes, and deleted at the end.
+func TestPodsNeedDeployRBACPods(t *testing.T) {
+	cp := controlPlane(t)
+	c := admin(t, cp)
+	sa := serviceAccountConfig(t, cp)
+	cfg := fleet.Config{Nodes: 2, Fleet: "rbacpods", NamePrefix: "rbacpods", Template: smallNodes, PodsPerNode: 2}
+
+	err := runOnce(t, cfg, sa)
+	t.Log(err)
+	for _, want := range []string{"missing 5 permission(s): create pods in default (the fleet creates its pods)", "watch pods in default",
+		"delete pods in default", "deploy/rbac/pods.yaml for pods"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q", want)
+		}
+	}
+	nothingWritten(t, c, "rbacpods")
+
+	applyPodsRBAC(t, c)
+	f, err := fleet.New(cfg, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	select {
+	case <-f.Running():
+	case err := <-done:
+		cancel()
+		t.Fatalf("the fleet with pods.yaml's credential was refused: %v", err)
+	}
+	eventually(t, 60*time.Second, "4 Ready pods", func() (bool, error) { return f.Progress().PodsReady == 4, nil })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run and cleanup with pods.yaml's credential: %v", err)
+	}
+	pods, err := c.CoreV1().Pods(fleet.PodNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: agent.FleetLabel + "=rbacpods"})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("%d pods left after the cleanup (%v)", len(pods.Items), err)
+	}
+}
+
+// applyPodsRBAC creates the Role and RoleBinding of deploy/rbac/pods.yaml and waits until they apply.
+func applyPodsRBAC(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile("../deploy/rbac/pods.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("decode deploy/rbac/pods.yaml: %v", err)
+		}
+		switch o := obj.(type) {
+		case *rbacv1.Role:
+			_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("unexpected %T in deploy/rbac/pods.yaml", obj)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "RBAC of deploy/rbac/pods.yaml applied", func() (bool, error) {
+		r, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:fakelet:fakelet", Groups: []string{"system:serviceaccounts"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: fleet.PodNamespace},
+		}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, nil
+	})
+}
