@@ -11,8 +11,13 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
+	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
@@ -82,6 +87,53 @@ func watchUnknown(f *fleet.Fleet) *unknownSeen {
 	return u
 }
 
+// renewTimes records every spec.renewTime of the fleet's Leases as the server committed it: a
+// renewal the agent sent just before its stop, and never saw answered, shows here.
+type renewTimes struct {
+	mu    sync.Mutex
+	nodes map[string][]time.Time
+}
+
+func watchRenewTimes(t *testing.T, c kubernetes.Interface, prefix string) *renewTimes {
+	t.Helper()
+	r := &renewTimes{nodes: map[string][]time.Time{}}
+	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(agent.LeaseNamespace))
+	record := func(obj any) {
+		l, ok := obj.(*coordinationv1.Lease)
+		if !ok || !strings.HasPrefix(l.Name, prefix) || l.Spec.RenewTime == nil {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if times := r.nodes[l.Name]; len(times) == 0 || !times[len(times)-1].Equal(l.Spec.RenewTime.Time) {
+			r.nodes[l.Name] = append(times, l.Spec.RenewTime.Time)
+		}
+	}
+	if _, err := factory.Coordination().V1().Leases().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	return r
+}
+
+// lastBefore is node's last committed renewTime before t.
+func (r *renewTimes) lastBefore(node string, t time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last time.Time
+	for _, rt := range r.nodes[node] {
+		if rt.Before(t) {
+			last = rt
+		}
+	}
+	return last
+}
+
 // TestStop10pctOnDefaultSettings plays stop-10pct at 200 nodes, with phases shortened but long enough
 // for the default grace period, on a control plane with upstream controller settings (issue 5): at
 // least 99% of the victims turn Unknown within [grace period, grace period + monitor period + 2 s]
@@ -116,6 +168,7 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 	}
 	s.Observe(f)
 	unknown := watchUnknown(f)
+	renewals := watchRenewTimes(t, admin(t, cp), "defaults-")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, "defaults-") }); err != nil {
@@ -170,7 +223,7 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 		t.Logf("last renewal to Unknown: %d of %d within [%v, %v]: min %.1f s, p50 %.1f s, max %.1f s",
 			inBounds, victims, lo, hi, st.FromLastRenewal.Min, st.FromLastRenewal.P50, st.FromLastRenewal.Max)
 	}
-	explainUnknown(t, rec.Actions, unknown, lo, hi)
+	explainUnknown(t, rec.Actions, unknown, renewals, lo, hi)
 	ready := summary(t, r, "recovery", "start", reaction.ReadyTrue)
 	if ready.Reacted != victims || ready.FromAction.Max > 5 {
 		t.Errorf("start to Ready: %d of %d, latest after %.1f s; want all within 5 s", ready.Reacted, victims, ready.FromAction.Max)
@@ -180,14 +233,17 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 	t.Logf("took %v", time.Since(began).Round(time.Second))
 }
 
-// explainUnknown says where the time went for each victim outside [lo, hi]: from its last renewal to
-// the controller's change (the controller's part), and from that change to its arrival at the fleet's
-// watch (the apiserver's and fakelet's); and how late the watch delivered the changes overall.
-func explainUnknown(t *testing.T, actions []reaction.Action, u *unknownSeen, lo, hi time.Duration) {
+// explainUnknown says where the time went for each victim outside [lo, hi]: whether the server
+// committed a renewal after the last one its agent saw answered (a PUT in flight at the stop), how long
+// from the last renewal the controller took to change the node (whole seconds), and how long the watch
+// took to deliver the change; and, over all victims, how many such late renewals landed and how late the
+// watch delivered.
+func explainUnknown(t *testing.T, actions []reaction.Action, u *unknownSeen, rt *renewTimes, lo, hi time.Duration) {
 	t.Helper()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	var delivery []time.Duration
+	landed := 0
 	for _, a := range actions {
 		if a.Op != string(profiles.OpStop) {
 			continue
@@ -198,12 +254,25 @@ func explainUnknown(t *testing.T, actions []reaction.Action, u *unknownSeen, lo,
 			continue
 		}
 		delivery = append(delivery, seen[1].Sub(seen[0]))
+		// The server's renewTime is when the agent built the request, before it was sent: a renewal the
+		// agent saw answered has one a little before its LastRenewal.
+		committed := rt.lastBefore(a.Node, seen[0])
+		inFlight := committed.After(a.LastRenewal)
+		if inFlight {
+			landed++
+		}
 		if d := seen[1].Sub(a.LastRenewal); d < lo || d > hi {
-			t.Logf("%s: last renewal %s; stopped %+.1f s after it; the controller set Unknown at %s (%+.0f s, whole seconds); the watch delivered it %+.1f s after that",
-				a.Node, a.LastRenewal.Format(time.StampMilli), a.At.Sub(a.LastRenewal).Seconds(),
-				seen[0].Format(time.Stamp), seen[0].Sub(a.LastRenewal).Seconds(), seen[1].Sub(seen[0]).Seconds())
+			why := "no later renewal landed"
+			if inFlight {
+				why = fmt.Sprintf("a renewal sent %.1f s after it, unanswered at the stop, landed (committed renewTime %s)",
+					committed.Sub(a.LastRenewal).Seconds(), committed.Format(time.StampMilli))
+			}
+			t.Logf("%s: last renewal the agent saw answered %s, stopped %+.1f s after it; %s; the controller set Unknown %+.0f s after it (lastTransitionTime, whole seconds); the watch delivered that %+.1f s later",
+				a.Node, a.LastRenewal.Format(time.StampMilli), a.At.Sub(a.LastRenewal).Seconds(), why,
+				seen[0].Sub(a.LastRenewal).Seconds(), seen[1].Sub(seen[0]).Seconds())
 		}
 	}
+	t.Logf("victims whose Lease the server renewed after the last renewal their agent saw answered (a PUT in flight at the stop): %d", landed)
 	sort.Slice(delivery, func(i, j int) bool { return delivery[i] < delivery[j] })
 	if n := len(delivery); n > 0 {
 		t.Logf("controller change to watch arrival over %d victims: min %v, median %v, max %v (includes up to 1 s of lastTransitionTime's rounding)",
