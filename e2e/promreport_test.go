@@ -198,5 +198,21 @@ func TestReportFromPrometheus(t *testing.T) {
 	} else {
 		t.Logf("lease PUTs in outage: from Prometheus %.0f, from the shards %.0f", n, apiPuts(merged.Load.Phases[1]))
 	}
+	// The stops: the shards' own reports and Prometheus's sum of fakelet_actions_total agree.
+	stops := 0
+	for _, re := range merged.Reactions {
+		if re.Op == "stop" && re.Event == "ready_unknown" {
+			stops += re.Actions
+		}
+	}
+	var promStops float64
+	for _, a := range prom.Source.Actions {
+		if a.Phase == "outage" && a.Op == "stop" && a.Group == "victims" {
+			promStops += a.Count
+		}
+	}
+	if stops != 6 || promStops != 6 {
+		t.Errorf("stops in outage: the shards' reports %d, Prometheus %v; want 6 and 6", stops, promStops)
+	}
 	within("lease updates the fleet sent over the run", fleetUpdates(prom.Load.Run), fleetUpdates(merged.Load.Run), 2*15*150/10)
 }
