@@ -56,22 +56,29 @@ func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Loa
 	slices.SortFunc(gaugeAt, func(a, b time.Time) int { return a.Compare(b) })
 	gaugeAt = slices.CompactFunc(gaugeAt, func(a, b time.Time) bool { return a.Equal(b) })
 	var qs []query
+	seen := map[query]bool{}
+	add := func(q query) {
+		if !seen[q] {
+			seen[q] = true
+			qs = append(qs, q)
+		}
+	}
 	for _, c := range components {
 		for _, f := range families[c] {
 			if scrape.Selection[f].Type == scrape.Gauge {
 				for _, t := range gaugeAt {
-					qs = append(qs, query{c, f, time.Time{}, t})
+					add(query{c, f, time.Time{}, t})
 				}
 				continue
 			}
 			for _, w := range windows {
 				read, _ := r.widen(w)
-				qs = append(qs, query{c, f, read.Start, read.End})
+				add(query{c, f, read.Start, read.End})
 			}
 		}
 		for _, f := range timelineFamilies[c] {
 			for i := 1; i < len(steps); i++ {
-				qs = append(qs, query{c, f, steps[i-1], steps[i]})
+				add(query{c, f, steps[i-1], steps[i]})
 			}
 		}
 	}
@@ -103,7 +110,7 @@ func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Loa
 					end.Families[name] = scaled(f, scale)
 				}
 			}
-			snaps = append(snaps, zeroCounters(snapshot(c, time.Time{}, w.Start, families[c]), end))
+			snaps = append(snaps, zeroCounters(snapshot(c, time.Time{}, w.Start, gauges(families[c])), end))
 			for _, t := range gaugeAt {
 				if t.After(w.Start) && t.Before(w.End) {
 					snaps = append(snaps, snapshot(c, time.Time{}, t, gauges(families[c])))

@@ -31,6 +31,9 @@ several processes or machines (docs/report.md).`,
 				if len(args) > 0 {
 					return fmt.Errorf("--prometheus reads the run from Prometheus, not from %s: give one or the other", args[0])
 				}
+				if cmd.Flags().Changed("html") {
+					return fmt.Errorf("--html is for a report.json; with --prometheus, report.html goes into --report-dir")
+				}
 				return nil
 			}
 			for _, name := range []string{"from", "to", "step", "phases-from", "report-dir"} {

@@ -26,6 +26,7 @@ func TestReportFromPrometheusRefusesBadInput(t *testing.T) {
 		{[]string{"--prometheus", "http://127.0.0.1:9", "--from", "1", "--to", "2", "--phases-from", filepath.Join(dir, "none.json")}, "--phases-from: open"},
 		{[]string{"--prometheus", "http://127.0.0.1:9", "--from", "1", "--to", "2", "x.json"}, "--prometheus reads the run from Prometheus, not from x.json"},
 		{[]string{"--from", "1", "x.json"}, "--from is for a report from Prometheus"},
+		{[]string{"--prometheus", "http://127.0.0.1:9", "--from", "1", "--to", "2", "--html", "r.html"}, "--html is for a report.json"},
 		{[]string{"--prometheus", closed.URL, "--from", "1", "--to", "2"}, "Prometheus at " + closed.URL + " does not answer"},
 	} {
 		out, err := runFakelet(t, append([]string{"report", "--report-dir", dir}, tc.args...)...)
