@@ -51,9 +51,18 @@ var fleetMetric = map[string]string{
 	scrape.FleetRequestDuration: "fakelet_request_duration_seconds",
 }
 
-// okCodes are the codes the fleet's view counts as answers a kubelet expects (scrape.FleetSource):
-// successes, not found and already exists.
-var okCodes = map[string]bool{"200": true, "201": true, "404": true, "409": true}
+// answered tells the codes the fleet's view counts as answers a kubelet expects (fleet.Tally) from
+// failures: successes, not found, and a 409 of a create (already exists; of an update it is a
+// conflict, a failure).
+func answered(verb, code string) bool {
+	switch code {
+	case "200", "201", "404":
+		return true
+	case "409":
+		return verb == "create"
+	}
+	return false
+}
 
 // family reads one family of one component at t: for a counter or a histogram the increase since
 // since, for a gauge its value; nil if Prometheus has no series of it.
@@ -124,7 +133,7 @@ func labelValues(f *scrape.Family, m model.Metric) []string {
 	for i, l := range f.Labels {
 		if l == "result" {
 			values[i] = "error"
-			if okCodes[string(m["code"])] {
+			if answered(string(m["verb"]), string(m["code"])) {
 				values[i] = "ok"
 			}
 			continue

@@ -138,6 +138,12 @@ fakelet_request_duration_seconds_bucket{verb="update",resource="leases",code="50
 fakelet_request_duration_seconds_bucket{verb="update",resource="leases",code="500",le="+Inf"} %g
 fakelet_request_duration_seconds_sum{verb="update",resource="leases",code="500"} %g
 fakelet_request_duration_seconds_count{verb="update",resource="leases",code="500"} %g
+fakelet_request_duration_seconds_bucket{verb="update",resource="leases",code="409",le="+Inf"} %g
+fakelet_request_duration_seconds_sum{verb="update",resource="leases",code="409"} 0
+fakelet_request_duration_seconds_count{verb="update",resource="leases",code="409"} %g
+fakelet_request_duration_seconds_bucket{verb="create",resource="nodes",code="409",le="+Inf"} %g
+fakelet_request_duration_seconds_sum{verb="create",resource="nodes",code="409"} 0
+fakelet_request_duration_seconds_count{verb="create",resource="nodes",code="409"} %g
 fakelet_request_duration_seconds_bucket{verb="get",resource="leases",code="404",le="0.001"} %g
 fakelet_request_duration_seconds_bucket{verb="get",resource="leases",code="404",le="0.002"} %g
 fakelet_request_duration_seconds_bucket{verb="get",resource="leases",code="404",le="+Inf"} %g
@@ -157,7 +163,7 @@ fakelet_profile_info{profile="p",phase=%q} 1
 fakelet_profile_phase_start_time_seconds %.3f
 # TYPE process_cpu_seconds_total counter
 process_cpu_seconds_total %g
-%s`, updates/2, updates*0.9, updates, updates*0.001, updates, failed, failed*0.01, failed, gets, gets, gets, gets*0.0005, gets, updates, phase, startTime, cpu, reactionsText(shard, i))
+%s`, updates/2, updates*0.9, updates, updates*0.001, updates, failed, failed*0.01, failed, failed, failed, gets, gets, gets, gets, gets, gets*0.0005, gets, updates, phase, startTime, cpu, reactionsText(shard, i))
 }
 
 // reactionsText is what a shard's metrics say of the outage: a stopped 2 of the victims and b 1 at
@@ -365,13 +371,17 @@ func TestFleetFromPrometheusSumsShards(t *testing.T) {
 		t.Errorf("profile %q, phases %+v from %s; want p, %+v from fakelet_profile_info", r.Profile, r.Phases, r.Source.Phases, wantPhases)
 	}
 	// Over the run: a 30 x 8 = 240 updates, b 20 x 5 before its restart, 20 after it, 40 since: 160.
-	// a's 500s are errors (8); b's 404 GETs are answers (5 + 1 + 2).
+	// a's 500s and 409 conflicts are errors (8 + 8); b's 404 GETs and 409 creates (already exists)
+	// are answers (5 + 1 + 2 each).
 	fleet := map[string]load.FleetRequests{}
 	for _, f := range r.Load.Run.Fleet {
 		fleet[f.Verb+" "+f.Resource] = f
 	}
-	if u := fleet["update leases"]; u.OK != 400 || u.Errors != 8 || math.Abs(u.Rate-408.0/120) > 1e-9 {
-		t.Errorf("update leases over the run: %+v, want 400 ok, 8 errors, 3.4/s", u)
+	if u := fleet["update leases"]; u.OK != 400 || u.Errors != 16 || math.Abs(u.Rate-416.0/120) > 1e-9 {
+		t.Errorf("update leases over the run: %+v, want 400 ok, 16 errors, 416 in 120 s", u)
+	}
+	if c := fleet["create nodes"]; c.OK != 8 || c.Errors != 0 {
+		t.Errorf("create nodes over the run: %+v, want 8 ok", c)
 	}
 	if g := fleet["get leases"]; g.OK != 8 || g.Errors != 0 {
 		t.Errorf("get leases over the run: %+v, want 8 ok", g)
