@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The node's pods: the fleet creates them bound to the node (spec.nodeName) and shows each to its
@@ -29,7 +30,7 @@ type podLoop struct {
 	r *run
 	c caller
 	// Guarded by Agent.mu.
-	live bool      // the run's first status patch succeeded: the node is up and the agent's
+	live bool      // the run's first status patch succeeded: the node is registered and reported
 	all  bool      // report every pod at the next sync: the kubelet started or turned Ready
 	due  time.Time // when the next sync is scheduled; zero if none is
 	last time.Time // when the last sync ran
@@ -62,10 +63,10 @@ func (a *Agent) ObservePod(p *corev1.Pod) {
 }
 
 // ForgetPod drops a pod that is gone; uid guards against a newer pod of the same name.
-func (a *Agent) ForgetPod(name string, uid string) {
+func (a *Agent) ForgetPod(name string, uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p := a.pods[name]; p != nil && string(p.UID) == uid {
+	if p := a.pods[name]; p != nil && p.UID == uid {
 		delete(a.pods, name)
 	}
 }

@@ -323,7 +323,7 @@ func (p *podSet) forget(obj any) {
 		return
 	}
 	if created {
-		a.ForgetPod(pod.Name, string(pod.UID))
+		a.ForgetPod(pod.Name, pod.UID)
 		p.mu.Lock()
 		if p.ready[pod.Name] {
 			p.readyN--
