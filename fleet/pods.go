@@ -350,7 +350,14 @@ func (p *podSet) counts() (pods, ready, failed int) {
 	return len(p.ready), p.readyN, p.failed
 }
 
-// CreateErr is why the last pod the fleet gave up creating could not be created, or nil.
+// PodCreateErr is why the last pod the fleet gave up creating could not be created, or nil.
+func (f *Fleet) PodCreateErr() error {
+	if f.pods == nil {
+		return nil
+	}
+	return f.pods.createErr()
+}
+
 func (p *podSet) createErr() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +34,13 @@ func TestSummaryCountsPodsOnlyWithPods(t *testing.T) {
 		{fleet.Progress{Nodes: 2, Started: 2, Pods: 3, PodsReady: 2, PodsFailed: 1}, true},
 	} {
 		var b strings.Builder
-		runSummary{Progress: tc.p, Heartbeat: map[string][2]int64{}}.render(&b)
-		line := "  pods               3 at the end, 2 of them Ready, 1 not created\n"
+		var podsErr error
+		if tc.p.PodsFailed > 0 {
+			podsErr = errors.New("create pod default/n-0: forbidden")
+		}
+		runSummary{Progress: tc.p, Heartbeat: map[string][2]int64{}, PodsErr: podsErr}.render(&b)
+		line := "  pods               3 at the end, 2 of them Ready, 1 not created\n" +
+			"                     last not created: create pod default/n-0: forbidden\n"
 		if got := strings.Contains(b.String(), line); got != tc.want {
 			t.Errorf("summary of %+v:\n%s\nwant the pods line %v", tc.p, b.String(), tc.want)
 		}

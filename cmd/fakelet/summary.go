@@ -20,6 +20,7 @@ type runSummary struct {
 	Heartbeat map[string][2]int64 // kind -> ok, failed
 	Requests  []fleet.Count
 	Failures  []error
+	PodsErr   error // why the last pod the fleet gave up creating was not created
 	Usage     processUsage
 }
 
@@ -27,7 +28,7 @@ func summarize(target string, f *fleet.Fleet, elapsed time.Duration) runSummary 
 	s := runSummary{
 		Target: target, Mode: f.Config().Heartbeat.Mode, Elapsed: elapsed,
 		Progress: f.Progress(), Heartbeat: map[string][2]int64{},
-		Requests: f.Tally().Requests(), Failures: f.Failures(), Usage: selfUsage(),
+		Requests: f.Tally().Requests(), Failures: f.Failures(), PodsErr: f.PodCreateErr(), Usage: selfUsage(),
 	}
 	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
 		ok, failed := f.Tally().Heartbeats(kind)
@@ -48,6 +49,9 @@ func (s runSummary) render(w io.Writer) {
 	fmt.Fprintf(tw, "  nodes\t%d started, %d registered, %d Ready at the end, %d refused\n", p.Started, p.Registered, p.Ready, p.Failed)
 	if p.Pods+p.PodsFailed > 0 {
 		fmt.Fprintf(tw, "  pods\t%d at the end, %d of them Ready, %d not created\n", p.Pods, p.PodsReady, p.PodsFailed)
+		if s.PodsErr != nil {
+			fmt.Fprintf(tw, "  \tlast not created: %v\n", s.PodsErr)
+		}
 	}
 	if p.Added+p.Removed > 0 {
 		fmt.Fprintf(tw, "  churn\t%d nodes added, %d removed\n", p.Added, p.Removed)
