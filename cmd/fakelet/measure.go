@@ -137,6 +137,7 @@ func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Config) e
 		return err
 	}
 	fmt.Fprintf(log, "report: %s\n", filepath.Join(dir, report.HTMLFile))
+	rr.metrics.serveReport(dir, log)
 	return nil
 }
 

@@ -27,6 +27,8 @@ func addMetricsFlags(f *pflag.FlagSet, mf *metricsFlags) {
 type runMetrics struct {
 	*metrics.Metrics
 	srv *metrics.Server // nil with --metrics-addr=""
+	// reportServed says the server serves the run's report (serveReport).
+	reportServed bool
 }
 
 // metricsShutdownTimeout bounds the wait for a scrape in flight at the end of a run.
@@ -68,4 +70,29 @@ func (rm *runMetrics) stop(log io.Writer) {
 	if err := rm.srv.Shutdown(ctx); err != nil {
 		fmt.Fprintln(log, "stop serving metrics:", err)
 	}
+}
+
+// served says what a run's metrics server offers once the run is over.
+func (rm *runMetrics) served() string {
+	if rm.srv == nil {
+		return "nothing (--metrics-addr is empty)"
+	}
+	what := rm.srv.URL()
+	if rm.reportServed {
+		what += " and the report at " + rm.srv.ReportURL()
+	}
+	return what
+}
+
+// serveReport serves the report written to dir on the metrics server, and says where.
+func (rm *runMetrics) serveReport(dir string, log io.Writer) {
+	if rm == nil || rm.srv == nil {
+		return
+	}
+	if err := rm.srv.ServeReport(dir); err != nil {
+		fmt.Fprintln(log, "report:", err)
+		return
+	}
+	rm.reportServed = true
+	fmt.Fprintf(log, "report: served at %s\n", rm.srv.ReportURL())
 }

@@ -33,6 +33,7 @@ type runFlags struct {
 	report                reportFlags
 	profiles              profileFlags
 	shard                 shardFlags
+	afterRun              afterRun
 }
 
 func newRunCommand() *cobra.Command { return newRunCommandFor(&runFlags{}) }
@@ -89,6 +90,7 @@ Ready, and the run ends after the last one.`,
 	addShardFlags(f, &rf.shard)
 	addInClusterFlag(f, &rf.target)
 	addReportFlags(f, &rf.report)
+	addAfterRunFlag(f, &rf.afterRun)
 	return cmd
 }
 
@@ -222,9 +224,11 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		}
 	}
 	summary := summarize(tgt.description, f, elapsed)
+	var profileErr error
 	if pr != nil {
 		endRun()
-		summary.Profile = pr.summary(pr.wait())
+		profileErr = pr.wait()
+		summary.Profile = pr.summary(profileErr)
 	}
 	summary.render(out)
 	if err := rr.finish(out, log, rf, cfg); err != nil {
@@ -236,6 +240,12 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 			what = "pods, Nodes and Leases"
 		}
 		fmt.Fprintf(log, "deleted the fleet's %s (use --keep to leave them)\n", what)
+	}
+	if runErr == nil && profileErr != nil && !errors.Is(profileErr, context.Canceled) && !errors.Is(profileErr, context.DeadlineExceeded) {
+		runErr = profileErr // a profile that failed (not one cut short by a signal or --duration) fails the run
+	}
+	if runErr == nil && ctx.Err() == nil {
+		rf.afterRun.hold(ctx, log, m.served())
 	}
 	return runErr
 }
