@@ -295,7 +295,7 @@ func kustomizeBinary(t *testing.T) string {
 // TestKustomizations: each overlay renders, its StatefulSet's replicas equal the shard count of
 // FAKELET_SHARD (auto/N), the whole fleet's --nodes splits into shards of at least one node and no
 // more than the requests are sized for, it runs in the cluster (--in-cluster) a profile in lockstep
-// (--start-at=auto), and the Leases' Role stays in kube-node-lease.
+// (--start-at=auto) and then waits (--after-run=wait), and the Leases' Role stays in kube-node-lease.
 func TestKustomizations(t *testing.T) {
 	for _, tc := range []struct {
 		overlay string
@@ -341,6 +341,9 @@ func TestKustomizations(t *testing.T) {
 					}
 					if !slices.Contains(c.Args, "--start-at=auto") || !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--profile=") }) {
 						t.Errorf("args %q, want a --profile played in lockstep with --start-at=auto", c.Args)
+					}
+					if !slices.Contains(c.Args, "--after-run=wait") {
+						t.Errorf("args %q, want --after-run=wait: a shard that exits is restarted and plays the profile again", c.Args)
 					}
 				}
 			}

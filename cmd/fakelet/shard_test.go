@@ -183,7 +183,8 @@ func TestStartAtAuto(t *testing.T) {
 }
 
 // TestStatefulSetArgsPrepare: deploy/kubernetes's StatefulSet runs `fakelet run` with flags it accepts:
-// its pod fakelet-0, with the StatefulSet's environment, prepares a run in lockstep (--start-at auto).
+// its pod fakelet-0, with the StatefulSet's environment, prepares a run in lockstep (--start-at auto)
+// that waits for SIGTERM when it is over (--after-run=wait).
 func TestStatefulSetArgsPrepare(t *testing.T) {
 	b, err := os.ReadFile("../../deploy/kubernetes/base/statefulset.yaml")
 	if err != nil {
@@ -204,8 +205,9 @@ func TestStatefulSetArgsPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fakelet %s: %v", strings.Join(c.Args, " "), err)
 	}
-	if plan == nil || !rf.shard.auto || !rf.target.inCluster {
-		t.Errorf("fakelet %s: profile %v, --start-at auto %v, --in-cluster %v; want all three", strings.Join(c.Args, " "), plan != nil, rf.shard.auto, rf.target.inCluster)
+	if plan == nil || !rf.shard.auto || !rf.target.inCluster || rf.afterRun != afterRunWait {
+		t.Errorf("fakelet %s: profile %v, --start-at auto %v, --in-cluster %v, --after-run %s; want all four, and wait",
+			strings.Join(c.Args, " "), plan != nil, rf.shard.auto, rf.target.inCluster, rf.afterRun)
 	}
 }
 
