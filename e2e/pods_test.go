@@ -20,8 +20,10 @@ import (
 )
 
 // podToleration is the pods' toleration of the unreachable NoExecute taint in TestPodsMarkedNotReady
-// AndEvicted: long enough that a node stopped for a little more than the grace period keeps its pods.
-const podToleration = 30
+// AndEvicted: long enough that a node stopped for a little more than the grace period keeps its pods
+// (its eviction would come 15 s after its start at the earliest), short enough that the long stop's
+// come 20 s before the phase ends.
+const podToleration = 40
 
 // TestPodsMarkedNotReadyAndEvicted plays a profile with pods on the shared control plane. Two nodes
 // stop for long: the real node lifecycle controller marks their pods not Ready, taints them
@@ -31,7 +33,7 @@ const podToleration = 30
 // not-ready:NoExecute, its pods are evicted after the same toleration, and its running kubelet
 // finishes their deletion. The report's reactions say all of it.
 func TestPodsMarkedNotReadyAndEvicted(t *testing.T) {
-	outage := gracePeriod + 60*time.Second
+	outage := gracePeriod + 75*time.Second
 	profile := fmt.Sprintf(`apiVersion: fakelet.dev/v1alpha1
 kind: Profile
 metadata: {name: e2e-pods}
