@@ -50,9 +50,11 @@ func TestAfterRunWaitServesTheReportUntilSIGTERM(t *testing.T) {
 	}
 	for path, check := range map[string]func(string) bool{
 		"/report/report.json": func(b string) bool { return b == string(want) },
-		"/report/":            func(b string) bool { return strings.Contains(b, `href="report.html"`) && strings.Contains(b, `href="perfdata.json"`) },
-		"/metrics":            func(b string) bool { return strings.Contains(b, "fakelet_heartbeats_total{") },
-		"/healthz":            func(b string) bool { return b == "ok\n" },
+		"/report/": func(b string) bool {
+			return strings.Contains(b, `href="report.html"`) && strings.Contains(b, `href="perfdata.json"`)
+		},
+		"/metrics": func(b string) bool { return strings.Contains(b, "fakelet_heartbeats_total{") },
+		"/healthz": func(b string) bool { return b == "ok\n" },
 	} {
 		resp, err := http.Get(base + path)
 		if err != nil {
