@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -36,7 +37,7 @@ func (a *afterRun) Set(s string) error {
 		*a = v
 		return nil
 	}
-	return fmt.Errorf("want exit or wait")
+	return errors.New("want exit or wait")
 }
 
 // hold returns at once unless --after-run=wait, and then when ctx ends: the caller's signal context,
