@@ -194,7 +194,11 @@ func steadyWindow(ctx context.Context, log io.Writer, cf compareFlags, mode agen
 			last = time.Now()
 		}
 	}
-	fmt.Fprintf(log, "%s mode: %d nodes Ready, untainted, with Leases; settling %v, then measuring %v\n", mode, cf.nodes, cf.settle, cf.duration)
+	if note == "" {
+		fmt.Fprintf(log, "%s mode: %d nodes Ready, untainted, with Leases; settling %v, then measuring %v\n", mode, cf.nodes, cf.settle, cf.duration)
+	} else {
+		fmt.Fprintf(log, "%s mode: settling %v, then measuring %v\n", mode, cf.settle, cf.duration)
+	}
 	if err := sleep(ctx, cf.settle); err != nil {
 		return "", err
 	}
