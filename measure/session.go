@@ -56,6 +56,7 @@ type Session struct {
 	done    chan struct{}
 	pending sync.WaitGroup         // boundary scrapes in flight
 	live    map[string]*liveAction // node -> its latest action, for OnReaction
+	latest  map[string]int         // node -> the index of its latest action in actions
 }
 
 // liveAction is a node's latest action and the events already reported after it.
@@ -66,7 +67,8 @@ type liveAction struct {
 
 // New returns a session that has not started.
 func New(opts Options) *Session {
-	s := &Session{opts: opts, recorder: observe.NewRecorder(nil), fleetSrc: &scrape.FleetSource{}}
+	s := &Session{opts: opts, recorder: observe.NewRecorder(nil), fleetSrc: &scrape.FleetSource{}, latest: map[string]int{}}
+	s.recorder.OnRenewal(s.renewed)
 	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
 	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
 	if opts.OnReaction != nil {
@@ -170,9 +172,31 @@ func (s *Session) scrapeSoon() {
 func (s *Session) Applied(a reaction.Action) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.latest[a.Node] = len(s.actions)
 	s.actions = append(s.actions, a)
 	if s.live != nil {
 		s.live[a.Node] = &liveAction{action: a, seen: map[string]bool{}}
+	}
+}
+
+// renewed takes a renewal the Lease watch saw as the last one before a silencing action when its
+// renewTime is before the action and later than the last renewal the agent saw answered: a renewal
+// in flight when the node stopped is cancelled on the agent's side, but the server may have committed
+// it, and the node lifecycle controller's grace period runs from that one.
+func (s *Session) renewed(node string, renewTime time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.latest[node]
+	if !ok {
+		return
+	}
+	a := &s.actions[i]
+	if !reaction.Silencing(a.Op) || !renewTime.Before(a.At) || !renewTime.After(a.LastRenewal) {
+		return
+	}
+	a.LastRenewal = renewTime
+	if la := s.live[node]; la != nil {
+		la.action.LastRenewal = renewTime
 	}
 }
 

@@ -82,3 +82,30 @@ func testNode(name string, ready corev1.ConditionStatus) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}}
 }
+
+// A renewal in flight when a node stopped is cancelled on the agent's side; when the Lease watch shows
+// the server committed it, the action counts from it, as the node lifecycle controller does.
+func TestACommittedRenewalInFlightAtAStopIsTheLastRenewal(t *testing.T) {
+	var fromAction, fromRenewal time.Duration
+	s := New(Options{OnReaction: func(_, _ string, a, r time.Duration) { fromAction, fromRenewal = a, r }})
+	at := time.Now()
+	answered, inFlight := at.Add(-10300*time.Millisecond), at.Add(-100*time.Millisecond)
+	s.Applied(reaction.Action{Phase: "outage", Group: "victims", Op: "stop", Node: "n0", At: at, LastRenewal: answered})
+	s.Applied(reaction.Action{Phase: "outage", Group: "victims", Op: "notReady", Node: "n1", At: at, LastRenewal: answered})
+	s.renewed("n0", answered.Add(-5*time.Millisecond)) // the answered one, seen late: no change
+	s.renewed("n0", inFlight)
+	s.renewed("n0", at.Add(time.Millisecond)) // sent after the stop: not the stopped kubelet's
+	s.renewed("n1", inFlight)                 // n1 keeps renewing: notReady does not silence it
+	s.renewed("n2", inFlight)                 // no action
+	rec := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{})
+	if got := rec.Actions[0].LastRenewal; !got.Equal(inFlight) {
+		t.Errorf("stopped node's last renewal %v, want the committed one in flight at the stop, %v", got, inFlight)
+	}
+	if got := rec.Actions[1].LastRenewal; !got.Equal(answered) {
+		t.Errorf("notReady node's last renewal %v, want the agent's %v", got, answered)
+	}
+	s.recorder.ObserveNode(nil, testNode("n0", corev1.ConditionUnknown))
+	if d := fromRenewal - fromAction; d != 100*time.Millisecond {
+		t.Errorf("live reaction: from last renewal %v, from action %v: want 100 ms apart", fromRenewal, fromAction)
+	}
+}

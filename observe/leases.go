@@ -67,8 +67,18 @@ func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface,
 	return nil
 }
 
-// observeLease records a Lease seen for the first time (old nil) or changed.
+// observeLease records a Lease seen for the first time (old nil) or changed, and passes a renewal to
+// the OnRenewal function.
 func (r *Recorder) observeLease(old, l *coordinationv1.Lease) {
+	renewed := r.recordLease(old, l)
+	if renewed && r.onRenewal != nil {
+		r.onRenewal(l.Name, l.Spec.RenewTime.Time)
+	}
+}
+
+// recordLease records a Lease seen for the first time (old nil) or changed, and says whether its
+// renewTime is new.
+func (r *Recorder) recordLease(old, l *coordinationv1.Lease) (renewed bool) {
 	at := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -88,7 +98,9 @@ func (r *Recorder) observeLease(old, l *coordinationv1.Lease) {
 		s.renewals++
 		s.lastRenewal = at
 		r.renewals++
+		return true
 	}
+	return false
 }
 
 func (r *Recorder) leaseDeleted(name string) {

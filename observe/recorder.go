@@ -20,6 +20,7 @@ type Recorder struct {
 	leases      map[string]*leaseState
 	renewals    int64
 	notify      []func(Transition)
+	onRenewal   func(node string, renewTime time.Time)
 }
 
 // leaseState is what the recorder keeps of one node's Lease.
@@ -42,6 +43,14 @@ func (r *Recorder) Notify(f func(Transition)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.notify = append(r.notify, f)
+}
+
+// OnRenewal sets f to be called with the spec.renewTime of every Lease renewal the Lease watch sees,
+// outside the recorder's lock, from the watch's goroutine. f must be cheap. Call it before WatchLeases.
+func (r *Recorder) OnRenewal(f func(node string, renewTime time.Time)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onRenewal = f
 }
 
 // notifyFrom passes the transitions recorded since the n-th to every Notify function. r.mu must be
