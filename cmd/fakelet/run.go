@@ -258,7 +258,7 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 	go func() {
 		select {
 		case <-sig:
-			fmt.Fprintln(os.Stderr, "\nstopping: the fleet's Nodes and Leases are being deleted (again to quit at once)")
+			fmt.Fprintln(os.Stderr, "\nsignal received: stopping (a second one quits at once, leaving what the run created)")
 			cancel()
 		case <-ctx.Done():
 			return
