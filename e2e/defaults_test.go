@@ -161,7 +161,7 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 	}
 	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: 15 * time.Second, Client: admin(t, cp)})
 	cfg := fleet.Config{Nodes: plan.Nodes, Fleet: "defaults", NamePrefix: "defaults",
-		Zones: prof.Spec.Zones, ZoneOf: profiles.ZoneOf, Recorder: s.Recorder()}
+		Zones: prof.Spec.Zones, ZoneOf: profiles.ZoneOf}
 	f, err := fleet.New(cfg, cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)

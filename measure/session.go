@@ -100,12 +100,6 @@ func (s *Session) react(t observe.Transition) {
 	s.opts.OnReaction(ev, a.Group, t.At.Sub(a.At), fromRenewal)
 }
 
-// Recorder returns nil: the session reads the fleet's own view of its requests from the fleet's
-// tally (Observe), so the agents need no recorder of its.
-//
-// Deprecated: leave fleet.Config.Recorder alone; Observe is all a session needs.
-func (s *Session) Recorder() agent.Recorder { return nil }
-
 // Observe records every change the fleet's watches see to its Nodes and (if it runs pods) its pods,
 // and reads the fleet's requests from its tally at every scrape. Call it before the fleet runs.
 func (s *Session) Observe(f *fleet.Fleet) {
