@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/load"
 	"fakelet.dev/fakelet/report"
 )
@@ -55,82 +51,19 @@ func TestReportFromPrometheus(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	cp := controlPlane(t)
-	if _, err := exec.LookPath("prometheus"); err != nil {
-		t.Fatalf("this test needs a Prometheus server: %v; install Debian's prometheus package (apt-get install prometheus), as .ci/run does", err)
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "fakelet")
-	if out, err := exec.Command("go", "build", "-o", bin, "fakelet.dev/fakelet/cmd/fakelet").CombinedOutput(); err != nil {
-		t.Fatalf("build fakelet: %v\n%s", err, out)
-	}
-	profile := filepath.Join(dir, "profile.yaml")
-	if err := os.WriteFile(profile, []byte(promReportProfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var addrs []string
-	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, l.Addr().String())
-		l.Close()
-	}
-	if err := cp.StartPrometheus(t.Context(), controlplane.PrometheusOptions{FakeletTargets: addrs}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cp.StopPrometheus(context.Background()); err != nil {
-			t.Errorf("stop Prometheus: %v", err)
-		}
-	})
+	bin := fakeletBinary(t)
+	profile := writeFile(t, dir, "profile.yaml", promReportProfile)
+	addrs := startPrometheusForShards(t, cp, 3)
 	startAt := time.Now().Add(35 * time.Second).UTC().Truncate(time.Second)
-	type shard struct {
-		cmd  *exec.Cmd
-		out  bytes.Buffer
-		dir  string
-		done chan error
-	}
-	var shards []*shard
-	for i := range 3 {
-		s := &shard{dir: filepath.Join(dir, fmt.Sprint("shard-", i)), done: make(chan error, 1)}
-		s.cmd = exec.Command(bin, "run", "--kubeconfig", cp.Kubeconfig, "--profile", profile,
+	shards := startShards(t, bin, 3, func(i int) []string {
+		return []string{"run", "--kubeconfig", cp.Kubeconfig, "--profile", profile,
 			"--shard", fmt.Sprintf("%d/3", i), "--start-at", startAt.Format(time.RFC3339), "--register-qps", "5",
-			"--name-prefix", "e2epromrep", "--fleet", "e2e-prom-report", "--metrics-addr", addrs[i], "--report-dir", s.dir)
-		s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
-		if err := s.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { s.done <- s.cmd.Wait() }()
-		shards = append(shards, s)
-		t.Cleanup(func() {
-			select {
-			case <-s.done:
-			default:
-				_ = s.cmd.Process.Kill()
-				<-s.done
-			}
-		})
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Until(startAt)+3*time.Minute)
-	defer cancel()
-	var reports []*report.Report
-	for i, s := range shards {
-		select {
-		case err := <-s.done:
-			s.done <- err
-			if err != nil {
-				t.Fatalf("shard %d: %v\n%s", i, err, s.out.String())
-			}
-		case <-ctx.Done():
-			t.Fatalf("shard %d did not end\n%s", i, s.out.String())
-		}
-		r, err := report.ReadFile(filepath.Join(s.dir, report.JSONFile))
-		if err != nil {
-			t.Fatalf("shard %d: %v\n%s", i, err, s.out.String())
-		}
-		reports = append(reports, r)
-	}
+			"--name-prefix", "e2epromrep", "--fleet", "e2e-prom-report", "--metrics-addr", addrs[i],
+			"--report-dir", filepath.Join(dir, fmt.Sprint("shard-", i))}
+	})
+	waitShards(t, shards, time.Until(startAt)+3*time.Minute)
+	reports := shardReports(t, shards, 50)
 	merged, err := report.Merge(reports)
 	if err != nil {
 		t.Fatal(err)

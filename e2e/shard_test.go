@@ -56,23 +56,7 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	dir := t.TempDir()
 	bin := fakeletBinary(t)
 	profile := writeFile(t, dir, "profile.yaml", shardProfile)
-	var addrs []string
-	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, l.Addr().String())
-		l.Close()
-	}
-	if err := cp.StartPrometheus(t.Context(), controlplane.PrometheusOptions{FakeletTargets: addrs}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cp.StopPrometheus(context.Background()); err != nil {
-			t.Errorf("stop Prometheus: %v", err)
-		}
-	})
+	addrs := startPrometheusForShards(t, cp, 3)
 	prom := &promAPI{base: cp.PrometheusURL()}
 	startAt := time.Now().Add(40 * time.Second).UTC().Truncate(time.Second)
 	shards := startShards(t, bin, 3, func(i int) []string {
@@ -165,6 +149,34 @@ type shardProcess struct {
 	dir    string        // its --report-dir
 	exited chan struct{} // closed once it exited, with err
 	err    error
+}
+
+// startPrometheusForShards starts the control plane's Prometheus server (Debian's prometheus, with
+// deploy/prometheus's configuration) scraping n fakelet processes, and returns the free loopback
+// addresses they are to serve their metrics on; the test's cleanup stops it.
+func startPrometheusForShards(t *testing.T, cp *controlplane.ControlPlane, n int) []string {
+	t.Helper()
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		t.Fatalf("this test needs a Prometheus server: %v; install Debian's prometheus package (apt-get install prometheus), as .ci/run does", err)
+	}
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, l.Addr().String())
+		l.Close()
+	}
+	if err := cp.StartPrometheus(t.Context(), controlplane.PrometheusOptions{FakeletTargets: addrs}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.StopPrometheus(context.Background()); err != nil {
+			t.Errorf("stop Prometheus: %v", err)
+		}
+	})
+	return addrs
 }
 
 // startShards starts n fakelet processes with args(i), each writing its report under --report-dir;
