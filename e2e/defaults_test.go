@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -24,7 +23,6 @@ import (
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scenario"
 	"fakelet.dev/fakelet/scrape"
 )
 
@@ -174,24 +172,7 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, "defaults-") }); err != nil {
 		t.Fatal(err)
 	}
-	onPhase, onApplied := s.Hooks(plan, f)
-	runner, err := scenario.New(scenario.Config{Plan: plan, Fleet: f, OnPhase: onPhase, OnApplied: onApplied, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleetCtx, stopFleet := context.WithCancel(ctx)
-	fleetDone := make(chan error, 1)
-	go func() { fleetDone <- f.Run(fleetCtx) }()
-	runErr := runner.Run(ctx)
-	s.UsePhases(measure.ScenarioPhases(runner.Record()))
-	s.Stop()
-	stopFleet()
-	if err := <-fleetDone; err != nil && !errors.Is(err, context.Canceled) {
-		t.Errorf("fleet: %v", err)
-	}
-	if runErr != nil {
-		t.Fatalf("profile run: %v", runErr)
-	}
+	playProfile(t, ctx, s, plan, f, testLog{t})
 	rec := s.Record(prof.Metadata.Name, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, report.Versions{Fakelet: "e2e"},
 		report.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (e2e, default controller settings)", Local: true})
 	r := report.Build(rec)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,24 +77,7 @@ func TestReportOfAStopAndAStart(t *testing.T) {
 	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, "report-") }); err != nil {
 		t.Fatal(err)
 	}
-	onPhase, onApplied := s.Hooks(plan, f)
-	runner, err := scenario.New(scenario.Config{Plan: plan, Fleet: f, OnPhase: onPhase, OnApplied: onApplied})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleetCtx, stopFleet := context.WithCancel(ctx)
-	fleetDone := make(chan error, 1)
-	go func() { fleetDone <- f.Run(fleetCtx) }()
-	runErr := runner.Run(ctx)
-	s.UsePhases(measure.ScenarioPhases(runner.Record()))
-	s.Stop()
-	stopFleet()
-	if err := <-fleetDone; err != nil && !errors.Is(err, context.Canceled) {
-		t.Errorf("fleet: %v", err)
-	}
-	if runErr != nil {
-		t.Fatalf("profile run: %v", runErr)
-	}
+	playProfile(t, ctx, s, plan, f, nil)
 	r := report.Build(s.Record(prof.Metadata.Name, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, report.Versions{Fakelet: "e2e"},
 		report.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (e2e)", Local: true}))
 	var text strings.Builder
@@ -205,3 +189,27 @@ func picture(img image.Image) (colours, nonWhite, green int) {
 }
 
 func near(v, want uint32) bool { return v+24 >= want && v <= want+24 }
+
+// playProfile runs fleet f and plays plan on it, recorded by session s (started), and stops the
+// session and then the fleet; the test fails if the fleet or the profile run fails.
+func playProfile(t *testing.T, ctx context.Context, s *measure.Session, plan *profiles.Plan, f *fleet.Fleet, log io.Writer) {
+	t.Helper()
+	onPhase, onApplied := s.Hooks(plan, f)
+	runner, err := scenario.New(scenario.Config{Plan: plan, Fleet: f, OnPhase: onPhase, OnApplied: onApplied, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleetCtx, stopFleet := context.WithCancel(ctx)
+	fleetDone := make(chan error, 1)
+	go func() { fleetDone <- f.Run(fleetCtx) }()
+	runErr := runner.Run(ctx)
+	s.UsePhases(measure.ScenarioPhases(runner.Record()))
+	s.Stop()
+	stopFleet()
+	if err := <-fleetDone; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("fleet: %v", err)
+	}
+	if runErr != nil {
+		t.Fatalf("profile run: %v", runErr)
+	}
+}
