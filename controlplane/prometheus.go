@@ -34,6 +34,10 @@ type PrometheusOptions struct {
 	StartTimeout time.Duration
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
+	// FreshData starts the server on empty storage: a server running beside cp is stopped and the
+	// time series stored before are removed, so that series of earlier runs (a restarted server
+	// writes no staleness markers for them) do not show in queries for five minutes.
+	FreshData bool
 
 	dieWithParent bool
 }
@@ -181,7 +185,7 @@ func startPrometheus(ctx context.Context, dir string, st *State, opts Prometheus
 	defer client.CloseIdleConnections()
 	if c, ok := st.Component(Prometheus); ok {
 		if inspect(procfs{}, c) == procOurs {
-			if probe(ctx, client, c.HealthURL) == nil {
+			if !opts.FreshData && probe(ctx, client, c.HealthURL) == nil {
 				_, err := writePrometheusConfig(dir, st, PrometheusDir(dir), opts.FakeletTargets, loopbackAddr(c.Ports["web"]))
 				fmt.Fprintf(progress, "%s already runs (pid %d); targets rewritten\n", Prometheus, c.PID)
 				return err
@@ -194,6 +198,11 @@ func startPrometheus(ctx context.Context, dir string, st *State, opts Prometheus
 	bin, err := FindPrometheus(opts.Binary)
 	if err != nil {
 		return err
+	}
+	if opts.FreshData {
+		if err := removePrometheusData(dir); err != nil {
+			return err
+		}
 	}
 	s := &starter{
 		ctx: ctx, dir: dir, progress: progress, state: st,

@@ -34,7 +34,7 @@ func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := cp.StartPrometheus(ctx, controlplane.PrometheusOptions{FakeletTargets: []string{srv.Addr()}}); err != nil {
+	if err := cp.StartPrometheus(ctx, controlplane.PrometheusOptions{FakeletTargets: []string{srv.Addr()}, FreshData: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -168,7 +168,7 @@ func startPrometheusForShards(t *testing.T, cp *controlplane.ControlPlane, n int
 		addrs = append(addrs, l.Addr().String())
 		l.Close()
 	}
-	if err := cp.StartPrometheus(t.Context(), controlplane.PrometheusOptions{FakeletTargets: addrs}); err != nil {
+	if err := cp.StartPrometheus(t.Context(), controlplane.PrometheusOptions{FakeletTargets: addrs, FreshData: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

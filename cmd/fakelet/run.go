@@ -258,7 +258,7 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 	go func() {
 		select {
 		case <-sig:
-			fmt.Fprintln(os.Stderr, "\nsignal received: stopping (a second one quits at once, leaving what the run created)")
+			fmt.Fprintln(os.Stderr, "\nstopping: signal received (a second one quits at once, leaving what the run created)")
 			cancel()
 		case <-ctx.Done():
 			return
