@@ -13,9 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -78,16 +76,7 @@ func newPodSet(f *Fleet) *podSet {
 	}
 	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: f.cfg.Fleet}).String()
 	pods := f.admin.CoreV1().Pods(PodNamespace)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return pods.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return pods.Watch(ctx, o)
-		},
-	}
+	lw := selectedListWatch(selector, pods.List, pods.Watch)
 	p.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, f.admin), &corev1.Pod{}, 0, cache.Indexers{})
 	_ = p.informer.SetTransform(func(obj any) (any, error) {
 		if pod, ok := obj.(*corev1.Pod); ok {

@@ -7,10 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -34,16 +31,7 @@ type nodeWatch struct {
 func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agentOf func(name string) *agent.Agent) *nodeWatch {
 	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: tmpl.Fleet}).String()
 	nodes := client.CoreV1().Nodes()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return nodes.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return nodes.Watch(ctx, o)
-		},
-	}
+	lw := selectedListWatch(selector, nodes.List, nodes.Watch)
 	// The wrapper lets a client that cannot stream lists (the fake clientset) say so.
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{}, 0, cache.Indexers{})
 	_ = inf.SetTransform(func(obj any) (any, error) {
