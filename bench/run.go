@@ -29,6 +29,7 @@ type Options struct {
 	BinDir          string        // control plane binaries
 	RegisterQPS     float64
 	RunArgs         []string // extra `fakelet run` flags, such as --lease-duration 400s
+	RunEnv          []string // extra environment of the fleet process only, such as GOGC=200
 	APIServerArgs   []string
 	Log             io.Writer
 }
@@ -101,6 +102,7 @@ func measure(ctx context.Context, o Options, n int) (Result, error) {
 		"--metrics-addr", addr, "--register-qps", strconv.FormatFloat(o.RegisterQPS, 'f', -1, 64),
 		"--keep"}, o.RunArgs...)
 	child := exec.CommandContext(ctx, o.Fakelet, args...)
+	child.Env = append(os.Environ(), o.RunEnv...)
 	child.Stdout, child.Stderr = logFile, logFile
 	child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
 	child.WaitDelay = 30 * time.Second

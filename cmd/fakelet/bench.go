@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,11 @@ renewal intervals. Prints a Markdown table (and writes it to --out).`,
 			}
 			if o.Steady <= 0 || o.Settle < 0 || o.RegisterTimeout <= 0 {
 				return fmt.Errorf("--steady and --register-timeout must be positive, --settle not negative")
+			}
+			for _, kv := range o.RunEnv {
+				if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+					return fmt.Errorf("--run-env %q: want NAME=VALUE", kv)
+				}
 			}
 			if o.Fakelet, err = os.Executable(); err != nil {
 				return err
@@ -65,6 +71,7 @@ renewal intervals. Prints a Markdown table (and writes it to --out).`,
 	f.StringVar(&o.Dir, "dir", ".fakelet/bench", "where the control planes and fleet logs go")
 	f.StringVar(&o.BinDir, "bin-dir", "", "directory of the control plane binaries")
 	f.StringArrayVar(&o.RunArgs, "run-arg", nil, "extra `fakelet run` flag for every fleet (repeatable), such as --run-arg=--lease-duration=400s")
+	f.StringArrayVar(&o.RunEnv, "run-env", nil, "extra NAME=VALUE in the environment of each fleet's process, not the control plane's, such as --run-env GOGC=200 (repeatable)")
 	f.StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag (repeatable)")
 	f.StringVar(&out, "out", "", "also write the table to this file")
 	return cmd

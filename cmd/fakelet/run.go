@@ -29,6 +29,7 @@ type runFlags struct {
 	statusReportFrequency time.Duration
 	duration              time.Duration
 	images                int
+	procs                 int // --gomaxprocs
 	metrics               metricsFlags
 	report                reportFlags
 	profiles              profileFlags
@@ -83,6 +84,7 @@ Ready, and the run ends after the last one.`,
 	f.Float64Var(&rf.fleet.RegisterQPS, "register-qps", fleet.DefaultRegisterQPS, "kubelets started (and so Nodes registered) per second")
 	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
+	f.IntVar(&rf.procs, "gomaxprocs", 0, "threads running Go code at once (0: one per 500 heartbeats a second, at most the CPUs fakelet may use; the GOMAXPROCS environment variable overrides this default)")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	addInsecureFlag(f, &rf.target)
 	addMetricsFlags(f, &rf.metrics)
@@ -118,6 +120,9 @@ func (rf *runFlags) config() (fleet.Config, error) {
 			return cfg, fmt.Errorf("%s must not be negative, got %v", name, d)
 		}
 	}
+	if rf.procs < 0 {
+		return cfg, fmt.Errorf("--gomaxprocs must not be negative, got %d", rf.procs)
+	}
 	if rf.images < 0 || rf.images > agent.MaxImages {
 		return cfg, fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, rf.images)
 	}
@@ -138,6 +143,7 @@ func (rf *runFlags) config() (fleet.Config, error) {
 
 func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config, plan *profiles.Plan) error {
 	out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	procs := sizeProcs(rf.procs, cfg)
 	m, err := startMetrics(rf.metrics, &cfg, log)
 	if err != nil {
 		return err
@@ -172,9 +178,9 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		return err
 	}
 	m.RegisterFleet(f)
-	fmt.Fprintf(log, "fleet %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s\n",
+	fmt.Fprintf(log, "fleet %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
 		cfg.Fleet, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS)
+		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS, procs)
 
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if rf.duration > 0 {
