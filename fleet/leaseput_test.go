@@ -1,0 +1,176 @@
+package fleet
+
+import (
+	"context"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// answer is one scripted response of the test server.
+type answer struct {
+	code       int
+	header     http.Header
+	body       []byte
+	retryAfter string
+}
+
+// wire is what the server saw of one request.
+type wire struct {
+	method, url, proto string
+	header             http.Header
+	body               []byte
+}
+
+// scriptServer answers each request with the next answer of its script, repeating the last.
+type scriptServer struct {
+	mu     sync.Mutex
+	script []answer
+	seen   []wire
+}
+
+func (s *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.seen = append(s.seen, wire{r.Method, r.URL.String(), r.Proto, r.Header.Clone(), body})
+	a := s.script[min(len(s.seen), len(s.script))-1]
+	s.mu.Unlock()
+	for k, v := range a.header {
+		w.Header()[k] = v
+	}
+	if a.retryAfter != "" {
+		w.Header().Set("Retry-After", a.retryAfter)
+	}
+	w.WriteHeader(a.code)
+	_, _ = w.Write(a.body)
+}
+
+func (s *scriptServer) play(script ...answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script, s.seen = script, nil
+}
+
+func (s *scriptServer) requests() []wire {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen
+}
+
+func encode(t *testing.T, mediaType string, gv schema.GroupVersion, obj runtime.Object) []byte {
+	t.Helper()
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
+	if !ok {
+		t.Fatalf("no serializer for %s", mediaType)
+	}
+	data, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, gv), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestLeasePutMatchesClientGo sends each lease update twice, through client-go's generated client
+// and through the fleet's leaseWriter, against the same scripted answers: the server must see the
+// same requests, and the caller get the same Lease or the same error.
+func TestLeasePutMatchesClientGo(t *testing.T) {
+	srv := &scriptServer{}
+	ts := httptest.NewUnstartedServer(srv)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	defer ts.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, ok := clients[0].Coordination.(leanCoordination)
+	if !ok {
+		t.Fatalf("the heartbeat clients' Coordination is a %T, not the lean one", clients[0].Coordination)
+	}
+	upstream := lean.CoordinationV1Interface
+
+	now := metav1.NewMicroTime(time.Date(2026, 11, 29, 21, 0, 0, 123456000, time.UTC))
+	sent := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00007", Namespace: agent.LeaseNamespace, ResourceVersion: "41",
+			UID: "lease-uid", OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "fakelet-00007", UID: "node-uid"}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fakelet-00007"), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now},
+	}
+	stored := sent.DeepCopy()
+	stored.ResourceVersion = "42"
+	stored.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1"}}
+	pb := http.Header{"Content-Type": {protobuf}}
+	status := func(err *apierrors.StatusError) []byte {
+		return encode(t, protobuf, schema.GroupVersion{Version: "v1"}, &err.ErrStatus)
+	}
+	conflict := apierrors.NewConflict(leasesResource, sent.Name, errFake("the object has been modified"))
+	throttled := apierrors.NewTooManyRequests("too many requests, please try again later", 0)
+
+	for _, tc := range []struct {
+		name     string
+		script   []answer
+		requests int
+	}{
+		{"renewed", []answer{{code: 200, header: pb, body: encode(t, protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 1},
+		{"answered in JSON", []answer{{code: 200, header: http.Header{"Content-Type": {"application/json"}}, body: encode(t, "application/json", coordinationv1.SchemeGroupVersion, stored)}}, 1},
+		{"conflict", []answer{{code: 409, header: pb, body: status(conflict)}}, 1},
+		{"not found", []answer{{code: 404, header: pb, body: status(apierrors.NewNotFound(leasesResource, sent.Name))}}, 1},
+		{"text error", []answer{{code: 500, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("etcd is down\n")}}, 1},
+		{"error without a body", []answer{{code: 502}}, 1},
+		{"throttled twice, then renewed", []answer{
+			{code: 429, header: pb, body: status(throttled), retryAfter: "0"},
+			{code: 429, header: pb, body: status(throttled), retryAfter: "0"},
+			{code: 200, header: pb, body: encode(t, protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 3},
+		{"unavailable with Retry-After, then renewed", []answer{
+			{code: 503, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("shutting down"), retryAfter: "0"},
+			{code: 200, header: pb, body: encode(t, protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 2},
+		{"throttled until client-go gives up", []answer{{code: 429, header: pb, body: status(throttled), retryAfter: "0"}}, 1 + maxRetries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv.play(tc.script...)
+			wantLease, wantErr := upstream.Leases(agent.LeaseNamespace).Update(context.Background(), sent, metav1.UpdateOptions{})
+			want := srv.requests()
+			srv.play(tc.script...)
+			gotLease, gotErr := lean.Leases(agent.LeaseNamespace).Update(context.Background(), sent, metav1.UpdateOptions{})
+			got := srv.requests()
+
+			if len(want) != tc.requests || len(got) != len(want) {
+				t.Fatalf("client-go sent %d requests and the lean writer %d, want %d", len(want), len(got), tc.requests)
+			}
+			for i := range want {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Errorf("request %d differs:\n lean:      %+v\n client-go: %+v", i, got[i], want[i])
+				}
+			}
+			if !reflect.DeepEqual(gotErr, wantErr) {
+				t.Errorf("error: lean %#v, client-go %#v", gotErr, wantErr)
+			}
+			if !reflect.DeepEqual(gotLease, wantLease) {
+				t.Errorf("lease: lean %+v, client-go %+v", gotLease, wantLease)
+			}
+			if wantErr == nil && (wantLease == nil || wantLease.ResourceVersion != "42") {
+				t.Errorf("client-go returned %+v, not the stored lease: the script is wrong", wantLease)
+			}
+		})
+	}
+}
+
+type errFake string
+
+func (e errFake) Error() string { return string(e) }
