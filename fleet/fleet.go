@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,11 +89,13 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 	if err != nil {
 		return nil, err
 	}
+	sched := scheduler.New(cfg.Clock)
+	sched.Coalesce(cfg.Coalesce)
 	f := &Fleet{
 		cfg:       cfg,
 		admin:     admin,
 		heartbeat: heartbeat,
-		sched:     scheduler.New(cfg.Clock),
+		sched:     sched,
 		agents:    make([]*agent.Agent, cfg.Nodes),
 		byName:    make(map[string]*agent.Agent, cfg.Nodes),
 		removed:   map[*agent.Agent]bool{},
@@ -204,7 +207,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		f.runCtx = runCtx
 		initial := f.agents[:len(f.agents):len(f.agents)]
 		f.mu.Unlock()
-		f.sched.After(0, &starter{f: f, agents: initial, ctx: runCtx, limit: rate.NewLimiter(rate.Limit(f.cfg.RegisterQPS), 1)})
+		f.sched.After(0, &starter{f: f, agents: initial, ctx: runCtx, limit: f.limiter(f.cfg.RegisterQPS)})
 		if f.pods != nil {
 			f.pods.resume() // for the nodes the watch's first list showed before the fleet ran
 		}
@@ -249,6 +252,13 @@ func (f *Fleet) Failures() []error {
 }
 
 // starter starts agents one by one as the registration rate limit admits them, as kubelets booting.
+// limiter allows qps a second to a task that waits for its next token on the fleet's scheduler. Its
+// burst is what accrues in one timer step, since the task wakes at the end of the step (Coalesce):
+// with a burst of one, a step of 50 ms would hold 200 registrations a second to 20.
+func (f *Fleet) limiter(qps float64) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(qps), max(1, int(math.Ceil(qps*f.cfg.Coalesce.Seconds()))))
+}
+
 type starter struct {
 	f      *Fleet
 	agents []*agent.Agent // the initial ones: AddNodes starts the others itself

@@ -108,6 +108,19 @@ func TestAgentsStartAtTheRegisterRate(t *testing.T) {
 	}
 }
 
+// TestCoalescedTimersKeepTheRegisterRate: with a 50 ms timer step, the starter wakes every 50 ms and
+// starts what the rate allowed since, not one kubelet per wakeup.
+func TestCoalescedTimersKeepTheRegisterRate(t *testing.T) {
+	tf := startFleet(t, Config{Nodes: 600, RegisterQPS: 200, Coalesce: 50 * time.Millisecond})
+	tf.advance(t, 2*time.Second)
+	if got := tf.Progress().Started; got < 400 || got > 411 {
+		t.Fatalf("%d agents started in 2 s at 200/s with 50 ms steps, want about 410", got)
+	}
+	if err := tf.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestShutdownDeletesOnlyWhatTheFleetCreated(t *testing.T) {
 	neighbour := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00099", Labels: map[string]string{"team": "prod"}}}
 	otherFleet := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00098", Labels: map[string]string{agent.FleetLabel: "other"}}}

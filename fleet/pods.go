@@ -69,7 +69,7 @@ type podToCreate struct {
 func newPodSet(f *Fleet) *podSet {
 	p := &podSet{
 		f:       f,
-		limit:   rate.NewLimiter(rate.Limit(f.cfg.PodQPS), 1),
+		limit:   f.limiter(f.cfg.PodQPS),
 		queued:  map[string]bool{},
 		created: map[string]types.UID{},
 		ready:   map[string]bool{},

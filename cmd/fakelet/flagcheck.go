@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"fakelet.dev/fakelet/fleet"
 )
@@ -21,6 +22,8 @@ func (rf *runFlags) checkFleetFlags() error {
 		return fmt.Errorf("--connections must not be negative, got %d (0 picks one per 1000 nodes)", c.Connections)
 	case c.RegisterQPS <= 0:
 		return fmt.Errorf("--register-qps must be positive, got %v", c.RegisterQPS)
+	case c.Coalesce < 0 || c.Coalesce > time.Second:
+		return fmt.Errorf("--coalesce must be between 0 and 1s, got %v", c.Coalesce)
 	}
 	if err := checkName("--name-prefix", fleet.Config{NamePrefix: c.NamePrefix}); err != nil {
 		return err

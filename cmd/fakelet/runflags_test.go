@@ -45,6 +45,8 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--name-prefix="}, "--name-prefix must not be empty"},
 		{[]string{"--zones=-1"}, "--zones must not be negative, got -1"},
 		{[]string{"--connections=-2"}, "--connections must not be negative, got -2"},
+		{[]string{"--coalesce=-1ms"}, "--coalesce must be between 0 and 1s, got -1ms"},
+		{[]string{"--coalesce=2s"}, "--coalesce must be between 0 and 1s, got 2s"},
 		{[]string{"--gomaxprocs=-1"}, "--gomaxprocs must not be negative, got -1"},
 		{[]string{"--register-qps=0"}, "--register-qps must be positive, got 0"},
 		{[]string{"--register-qps=-10"}, "--register-qps must be positive, got -10"},

@@ -1,0 +1,51 @@
+package scheduler
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCoalescedWorkRunsAtTheEndOfItsStep: with a 50 ms step, work due within one step runs together
+// at its end, work due now runs at once, and a sleep ends at the end of its step too.
+func TestCoalescedWorkRunsAtTheEndOfItsStep(t *testing.T) {
+	s, fc, ctx := start(t)
+	s.Coalesce(50 * time.Millisecond)
+	var mu sync.Mutex
+	var log []string
+	var times []time.Duration
+	mk := func(name string) *recorder {
+		return &recorder{s: s, name: name, mu: &mu, log: &log, times: &times, ctx: ctx}
+	}
+	s.After(0, mk("now"))
+	s.After(10*time.Millisecond, mk("a"))
+	s.After(30*time.Millisecond, mk("b"))
+	s.After(50*time.Millisecond, mk("c"))
+	s.After(60*time.Millisecond, mk("d"))
+	slept := mk("slept")
+	slept.sleep = 20 * time.Millisecond
+	s.After(100*time.Millisecond, slept)
+
+	s.Advance(fc, t0.Add(49*time.Millisecond))
+	mu.Lock()
+	if !slices.Equal(log, []string{"now"}) {
+		t.Errorf("by 49 ms ran %v, want only the work due at once", log)
+	}
+	mu.Unlock()
+
+	s.Advance(fc, t0.Add(time.Second))
+	mu.Lock()
+	defer mu.Unlock()
+	// Work due in one step runs on several workers at once, in any order.
+	ran := map[string]time.Duration{}
+	for i, name := range log {
+		ran[name] = times[i]
+	}
+	want := map[string]time.Duration{"now": 0, "a": 50 * time.Millisecond, "b": 50 * time.Millisecond,
+		"c": 50 * time.Millisecond, "d": 100 * time.Millisecond, "slept": 150 * time.Millisecond}
+	if len(log) != len(want) || !maps.Equal(ran, want) {
+		t.Errorf("ran %v at %v, want %v", log, times, want)
+	}
+}
