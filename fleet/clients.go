@@ -73,7 +73,7 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]ag
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
-		lean := newLeaseWriter(hc, coord, cfg.Timeout, cfg.AcceptContentTypes)
+		lean := newLeaseWriter(hc, coord, cfg)
 		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, lean}}
 	}
 	return out, nil

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
 )
@@ -35,6 +36,7 @@ type leaseWriter struct {
 	query   string // "?timeout=10s", as client-go adds its client timeout to every URL
 	timeout time.Duration
 	accept  string
+	agent   string // User-Agent: set here, client-go's wrapper would copy the request to set it
 }
 
 // maxRetries is client-go's rest.Request maxRetries.
@@ -42,14 +44,15 @@ const maxRetries = 10
 
 var leasesResource = schema.GroupResource{Group: coordinationv1.GroupName, Resource: "leases"}
 
-func newLeaseWriter(client *http.Client, coord coordinationv1client.CoordinationV1Interface, timeout time.Duration, accept string) *leaseWriter {
+func newLeaseWriter(client *http.Client, coord coordinationv1client.CoordinationV1Interface, cfg *rest.Config) *leaseWriter {
 	u := coord.RESTClient().Put().Namespace(agent.LeaseNamespace).Resource("leases").URL()
 	query := ""
 	if u.RawQuery != "" {
 		query = "?" + u.RawQuery
 	}
 	u.RawQuery = ""
-	return &leaseWriter{client: client, prefix: u.String() + "/", query: query, timeout: timeout, accept: accept}
+	return &leaseWriter{client: client, prefix: u.String() + "/", query: query, timeout: cfg.Timeout,
+		accept: cfg.AcceptContentTypes, agent: cfg.UserAgent}
 }
 
 // leaseTypeMeta is what the protobuf envelope of a Lease names.
@@ -78,6 +81,9 @@ func (w *leaseWriter) update(ctx context.Context, lease *coordinationv1.Lease) (
 			return nil, err
 		}
 		req.Header = http.Header{"Accept": {w.accept}, "Content-Type": {protobuf}}
+		if w.agent != "" {
+			req.Header["User-Agent"] = []string{w.agent}
+		}
 		resp, err := w.client.Do(req)
 		if err != nil {
 			return nil, err
