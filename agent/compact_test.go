@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,6 +44,17 @@ func TestCompactSharesWhatEqualsTheTemplate(t *testing.T) {
 	if !sameSlice(n.Status.Images, tmpl.Images) || !sameMap(n.Status.Capacity, tmpl.Capacity) ||
 		!sameMap(n.Status.Allocatable, tmpl.Allocatable) || !sameMap(n.Annotations, registeredAnnotations) {
 		t.Error("the image list, resource lists or annotations are not the shared ones")
+	}
+	if !equality.Semantic.DeepEqual(n.Labels, kept.Labels) {
+		t.Fatal("Compact changed the Node's labels")
+	}
+	for k, v := range n.Labels {
+		if unsafe.StringData(k) != unsafe.StringData(tmpl.labelText[k]) {
+			t.Errorf("label key %s is the decoded copy, not the template's", k)
+		}
+		if k != corev1.LabelHostname && unsafe.StringData(v) != unsafe.StringData(tmpl.labelText[v]) {
+			t.Errorf("label %s=%s: the value is the decoded copy, not the template's", k, v)
+		}
 	}
 	if statusChanged(&n.Status, &sent.Status) {
 		t.Error("the compacted status differs from the one sent")

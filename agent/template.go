@@ -34,7 +34,8 @@ type Template struct {
 	// FirstIP is node 0's InternalIP; node i gets FirstIP + i. The addresses are never contacted.
 	FirstIP netip.Addr
 
-	nodeInfo corev1.NodeSystemInfo
+	nodeInfo  corev1.NodeSystemInfo
+	labelText map[string]string // one copy of every label key and of the values all nodes share
 }
 
 // TemplateOptions are the user-facing knobs of a Template.
@@ -105,6 +106,11 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 	}
 	if o.Images > 0 {
 		t.Images = Images(o.Images)
+	}
+	t.labelText = map[string]string{}
+	for k, v := range t.labels("", "") {
+		t.labelText[k] = k
+		t.labelText[v] = v
 	}
 	return t, nil
 }
@@ -208,6 +214,12 @@ func (t *Template) Compact(n *corev1.Node) *corev1.Node {
 	}
 	if sameResources(n.Status.Allocatable, t.Allocatable) {
 		n.Status.Allocatable = t.Allocatable
+	}
+	for k, v := range n.Labels {
+		// Assigning under an equal key stores the given key string: the decoded one can go too.
+		if key, ok := t.labelText[k]; ok {
+			n.Labels[key] = shared(v, t.labelText[v])
+		}
 	}
 	if len(n.Annotations) == 1 && n.Annotations[attachDetachAnnotation] == "true" {
 		n.Annotations = registeredAnnotations
