@@ -33,7 +33,7 @@ func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface,
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &coordinationv1.Lease{}, 0, cache.Indexers{})
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if l, ok := obj.(*coordinationv1.Lease); ok {
-			l.ManagedFields = nil
+			return leaseStub(l), nil
 		}
 		return obj, nil
 	})
@@ -65,6 +65,15 @@ func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface,
 		return fmt.Errorf("watch node leases in %s: no list within a minute", leaseNamespace)
 	}
 	return nil
+}
+
+// leaseStub keeps of a Lease what the handlers compare, for the informer's store, which holds one
+// per node for the whole run.
+func leaseStub(l *coordinationv1.Lease) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: leaseNamespace, UID: l.UID, ResourceVersion: l.ResourceVersion},
+		Spec:       coordinationv1.LeaseSpec{RenewTime: l.Spec.RenewTime},
+	}
 }
 
 // observeLease records a Lease seen for the first time (old nil) or changed, and passes a renewal to
