@@ -52,9 +52,6 @@ const (
 	DefaultFleet       = "fakelet"
 	DefaultRegisterQPS = 100
 	DefaultPodQPS      = 100
-	// DefaultCoalesce is fakelet run's timer step: it delays a kubelet's 10 s renewal (already jittered
-	// by up to 400 ms) by at most 50 ms, and at 1000 nodes sends five renewals per wakeup.
-	DefaultCoalesce = 50 * time.Millisecond
 	// MaxPodsPerNode is the pod capacity the nodes report.
 	MaxPodsPerNode = 110
 )
