@@ -5,10 +5,12 @@ import (
 	"testing"
 	"unsafe"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/scheduler"
 )
@@ -58,5 +60,38 @@ func TestCompactSharesWhatEqualsTheTemplate(t *testing.T) {
 	}
 	if statusChanged(&n.Status, &sent.Status) {
 		t.Error("the compacted status differs from the one sent")
+	}
+}
+
+// compactLease keeps a Lease's content and shares the strings all nodes' Leases spell alike.
+func TestCompactLeaseSharesCommonStrings(t *testing.T) {
+	name := "fakelet-00003"
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: LeaseNamespace, UID: "u",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "n"}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "coordination.k8s.io/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name)},
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded coordinationv1.Lease
+	if err := json.Unmarshal(b, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	got := compactLease(&decoded, name)
+	if !equality.Semantic.DeepEqual(got, l) {
+		t.Fatalf("compactLease changed the Lease:\n%+v\nwant\n%+v", got, l)
+	}
+	m, o := got.ManagedFields[0], got.OwnerReferences[0]
+	for what, pair := range map[string][2]string{
+		"name": {got.Name, name}, "holder": {*got.Spec.HolderIdentity, name}, "owner name": {o.Name, name},
+		"namespace": {got.Namespace, LeaseNamespace}, "manager": {m.Manager, "kubelet"}, "fields type": {m.FieldsType, "FieldsV1"},
+	} {
+		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
+			t.Errorf("the %s is the decoded copy, not the shared one", what)
+		}
 	}
 }

@@ -53,7 +53,7 @@ func (l *leaseLoop) sync() {
 		}
 	}
 	lease, created := l.backoffEnsure()
-	l.latest = lease
+	l.latest = compactLease(lease, l.r.a.name)
 	if !created && lease != nil {
 		_ = l.retryUpdate(lease)
 	}
@@ -151,7 +151,7 @@ func (l *leaseLoop) retryUpdate(base *coordinationv1.Lease) error {
 			lease, err := l.c.updateLease(next)
 			l.r.a.heartbeat(KindLease, err)
 			if err == nil {
-				l.latest = lease
+				l.latest = compactLease(lease, l.r.a.name)
 				l.renewed()
 				return nil
 			}
@@ -205,6 +205,33 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 	}
 	return lease, nil
 }
+
+// compactLease shares what every node's Lease spells alike with one copy, as Template.Compact does
+// for Nodes: the agent keeps the server's Lease from one renewal to the next. lease is the server's
+// answer, decoded for this agent alone.
+func compactLease(lease *coordinationv1.Lease, name string) *coordinationv1.Lease {
+	if lease == nil {
+		return nil
+	}
+	lease.Name = shared(lease.Name, name)
+	lease.Namespace = shared(lease.Namespace, LeaseNamespace)
+	if h := lease.Spec.HolderIdentity; h != nil {
+		*h = shared(*h, name)
+	}
+	for i := range lease.OwnerReferences {
+		o := &lease.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name = shared(o.APIVersion, "v1"), shared(o.Kind, "Node"), shared(o.Name, name)
+	}
+	for i := range lease.ManagedFields {
+		m := &lease.ManagedFields[i]
+		m.Manager, m.APIVersion = shared(m.Manager, "kubelet"), shared(m.APIVersion, leaseAPIVersion)
+		m.Operation = metav1.ManagedFieldsOperationType(shared(string(m.Operation), string(metav1.ManagedFieldsOperationUpdate)))
+		m.FieldsType = shared(m.FieldsType, "FieldsV1")
+	}
+	return lease
+}
+
+var leaseAPIVersion = coordinationv1.SchemeGroupVersion.String()
 
 func (l *leaseLoop) renewed() {
 	l.r.a.leaseRenewed(l.r.a.cfg.Scheduler.Clock().Now())
