@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -62,7 +63,18 @@ func (cp *ControlPlane) MetricsEndpoints() []MetricsEndpoint {
 
 // MetricsClient returns an HTTP client that can scrape every MetricsEndpoint: it trusts the
 // control plane's CA and presents the admin client certificate.
-func (cp *ControlPlane) MetricsClient() (*http.Client, error) { return adminHTTPClient(cp.admin) }
+func (cp *ControlPlane) MetricsClient() (*http.Client, error) {
+	c, err := adminHTTPClient(cp.admin)
+	if err != nil {
+		return nil, err
+	}
+	c.Timeout = metricsTimeout
+	return c, nil
+}
+
+// metricsTimeout bounds one scrape. A busy apiserver with thousands of nodes takes seconds to write
+// its /metrics (megabytes of histograms): at 5000 nodes on 2 cores the probes' 2 s failed the bench.
+const metricsTimeout = 30 * time.Second
 
 // CA returns the control plane's certificate authority, to issue more client certificates.
 func (cp *ControlPlane) CA() (*CA, error) {
