@@ -32,8 +32,8 @@ type measurement struct {
 	rssMiB float64
 }
 
-// benchTable reads docs/performance.md's "Fleet sizes, measured" table (as `fakelet bench` writes it)
-// and the incremental RSS per node under it.
+// benchTable reads docs/performance.md's "Fleet sizes, measured" table (the first one `fakelet bench`
+// writes there) and the incremental RSS per node under it.
 func benchTable(t *testing.T) (rows []measurement, kibPerNode float64) {
 	t.Helper()
 	f, err := os.Open("../docs/performance.md")
@@ -50,10 +50,13 @@ func benchTable(t *testing.T) (rows []measurement, kibPerNode float64) {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
 		switch {
-		case strings.HasPrefix(line, "| nodes |"):
+		case strings.HasPrefix(line, "| nodes |") && len(rows) == 0:
 			cols = map[string]int{}
 			for i, c := range cells {
 				cols[c] = i
+			}
+			if _, ok := cols["fleet RSS"]; !ok {
+				cols = nil // another table about fleet sizes, not the one `make bench` writes
 			}
 		case cols != nil && strings.HasPrefix(line, "|") && !strings.HasPrefix(line, "|-"):
 			n, err := strconv.Atoi(cells[cols["nodes"]])
@@ -73,7 +76,7 @@ func benchTable(t *testing.T) (rows []measurement, kibPerNode float64) {
 		case cols != nil && len(rows) > 0 && !strings.HasPrefix(line, "|"):
 			cols = nil // the table ended
 		}
-		if m := perNode.FindStringSubmatch(line); m != nil {
+		if m := perNode.FindStringSubmatch(line); m != nil && kibPerNode == 0 {
 			if kibPerNode, err = strconv.ParseFloat(m[1], 64); err != nil {
 				t.Fatal(err)
 			}
