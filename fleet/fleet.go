@@ -251,7 +251,6 @@ func (f *Fleet) Failures() []error {
 	return append([]error(nil), f.failed...)
 }
 
-// starter starts agents one by one as the registration rate limit admits them, as kubelets booting.
 // limiter allows qps a second to a task that waits for its next token on the fleet's scheduler. Its
 // burst is what accrues in one timer step, since the task wakes at the end of the step (Coalesce):
 // with a burst of one, a step of 50 ms would hold 200 registrations a second to 20.
@@ -259,6 +258,7 @@ func (f *Fleet) limiter(qps float64) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(qps), max(1, int(math.Ceil(qps*f.cfg.Coalesce.Seconds()))))
 }
 
+// starter starts agents one by one as the registration rate limit admits them, as kubelets booting.
 type starter struct {
 	f      *Fleet
 	agents []*agent.Agent // the initial ones: AddNodes starts the others itself
