@@ -3,7 +3,6 @@ package scheduler
 import (
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -13,12 +12,8 @@ import (
 func TestCoalescedWorkRunsAtTheEndOfItsStep(t *testing.T) {
 	s, fc, ctx := start(t)
 	s.Coalesce(50 * time.Millisecond)
-	var mu sync.Mutex
-	var log []string
-	var times []time.Duration
-	mk := func(name string) *recorder {
-		return &recorder{s: s, name: name, mu: &mu, log: &log, times: &times, ctx: ctx}
-	}
+	l := &runLog{}
+	mk := func(name string) *recorder { return &recorder{s: s, name: name, log: l, ctx: ctx} }
 	s.After(0, mk("now"))
 	s.After(10*time.Millisecond, mk("a"))
 	s.After(30*time.Millisecond, mk("b"))
@@ -29,15 +24,12 @@ func TestCoalescedWorkRunsAtTheEndOfItsStep(t *testing.T) {
 	s.After(100*time.Millisecond, slept)
 
 	s.Advance(fc, t0.Add(49*time.Millisecond))
-	mu.Lock()
-	if !slices.Equal(log, []string{"now"}) {
+	if log, _ := l.ran(); !slices.Equal(log, []string{"now"}) {
 		t.Errorf("by 49 ms ran %v, want only the work due at once", log)
 	}
-	mu.Unlock()
 
 	s.Advance(fc, t0.Add(time.Second))
-	mu.Lock()
-	defer mu.Unlock()
+	log, times := l.ran()
 	// Work due in one step runs on several workers at once, in any order.
 	ran := map[string]time.Duration{}
 	for i, name := range log {

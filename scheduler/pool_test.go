@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 )
@@ -12,12 +11,10 @@ import (
 func TestPoolShrinksAfterABurst(t *testing.T) {
 	s, fc, ctx := start(t)
 	before := runtime.NumGoroutine()
-	var mu sync.Mutex
-	var log []string
-	var times []time.Duration
+	l := &runLog{}
 	const burst = 500
 	for range burst {
-		s.After(0, &recorder{s: s, name: "hung", mu: &mu, log: &log, times: &times, sleep: 10 * time.Second, ctx: ctx})
+		s.After(0, &recorder{s: s, name: "hung", log: l, sleep: 10 * time.Second, ctx: ctx})
 	}
 	s.Advance(fc, t0.Add(time.Minute))
 	if w := s.Workers(); w != burst {
@@ -32,11 +29,9 @@ func TestPoolShrinksAfterABurst(t *testing.T) {
 		t.Errorf("%d goroutines after the burst, %d before: the pool kept more than %d idle workers", n, before, maxIdleWorkers)
 	}
 	// The pool still works, with the workers it kept.
-	s.After(0, &recorder{s: s, name: "after", mu: &mu, log: &log, times: &times, ctx: ctx})
+	s.After(0, &recorder{s: s, name: "after", log: l, ctx: ctx})
 	s.Advance(fc, t0.Add(2*time.Minute))
-	mu.Lock()
-	defer mu.Unlock()
-	if len(log) != burst+1 || log[burst] != "after" {
+	if log, _ := l.ran(); len(log) != burst+1 || log[burst] != "after" {
 		t.Errorf("%d tasks ran, want %d", len(log), burst+1)
 	}
 }

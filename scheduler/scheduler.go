@@ -87,8 +87,7 @@ func (s *Scheduler) Sleep(ctx context.Context, d time.Duration) error {
 	s.mu.Lock()
 	s.parked++
 	s.seq++
-	now := s.clock.Now()
-	first := s.queue.push(entry{when: s.stepEnd(now, now.Add(d)), seq: s.seq, sleeper: sl})
+	first := s.queue.push(entry{when: s.stepEnd(s.clock.Now().Add(d)), seq: s.seq, sleeper: sl})
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	if first {
@@ -160,7 +159,7 @@ func (s *Scheduler) Workers() int {
 const maxIdleWorkers = 64
 
 func (s *Scheduler) push(e entry) {
-	e.when = s.stepEnd(s.clock.Now(), e.when)
+	e.when = s.stepEnd(e.when)
 	s.mu.Lock()
 	s.seq++
 	e.seq = s.seq
@@ -171,9 +170,10 @@ func (s *Scheduler) push(e entry) {
 	}
 }
 
-// stepEnd is when work due at t runs, seen at now: at the end of t's step (see Coalesce).
-func (s *Scheduler) stepEnd(now, t time.Time) time.Time {
-	if s.coalesce <= 0 || !t.After(now) {
+// stepEnd is when work due at t runs: at the end of t's step (see Coalesce), or at once if t has
+// passed. Without a step it is t, and costs no clock read.
+func (s *Scheduler) stepEnd(t time.Time) time.Time {
+	if s.coalesce <= 0 || !t.After(s.clock.Now()) {
 		return t
 	}
 	end := t.Truncate(s.coalesce)

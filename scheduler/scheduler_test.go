@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,13 +15,25 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// recorder is a Task that records when it ran, and optionally sleeps or reschedules itself.
+// runLog is what a test's recorders ran, and when (since t0).
+type runLog struct {
+	mu    sync.Mutex
+	names []string
+	times []time.Duration
+}
+
+// ran returns what ran so far.
+func (l *runLog) ran() ([]string, []time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.names), slices.Clone(l.times)
+}
+
+// recorder is a Task that records when it ran in its log, and optionally sleeps or reschedules itself.
 type recorder struct {
 	s     *Scheduler
 	name  string
-	mu    *sync.Mutex
-	log   *[]string
-	times *[]time.Duration
+	log   *runLog
 	sleep time.Duration
 	every time.Duration
 	ctx   context.Context
@@ -32,10 +45,10 @@ func (r *recorder) Run() {
 			return
 		}
 	}
-	r.mu.Lock()
-	*r.log = append(*r.log, r.name)
-	*r.times = append(*r.times, r.s.clock.Now().Sub(t0))
-	r.mu.Unlock()
+	r.log.mu.Lock()
+	r.log.names = append(r.log.names, r.name)
+	r.log.times = append(r.log.times, r.s.clock.Now().Sub(t0))
+	r.log.mu.Unlock()
 	if r.every > 0 {
 		r.s.After(r.every, r)
 	}
@@ -54,12 +67,8 @@ func start(t *testing.T) (*Scheduler, *testingclock.FakeClock, context.Context) 
 
 func TestRunsTasksInTimeOrderOnTheFakeClock(t *testing.T) {
 	s, fc, ctx := start(t)
-	var mu sync.Mutex
-	var log []string
-	var times []time.Duration
-	mk := func(name string) *recorder {
-		return &recorder{s: s, name: name, mu: &mu, log: &log, times: &times, ctx: ctx}
-	}
+	l := &runLog{}
+	mk := func(name string) *recorder { return &recorder{s: s, name: name, log: l, ctx: ctx} }
 	s.After(3*time.Second, mk("c"))
 	s.After(1*time.Second, mk("a"))
 	s.After(1500*time.Millisecond, mk("b"))
@@ -69,8 +78,7 @@ func TestRunsTasksInTimeOrderOnTheFakeClock(t *testing.T) {
 
 	s.Advance(fc, t0.Add(time.Minute))
 
-	mu.Lock()
-	defer mu.Unlock()
+	log, times := l.ran()
 	want := []string{"a", "b", "c", "slept"}
 	wantTimes := []time.Duration{time.Second, 1500 * time.Millisecond, 3 * time.Second, 7 * time.Second}
 	if len(log) != len(want) {
@@ -88,13 +96,10 @@ func TestRunsTasksInTimeOrderOnTheFakeClock(t *testing.T) {
 
 func TestPeriodicTaskRunsEveryPeriod(t *testing.T) {
 	s, fc, ctx := start(t)
-	var mu sync.Mutex
-	var log []string
-	var times []time.Duration
-	s.After(0, &recorder{s: s, name: "tick", mu: &mu, log: &log, times: &times, every: 10 * time.Second, ctx: ctx})
+	l := &runLog{}
+	s.After(0, &recorder{s: s, name: "tick", log: l, every: 10 * time.Second, ctx: ctx})
 	s.Advance(fc, t0.Add(100*time.Second))
-	mu.Lock()
-	defer mu.Unlock()
+	_, times := l.ran()
 	if len(times) != 11 {
 		t.Fatalf("ran %d times in 100 s, want 11 (at 0, 10, ..., 100 s): %v", len(times), times)
 	}
@@ -108,33 +113,26 @@ func TestPeriodicTaskRunsEveryPeriod(t *testing.T) {
 func TestSleepEndsWithItsContext(t *testing.T) {
 	s, fc, _ := start(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	var log []string
-	var times []time.Duration
-	r := &recorder{s: s, name: "never", mu: &mu, log: &log, times: &times, sleep: time.Hour, ctx: ctx}
+	l := &runLog{}
+	r := &recorder{s: s, name: "never", log: l, sleep: time.Hour, ctx: ctx}
 	s.After(0, r)
 	s.Advance(fc, t0.Add(time.Second))
 	cancel()
 	s.WaitIdle()
 	s.Advance(fc, t0.Add(2*time.Hour))
-	mu.Lock()
-	defer mu.Unlock()
-	if len(log) != 0 {
+	if log, _ := l.ran(); len(log) != 0 {
 		t.Fatalf("a cancelled sleep went on to run: %v", log)
 	}
 }
 
 func TestConcurrentSleepersEachGetAWorker(t *testing.T) {
 	s, fc, ctx := start(t)
-	var mu sync.Mutex
-	var log []string
-	var times []time.Duration
+	l := &runLog{}
 	for i := 0; i < 50; i++ {
-		s.After(0, &recorder{s: s, name: "hung", mu: &mu, log: &log, times: &times, sleep: 10 * time.Second, ctx: ctx})
+		s.After(0, &recorder{s: s, name: "hung", log: l, sleep: 10 * time.Second, ctx: ctx})
 	}
 	s.Advance(fc, t0.Add(time.Minute))
-	mu.Lock()
-	defer mu.Unlock()
+	_, times := l.ran()
 	if len(times) != 50 {
 		t.Fatalf("%d of 50 sleepers finished", len(times))
 	}
