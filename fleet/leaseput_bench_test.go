@@ -2,15 +2,11 @@ package fleet
 
 import (
 	"context"
-	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
@@ -24,21 +20,11 @@ func BenchmarkLeasePut(b *testing.B) {
 		ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00007", Namespace: agent.LeaseNamespace, ResourceVersion: "41", UID: "lease-uid"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fakelet-00007"), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: ptr.To(metav1.NowMicro())},
 	}
-	t := &testing.T{}
-	answer := encode(t, protobuf, coordinationv1.SchemeGroupVersion, lease)
-	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	answer := encode(b, protobuf, coordinationv1.SchemeGroupVersion, lease)
+	lean := leaseClients(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", protobuf)
 		_, _ = w.Write(answer)
 	}))
-	ts.EnableHTTP2 = true
-	ts.StartTLS()
-	defer ts.Close()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second))
-	if err != nil {
-		b.Fatal(err)
-	}
-	lean := clients[0].Coordination.(leanCoordination)
 	for name, leases := range map[string]interface {
 		Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
 	}{

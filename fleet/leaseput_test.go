@@ -73,7 +73,27 @@ func (s *scriptServer) requests() []wire {
 	return s.seen
 }
 
-func encode(t *testing.T, mediaType string, gv schema.GroupVersion, obj runtime.Object) []byte {
+// leaseClients serves h over TLS and HTTP/2 and returns the Coordination client of the fleet's
+// heartbeat clients for it.
+func leaseClients(tb testing.TB, h http.Handler) leanCoordination {
+	tb.Helper()
+	ts := httptest.NewUnstartedServer(h)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	tb.Cleanup(ts.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lean, ok := clients[0].Coordination.(leanCoordination)
+	if !ok {
+		tb.Fatalf("the heartbeat clients' Coordination is a %T, not the lean one", clients[0].Coordination)
+	}
+	return lean
+}
+
+func encode(t testing.TB, mediaType string, gv schema.GroupVersion, obj runtime.Object) []byte {
 	t.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
 	if !ok {
@@ -91,19 +111,7 @@ func encode(t *testing.T, mediaType string, gv schema.GroupVersion, obj runtime.
 // same requests, and the caller get the same Lease or the same error.
 func TestLeasePutMatchesClientGo(t *testing.T) {
 	srv := &scriptServer{}
-	ts := httptest.NewUnstartedServer(srv)
-	ts.EnableHTTP2 = true
-	ts.StartTLS()
-	defer ts.Close()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lean, ok := clients[0].Coordination.(leanCoordination)
-	if !ok {
-		t.Fatalf("the heartbeat clients' Coordination is a %T, not the lean one", clients[0].Coordination)
-	}
+	lean := leaseClients(t, srv)
 	upstream := lean.CoordinationV1Interface
 
 	now := metav1.NewMicroTime(time.Date(2026, 11, 29, 21, 0, 0, 123456000, time.UTC))
