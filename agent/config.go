@@ -40,14 +40,14 @@ const (
 	renewIntervalFraction = 0.25
 	// loopJitter is the jitter factor of the kubelet's lease and status loops.
 	loopJitter = 0.04
-	// requestTimeout is the kubelet's heartbeat client timeout, min(10 s, lease duration).
-	requestTimeout = 10 * time.Second
+	// RequestTimeout is the kubelet's heartbeat client timeout, min(10 s, lease duration).
+	RequestTimeout = 10 * time.Second
 	// statusUpdateRetries is the kubelet's nodeStatusUpdateRetry.
 	statusUpdateRetries = 5
 	// leaseUpdateRetries is the lease controller's maxUpdateRetries.
 	leaseUpdateRetries = 5
-	// maxBackoff caps both registration and lease-creation backoff.
-	maxBackoff = 7 * time.Second
+	// MaxBackoff caps both registration and lease-creation backoff.
+	MaxBackoff = 7 * time.Second
 	// LeaseNamespace is where kubelets keep their node leases.
 	LeaseNamespace = corev1.NamespaceNodeLease
 )

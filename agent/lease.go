@@ -67,7 +67,7 @@ func (l *leaseLoop) backoffEnsure() (*coordinationv1.Lease, bool) {
 		if err == nil {
 			return lease, created
 		}
-		sleep = min(2*sleep, maxBackoff)
+		sleep = min(2*sleep, MaxBackoff)
 		if l.r.a.cfg.Scheduler.Sleep(l.r.ctx, sleep) != nil {
 			return nil, false
 		}

@@ -32,7 +32,7 @@ func (s *statusLoop) register() bool {
 		if r.a.cfg.Scheduler.Sleep(r.ctx, step) != nil {
 			return false
 		}
-		step = min(2*step, maxBackoff)
+		step = min(2*step, MaxBackoff)
 		if s.tryRegister() {
 			s.registered = true
 			return true

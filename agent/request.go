@@ -87,7 +87,7 @@ func (c *caller) call(verb, resource string, send func(context.Context) error) e
 	start := sched.Clock().Now()
 	var err error
 	if partitioned {
-		if err = sched.Sleep(r.ctx, requestTimeout); err != nil {
+		if err = sched.Sleep(r.ctx, RequestTimeout); err != nil {
 			return err
 		}
 		err = fmt.Errorf("%s %s %s: %w", verb, resource, a.name, ErrPartitioned)

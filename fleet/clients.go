@@ -52,7 +52,7 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]ag
 		cfg.ContentType = protobuf
 		cfg.AcceptContentTypes = protobuf + ",application/json"
 		cfg.QPS = -1
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = agent.RequestTimeout
 		cfg.UserAgent = UserAgent
 		// client-go shares one cached transport between configs with equal TLS settings; a dialer
 		// of its own gives each config its own transport, so its own connection.
