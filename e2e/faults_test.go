@@ -284,7 +284,7 @@ func TestPriorityAndFairnessRejections(t *testing.T) {
 	})
 	stillRunning(t, rf)
 	throttled := rf.Tally().Throttled()
-	rejected := flowcontrolRejected(t, cp, "node-high")
+	rejected := flowcontrolMetric(t, cp, "apiserver_flowcontrol_rejected_requests_total", "node-high")
 	t.Logf("the apiserver rejected %v node-high requests; the fleet counted %d 429s and %d failed requests", rejected, throttled, rf.Tally().Errors())
 	if throttled == 0 {
 		t.Fatal("no 429 reached the fleet: the apiserver was not overloaded")
@@ -313,12 +313,16 @@ func rejectAtNodeHigh(t *testing.T, cp *controlplane.ControlPlane) {
 	if _, err := plcs.Update(ctx, plc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The apiserver's APF controller applies it from its informer, and says nothing when it has.
-	time.Sleep(2 * time.Second)
+	// The APF controller applies it from its informer and says so only in its gauges: the lower limit
+	// reaches the nominal one once nothing is lendable, in the same digest as the reject response.
+	eventually(t, 30*time.Second, "node-high's new configuration applied", func() (bool, error) {
+		lower := flowcontrolMetric(t, cp, "apiserver_flowcontrol_lower_limit_seats", "node-high")
+		return lower > 0 && lower == flowcontrolMetric(t, cp, "apiserver_flowcontrol_nominal_limit_seats", "node-high"), nil
+	})
 }
 
-// flowcontrolRejected sums apiserver_flowcontrol_rejected_requests_total for a priority level.
-func flowcontrolRejected(t *testing.T, cp *controlplane.ControlPlane, level string) float64 {
+// flowcontrolMetric sums the apiserver's counter or gauge name over the series of a priority level.
+func flowcontrolMetric(t *testing.T, cp *controlplane.ControlPlane, name, level string) float64 {
 	t.Helper()
 	client, err := cp.MetricsClient()
 	if err != nil {
@@ -338,10 +342,10 @@ func flowcontrolRejected(t *testing.T, cp *controlplane.ControlPlane, level stri
 		t.Fatal(fmt.Errorf("parse apiserver metrics: %w", err))
 	}
 	var sum float64
-	for _, m := range families["apiserver_flowcontrol_rejected_requests_total"].GetMetric() {
+	for _, m := range families[name].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "priority_level" && l.GetValue() == level {
-				sum += m.GetCounter().GetValue()
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() // the one it is not is nil: 0
 			}
 		}
 	}
