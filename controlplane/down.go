@@ -18,7 +18,7 @@ func (cp *ControlPlane) Down(ctx context.Context) error { return Down(ctx, cp.Di
 // plane was started with KeepData, etcd's data. Logs stay for a post-mortem. With nothing recorded in
 // dir, Down does nothing.
 func Down(ctx context.Context, dir string) error {
-	dir, err := absDir(dir)
+	dir, err := checkedDir(dir)
 	if err != nil {
 		return err
 	}

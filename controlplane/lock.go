@@ -12,7 +12,7 @@ import (
 // not start or stop the same control plane at once. The kernel drops the lock if this process
 // dies, so a crash never leaves dir locked.
 func lockDir(dir string) (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openNoFollow(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock control plane directory %s: %w", dir, err)
 	}

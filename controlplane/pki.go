@@ -140,10 +140,10 @@ func writeServiceAccountKeys(keyFile, pubFile string) error {
 }
 
 func writePair(certFile string, certPEM []byte, keyFile string, keyPEM []byte) error {
-	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+	if err := writeFileNoFollow(certFile, certPEM, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(certFile), err)
 	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+	if err := writeFileNoFollow(keyFile, keyPEM, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(keyFile), err)
 	}
 	return nil

@@ -38,7 +38,7 @@ type ComponentStatus struct {
 // Status reports on the control plane recorded in dir: each component's pid, ports, process, health
 // and memory. It changes nothing.
 func Status(ctx context.Context, dir string) (*StatusReport, error) {
-	dir, err := absDir(dir)
+	dir, err := checkedDir(dir)
 	if err != nil {
 		return nil, err
 	}

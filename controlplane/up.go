@@ -78,6 +78,9 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create control plane directory: %w", err)
 	}
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
 	unlock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
