@@ -64,7 +64,7 @@ replaced. Extra component flags go last on each command line, so they override t
 	}
 	addDirFlag(cmd, &opts.Dir)
 	f := cmd.Flags()
-	f.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager (default: beside fakelet, ./bin, the repo's bin/, then $PATH)")
+	f.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager (default: beside fakelet, else the bin/ of the fakelet repository holding the working directory; never $PATH)")
 	// StringArray, not StringSlice: a component flag may itself hold commas
 	// (--apiserver-arg=--enable-admission-plugins=A,B).
 	f.StringArrayVar(&opts.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag, such as --apiserver-arg=--max-requests-inflight=800 (repeatable)")
