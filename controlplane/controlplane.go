@@ -29,6 +29,8 @@ type ControlPlane struct {
 
 	state State
 	admin credentials
+	// userFile records this ControlPlane as a user of the control plane until Leave (users.go).
+	userFile string
 
 	caOnce sync.Once
 	ca     *CA

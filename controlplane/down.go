@@ -25,7 +25,7 @@ func Down(ctx context.Context, dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	unlock, err := lockDir(dir)
+	unlock, err := waitLockDir(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -68,6 +68,10 @@ func stopAll(ctx context.Context, dir string, st *State) error {
 		if err := removePrometheusData(dir); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// Its users are no one's now: one still attached finds the state gone, or another's, at Leave.
+	if err := os.RemoveAll(usersDir(dir)); err != nil {
+		errs = append(errs, fmt.Errorf("remove users: %w", err))
 	}
 	if err := removeState(dir); err != nil {
 		errs = append(errs, err)

@@ -36,6 +36,8 @@ type State struct {
 	ExtraArgs map[string][]string `json:"extraArgs,omitempty"`
 	// KeepData: Up was asked to keep etcd's data, so Down keeps it too.
 	KeepData bool `json:"keepData,omitempty"`
+	// UntilLastUser: started for runs (Options.UntilLastUser), so the last user's Leave stops it.
+	UntilLastUser bool `json:"untilLastUser,omitempty"`
 	// Components are in start order. Up writes the state after each start, so a crash in the
 	// middle of Up leaves a state naming every process it had started.
 	Components []ComponentState `json:"components"`

@@ -114,27 +114,33 @@ func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*tar
 	opts := controlplane.Options{
 		Dir: f.controlPlaneDir, BinDir: f.binDir, Progress: progress,
 		APIServerArgs: f.apiServerArgs, ControllerManagerArgs: f.controllerMgrArgs,
+		UntilLastUser: true,
 	}
-	started := false
-	cp, err := controlplane.Attach(f.controlPlaneDir)
+	// Other runs may use the same control plane at once: each is counted as a user until release,
+	// and one that a run started stops with the last of them.
+	cp, err := controlplane.Join(ctx, f.controlPlaneDir)
 	switch {
 	case err == nil && len(f.apiServerArgs)+len(f.controllerMgrArgs) > 0:
+		if _, lerr := cp.Leave(context.WithoutCancel(ctx)); lerr != nil {
+			fmt.Fprintln(progress, lerr)
+		}
 		return nil, fmt.Errorf("a control plane already runs in %s, so the component arguments cannot apply: stop it first (fakelet controlplane down --dir %s)", cp.Dir, cp.Dir)
 	case err != nil:
 		fmt.Fprintln(progress, "starting the local control plane in", f.controlPlaneDir)
 		if cp, err = controlplane.Up(ctx, opts); err != nil {
 			return nil, err
 		}
-		started = true
 	}
-	t := &target{
+	return &target{
 		config:      cp.AdminConfig(),
 		description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir),
 		local:       cp,
-		release:     func(context.Context) error { return nil },
-	}
-	if started {
-		t.release = cp.Down
-	}
-	return t, nil
+		release: func(ctx context.Context) error {
+			left, err := cp.Leave(ctx)
+			if err == nil {
+				fmt.Fprintln(progress, left)
+			}
+			return err
+		},
+	}, nil
 }
