@@ -23,7 +23,8 @@ var componentOrder = []string{Etcd, APIServer, ControllerManager}
 
 // stateVersion changes when State changes incompatibly; a state of another version is treated as a
 // stale control plane of unknown shape.
-const stateVersion = 1
+// 2: etcd takes client certificates; a control plane of version 1 (plain HTTP) is replaced, not reused.
+const stateVersion = 2
 
 // State is what DIR/state.json records about a running control plane: enough for another process
 // (fakelet controlplane status/down, a later Up) to find, check and stop it.

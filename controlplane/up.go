@@ -243,12 +243,12 @@ func (s *starter) start() (*ControlPlane, error) {
 	defer client.CloseIdleConnections()
 
 	etcd, err := s.startComponent(Etcd, etcdPorts, client, func(ports []int) ComponentState {
-		return etcdComponent(s.bins.Etcd, s.dir, ports, s.opts.EtcdArgs)
+		return etcdComponent(s.bins.Etcd, s.dir, s.pki, ports, s.opts.EtcdArgs)
 	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	etcdURL := loopbackURL("http", etcd.Ports["client"])
+	etcdURL := loopbackURL("https", etcd.Ports["client"])
 
 	_, err = s.startComponent(APIServer, 1, client, func(ports []int) ComponentState {
 		return apiServerComponent(s.bins.APIServer, s.dir, s.pki, etcdURL, ports[0], s.opts.APIServerArgs)
