@@ -25,7 +25,7 @@ func Down(ctx context.Context, dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	unlock, err := waitLockDir(ctx, dir)
+	unlock, err := lockDir(dir)
 	if err != nil {
 		return err
 	}
