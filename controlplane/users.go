@@ -43,7 +43,11 @@ func addUser(dir string, r procReader) (string, error) {
 
 // liveUsers returns the users recorded in dir whose process still runs, and removes the others'
 // files; the caller holds the directory's lock.
-func liveUsers(dir string, r procReader) ([]string, error) {
+func liveUsers(dir string, r procReader) ([]string, error) { return users(dir, r, true) }
+
+// users returns the users recorded in dir whose process still runs, removing the others' files if
+// prune is set.
+func users(dir string, r procReader, prune bool) ([]string, error) {
 	entries, err := os.ReadDir(usersDir(dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -56,6 +60,9 @@ func liveUsers(dir string, r procReader) ([]string, error) {
 		path := filepath.Join(usersDir(dir), e.Name())
 		if userAlive(e.Name(), r) {
 			live = append(live, path)
+			continue
+		}
+		if !prune {
 			continue
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -57,8 +57,8 @@ func TestTwoRunsShareTheLocalControlPlane(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("the second run's control plane after the first run left: %v", err)
 	}
-	if r, err := controlplane.Status(ctx, dir); err != nil || !r.Healthy {
-		t.Fatalf("status after the first run left: %+v, %v; want healthy", r, err)
+	if r, err := controlplane.Status(ctx, dir); err != nil || !r.Healthy || r.Users != 1 || !r.UntilLastUser {
+		t.Fatalf("status after the first run left: %+v, %v; want healthy, started by a run, 1 user", r, err)
 	}
 	out.Reset()
 	if err := second.release(ctx); err != nil {
