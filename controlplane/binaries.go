@@ -3,10 +3,11 @@ package controlplane
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Binaries are the paths of the three programs a control plane runs.
@@ -14,22 +15,29 @@ type Binaries struct {
 	Etcd, APIServer, ControllerManager string
 }
 
+// Module is fakelet's module path: the go.mod that names it marks the repository whose bin/ holds
+// the binaries `make controlplane` builds.
+const Module = "fakelet.dev/fakelet"
+
 // binSearch is where resolveBinaries looks; FindBinaries fills it from the running process.
 type binSearch struct {
-	binDir     string                       // Options.BinDir; when set, the only place looked at
-	executable string                       // the running program, whose directory comes first
-	workDir    string                       // for ./bin and for the walk up to the repo's go.mod
-	lookPath   func(string) (string, error) // $PATH, last
+	binDir     string // Options.BinDir; when set, the only place looked at
+	executable string // the running program, whose directory comes first
+	workDir    string // for the walk up to fakelet's repository
 }
 
 // FindBinaries finds etcd, kube-apiserver and kube-controller-manager. With binDir set, only there.
-// Otherwise in the first directory holding all three of: the running executable's directory, ./bin,
-// the bin/ beside each go.mod from the working directory up (the fakelet repo's, where `make
-// controlplane` puts them), and then each on $PATH.
+// Otherwise in the first of two directories that holds all three: the running executable's (bin/ of
+// the repository for bin/fakelet), then the bin/ of the fakelet repository that holds the working
+// directory, the nearest directory above it whose go.mod declares module fakelet.dev/fakelet. Both
+// must be fakelet's own: the directory, and the go.mod and binaries in it, owned by this user or
+// root and writable by no one else. Nothing else is looked at, not $PATH, not ./bin, and not the
+// bin/ beside any other go.mod: in a shared or downloaded tree, those may hold programs of someone
+// else's that would run with this user's keys.
 func FindBinaries(binDir string) (Binaries, error) {
-	exe, _ := os.Executable() // without it, the other places are still worth a look
+	exe, _ := os.Executable() // without it, the repository is still worth a look
 	wd, _ := os.Getwd()
-	return resolveBinaries(binSearch{binDir: binDir, executable: exe, workDir: wd, lookPath: exec.LookPath})
+	return resolveBinaries(binSearch{binDir: binDir, executable: exe, workDir: wd})
 }
 
 func resolveBinaries(s binSearch) (Binaries, error) {
@@ -41,36 +49,27 @@ func resolveBinaries(s binSearch) (Binaries, error) {
 		}
 		return b, nil
 	}
-	var looked []string
+	var looked, refused []string
 	for _, dir := range candidateDirs(s) {
-		looked = append(looked, dir)
-		if b, missing := binariesIn(dir); len(missing) == 0 {
-			return b, nil
-		}
-	}
-	var b Binaries
-	var notOnPath, nowhere []string
-	for _, name := range componentOrder {
-		p, err := s.lookPath(name)
-		if err == nil {
-			setBinary(&b, name, p)
+		b, missing := binariesIn(dir)
+		if len(missing) > 0 {
+			looked = append(looked, dir+" (no "+strings.Join(missing, ", ")+")")
 			continue
 		}
-		notOnPath = append(notOnPath, name)
-		if !slices.ContainsFunc(looked, func(dir string) bool { _, missing := binariesIn(dir); return !slices.Contains(missing, name) }) {
-			nowhere = append(nowhere, name)
+		if err := trusted(dir, b.Etcd, b.APIServer, b.ControllerManager); err != nil {
+			refused = append(refused, err.Error())
+			continue
 		}
-	}
-	if len(notOnPath) == 0 {
 		return b, nil
 	}
-	what := strings.Join(nowhere, ", ") + " not found"
-	if len(nowhere) == 0 {
-		// Each is somewhere, but not all three together.
-		what = "no directory holds all three"
+	msg := "etcd, kube-apiserver and kube-controller-manager are not together in the directory of fakelet's executable or in the bin/ of a fakelet repository (go.mod of module " + Module + ") above the working directory"
+	if len(looked) > 0 {
+		msg += "; looked in " + strings.Join(looked, ", ")
 	}
-	return Binaries{}, fmt.Errorf("find control plane binaries: %s (etcd, kube-apiserver and kube-controller-manager must be together in one of %s, or each on $PATH): run `make controlplane` (it builds them into the repo's bin/), or pass --bin-dir",
-		what, strings.Join(looked, ", "))
+	if len(refused) > 0 {
+		msg += "; refused " + strings.Join(refused, ", ")
+	}
+	return Binaries{}, fmt.Errorf("find control plane binaries: %s: run `make controlplane` (it builds them into the repo's bin/), or pass --bin-dir", msg)
 }
 
 // candidateDirs lists the directories to look in, in order, without repeats.
@@ -84,20 +83,56 @@ func candidateDirs(s binSearch) []string {
 	if s.executable != "" {
 		add(filepath.Dir(s.executable))
 	}
-	if s.workDir != "" {
-		add(filepath.Join(s.workDir, "bin"))
-		// Tests run in their package's directory: walk up to the module root. Keep walking past a
-		// nested module (tools/kube has its own go.mod) to the repo's.
-		for d := s.workDir; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				add(filepath.Join(d, "bin"))
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
+	if root := fakeletRepo(s.workDir); root != "" {
+		add(filepath.Join(root, "bin"))
 	}
 	return dirs
+}
+
+// fakeletRepo is the nearest directory from dir up whose go.mod declares Module and is trusted,
+// or "". A go.mod of another module (tools/kube has its own) is walked past.
+func fakeletRepo(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		goMod := filepath.Join(d, "go.mod")
+		if b, err := os.ReadFile(goMod); err == nil && modulePath(b) == Module && trusted(d, goMod) == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+var moduleLine = regexp.MustCompile(`(?m)^\s*module\s+"?([^"\s]+)"?\s*(//.*)?$`)
+
+// modulePath is the module a go.mod declares, or "".
+func modulePath(goMod []byte) string {
+	m := moduleLine.FindSubmatch(goMod)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
+}
+
+// trusted fails unless each path is owned by this user or root and writable by neither group nor
+// others (following symbolic links: the files they point to are what runs).
+func trusted(paths ...string) error {
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Getuid() {
+			return fmt.Errorf("%s (owned by uid %d, not by this user or root)", p, st.Uid)
+		}
+		if info.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("%s (writable by group or others, mode %04o)", p, info.Mode().Perm())
+		}
+	}
+	return nil
 }
 
 // binariesIn returns the three binaries in dir, and the names of those that are not there.

@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,13 +26,25 @@ func TestResolveBinaries(t *testing.T) {
 	}
 	all := []string{Etcd, APIServer, ControllerManager}
 
-	// A repo with bin/ at its root and a nested module (tools/kube) with a go.mod of its own.
+	// fakelet's repo with bin/ at its root and a nested module (tools/kube) with a go.mod of its own.
 	repo := mkdir("repo")
-	os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module x\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module "+Module+"\n\ngo 1.25\n"), 0o644)
 	install(mkdir("repo/bin"), all...)
 	nested := mkdir("repo/tools/kube")
-	os.WriteFile(filepath.Join(nested, "go.mod"), []byte("module y\n"), 0o644)
+	os.WriteFile(filepath.Join(nested, "go.mod"), []byte("module fakelet.dev/fakelet/tools/kube\n"), 0o644)
 	pkg := mkdir("repo/controlplane")
+
+	// Another module's tree with the three binaries in its bin/ and in ./bin of a directory in it.
+	other := mkdir("other")
+	os.WriteFile(filepath.Join(other, "go.mod"), []byte("module example.com/other\n"), 0o644)
+	install(mkdir("other/bin"), all...)
+	install(mkdir("other/work/bin"), all...)
+
+	// fakelet's repo, but its bin/ writable by others.
+	open := mkdir("open")
+	os.WriteFile(filepath.Join(open, "go.mod"), []byte("module "+Module+"\n"), 0o644)
+	openBin := install(mkdir("open/bin"), all...)
+	os.Chmod(openBin, 0o777)
 
 	exeDir := install(mkdir("exe"), all...)
 	partial := install(mkdir("partial"), Etcd)
@@ -41,12 +52,6 @@ func TestResolveBinaries(t *testing.T) {
 	notExecutable := mkdir("noexec")
 	os.WriteFile(filepath.Join(notExecutable, Etcd), nil, 0o644)
 	install(notExecutable, APIServer, ControllerManager)
-	pathDir := install(mkdir("path"), all...)
-	apart := mkdir("apart")
-	install(mkdir("apart/bin"), APIServer, ControllerManager)
-
-	noPath := func(string) (string, error) { return "", errors.New("not found") }
-	onPath := func(name string) (string, error) { return filepath.Join(pathDir, name), nil }
 
 	tests := []struct {
 		name     string
@@ -56,57 +61,53 @@ func TestResolveBinaries(t *testing.T) {
 	}{
 		{
 			name:    "explicit bin dir",
-			search:  binSearch{binDir: exeDir, executable: filepath.Join(empty, "fakelet"), lookPath: noPath},
+			search:  binSearch{binDir: exeDir, executable: filepath.Join(empty, "fakelet")},
 			wantDir: exeDir,
 		},
 		{
 			name:     "explicit bin dir missing some",
-			search:   binSearch{binDir: partial, workDir: repo, lookPath: onPath},
+			search:   binSearch{binDir: partial, workDir: repo},
 			wantErrs: []string{"kube-apiserver, kube-controller-manager not in --bin-dir " + partial, "make controlplane"},
 		},
 		{
 			name:     "explicit bin dir with a non-executable file",
-			search:   binSearch{binDir: notExecutable, lookPath: onPath},
+			search:   binSearch{binDir: notExecutable},
 			wantErrs: []string{"etcd not in --bin-dir", "make controlplane"},
 		},
 		{
 			name:    "beside the executable first",
-			search:  binSearch{executable: filepath.Join(exeDir, "fakelet"), workDir: repo, lookPath: onPath},
+			search:  binSearch{executable: filepath.Join(exeDir, "fakelet"), workDir: repo},
 			wantDir: exeDir,
 		},
 		{
-			name:    "./bin of the working directory",
-			search:  binSearch{executable: filepath.Join(empty, "fakelet"), workDir: repo, lookPath: noPath},
+			name:    "the repo's bin/ from its root",
+			search:  binSearch{executable: filepath.Join(empty, "fakelet"), workDir: repo},
 			wantDir: filepath.Join(repo, "bin"),
 		},
 		{
 			name:    "walk up from a package directory to the repo",
-			search:  binSearch{executable: filepath.Join(empty, "controlplane.test"), workDir: pkg, lookPath: noPath},
+			search:  binSearch{executable: filepath.Join(empty, "controlplane.test"), workDir: pkg},
 			wantDir: filepath.Join(repo, "bin"),
 		},
 		{
 			name:    "walk past a nested module",
-			search:  binSearch{workDir: nested, lookPath: noPath},
+			search:  binSearch{workDir: nested},
 			wantDir: filepath.Join(repo, "bin"),
 		},
 		{
-			name:    "$PATH last",
-			search:  binSearch{executable: filepath.Join(partial, "fakelet"), workDir: empty, lookPath: onPath},
-			wantDir: pathDir,
+			name:     "not the bin/ of another module's go.mod, nor ./bin",
+			search:   binSearch{executable: filepath.Join(partial, "fakelet"), workDir: filepath.Join(other, "work")},
+			wantErrs: []string{"looked in " + partial + " (no kube-apiserver, kube-controller-manager)", "make controlplane", "--bin-dir"},
 		},
 		{
-			name:   "nowhere",
-			search: binSearch{executable: filepath.Join(partial, "fakelet"), workDir: empty, lookPath: noPath},
-			wantErrs: []string{
-				"kube-apiserver, kube-controller-manager not found",
-				"together in one of " + partial + ", " + filepath.Join(empty, "bin"),
-				"$PATH", "make controlplane",
-			},
+			name:     "not a bin/ writable by others",
+			search:   binSearch{workDir: open},
+			wantErrs: []string{"refused " + openBin + " (writable by group or others, mode 0777)"},
 		},
 		{
-			name:     "all three exist, but apart",
-			search:   binSearch{executable: filepath.Join(partial, "fakelet"), workDir: apart, lookPath: noPath},
-			wantErrs: []string{"no directory holds all three", "make controlplane"},
+			name:     "nowhere",
+			search:   binSearch{executable: filepath.Join(partial, "fakelet"), workDir: empty},
+			wantErrs: []string{"not together in the directory of fakelet's executable or in the bin/ of a fakelet repository", "make controlplane"},
 		},
 	}
 	for _, tt := range tests {

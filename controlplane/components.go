@@ -13,29 +13,41 @@ import (
 // etcdPorts is how many ports etcdComponent takes: client, peer, metrics.
 const etcdPorts = 3
 
-func etcdComponent(bin, dir string, ports []int, extra []string) ComponentState {
+func etcdComponent(bin, dir string, pki PKI, ports []int, extra []string) ComponentState {
 	client, peer, metrics := ports[0], ports[1], ports[2]
-	clientURL := loopbackURL("http", client)
-	peerURL := loopbackURL("http", peer)
+	clientURL := loopbackURL("https", client)
+	peerURL := loopbackURL("https", peer)
 	args := []string{bin,
 		"--name=fakelet",
 		"--data-dir=" + filepath.Join(dir, "etcd"),
-		// Plain HTTP on loopback: nothing but the local apiserver reaches it, and TLS would add
-		// CPU to every request of the component under test without protecting anything.
+		// TLS with client certificates, as kubeadm sets it up: on a shared host any local user
+		// can connect to 127.0.0.1, and etcd has every Secret. Only a certificate of etcd's own CA
+		// is let in, which only the apiserver has.
 		"--listen-client-urls=" + clientURL,
 		"--advertise-client-urls=" + clientURL,
+		"--cert-file=" + pki.EtcdCert,
+		"--key-file=" + pki.EtcdKey,
+		"--client-cert-auth=true",
+		"--trusted-ca-file=" + pki.EtcdCACert,
+		// A single member has no peers, but listens for them: the same rule there.
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=fakelet=" + peerURL,
 		"--initial-cluster-state=new",
-		// Its own port, so scraping metrics never queues behind the apiserver's traffic.
+		"--peer-cert-file=" + pki.EtcdCert,
+		"--peer-key-file=" + pki.EtcdKey,
+		"--peer-client-cert-auth=true",
+		"--peer-trusted-ca-file=" + pki.EtcdCACert,
+		// Its own port, so scraping metrics never queues behind the apiserver's traffic. Plain
+		// HTTP: it serves only /metrics and /health, no data.
 		"--listen-metrics-urls=" + loopbackURL("http", metrics),
 	}
 	return ComponentState{
-		Name:       Etcd,
-		Args:       append(args, extra...),
-		Ports:      map[string]int{"client": client, "peer": peer, "metrics": metrics},
-		HealthURL:  clientURL + "/health",
+		Name:  Etcd,
+		Args:  append(args, extra...),
+		Ports: map[string]int{"client": client, "peer": peer, "metrics": metrics},
+		// The metrics port answers /health too, without a client certificate.
+		HealthURL:  loopbackURL("http", metrics) + "/health",
 		MetricsURL: loopbackURL("http", metrics) + "/metrics",
 		Log:        logPath(dir, Etcd),
 	}
@@ -45,6 +57,9 @@ func apiServerComponent(bin, dir string, pki PKI, etcdClientURL string, port int
 	url := loopbackURL("https", port)
 	args := []string{bin,
 		"--etcd-servers=" + etcdClientURL,
+		"--etcd-cafile=" + pki.EtcdCACert,
+		"--etcd-certfile=" + pki.APIServerEtcdClientCert,
+		"--etcd-keyfile=" + pki.APIServerEtcdClientKey,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--advertise-address=127.0.0.1",

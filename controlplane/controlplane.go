@@ -1,8 +1,10 @@
 package controlplane
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -27,6 +29,8 @@ type ControlPlane struct {
 
 	state State
 	admin credentials
+	// userFile records this ControlPlane as a user of the control plane until Leave (users.go).
+	userFile string
 
 	caOnce sync.Once
 	ca     *CA
@@ -108,7 +112,7 @@ func (cp *ControlPlane) ClientConfig(user string, groups ...string) (*rest.Confi
 // Attach returns the control plane running in dir, as recorded by the Up that started it. It fails if
 // there is none or if any of its processes is gone; it does not check health (Status does).
 func Attach(dir string) (*ControlPlane, error) {
-	dir, err := absDir(dir)
+	dir, err := checkedDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +145,19 @@ func newControlPlane(dir string, st *State) (*ControlPlane, error) {
 		state:        *st,
 		admin:        admin,
 	}, nil
+}
+
+// checkedDir is absDir, refused by checkDir if it exists; one that does not exist is for the caller
+// to report.
+func checkedDir(dir string) (string, error) {
+	dir, err := absDir(dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return dir, nil
+	}
+	return dir, checkDir(dir)
 }
 
 func absDir(dir string) (string, error) {

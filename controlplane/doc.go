@@ -9,13 +9,20 @@
 //	state.json                     pids, full command lines, ports and URLs of the running components
 //	kubeconfig                     admin (fakelet-admin in system:masters), certificates embedded
 //	controller-manager.kubeconfig  system:kube-controller-manager
-//	pki/                           CA, serving and client certificates, service account keys
+//	pki/                           CA, serving and client certificates, service account keys, and
+//	                               etcd's own CA, its certificate and the apiserver's client one
+//	users/                         one file per process attached with Join or Up's UntilLastUser
 //	etcd/                          etcd's data; removed by Down and at each Up unless KeepData
 //	prometheus/                    with Options.Prometheus: the Prometheus server's configuration
 //	                               (deploy/prometheus), targets, TLS files and data/ (removed by
 //	                               Down unless KeepData)
 //	<component>.log                each component's stdout and stderr
 //	<component>.previous.log       the same, from the control plane before
+//
+// The directory must be the user's own and writable by no one else (checked at every Up, Attach,
+// Join, Status and Down), and nothing in it is written through a symbolic link. etcd takes only
+// client certificates of its own CA, which only the apiserver has; its metrics port serves
+// /metrics and /health alone, over plain HTTP.
 //
 // Ports are picked free at each Up, so control planes in two directories run side by side. A
 // component is only ever signalled if /proc/<pid> shows the start time and command line recorded

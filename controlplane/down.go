@@ -18,7 +18,7 @@ func (cp *ControlPlane) Down(ctx context.Context) error { return Down(ctx, cp.Di
 // plane was started with KeepData, etcd's data. Logs stay for a post-mortem. With nothing recorded in
 // dir, Down does nothing.
 func Down(ctx context.Context, dir string) error {
-	dir, err := absDir(dir)
+	dir, err := checkedDir(dir)
 	if err != nil {
 		return err
 	}
@@ -68,6 +68,10 @@ func stopAll(ctx context.Context, dir string, st *State) error {
 		if err := removePrometheusData(dir); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// Its users are no one's now: one still attached finds the state gone, or another's, at Leave.
+	if err := os.RemoveAll(usersDir(dir)); err != nil {
+		errs = append(errs, fmt.Errorf("remove users: %w", err))
 	}
 	if err := removeState(dir); err != nil {
 		errs = append(errs, err)

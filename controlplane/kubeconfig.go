@@ -49,13 +49,13 @@ func writeKubeconfig(path string, c credentials) error {
 	}
 	cfg.Contexts[kubeconfigContext] = &clientcmdapi.Context{Cluster: kubeconfigContext, AuthInfo: c.user}
 	cfg.CurrentContext = kubeconfigContext
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("write kubeconfig for %s to %s: %w", c.user, path, err)
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("encode kubeconfig for %s: %w", c.user, err)
 	}
-	// WriteToFile creates the file 0600 already; keep it so if the file existed with looser bits,
-	// since it holds a system:masters key.
-	if err := os.Chmod(path, 0o600); err != nil {
-		return fmt.Errorf("restrict kubeconfig %s: %w", path, err)
+	// 0600 also if the file existed with looser bits: it holds a system:masters key.
+	if err := writeFileNoFollow(path, b, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig for %s to %s: %w", c.user, path, err)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ const (
 	AdminGroup  = "system:masters"
 	kcmUser     = "system:kube-controller-manager" // the bootstrap RBAC policy binds this user
 	caName      = "fakelet-ca"
+	etcdCAName  = "fakelet-etcd-ca"
 	serviceCIDR = "10.96.0.0/12" // kubeadm's default
 	serviceIP   = "10.96.0.1"    // the first address of serviceCIDR: the kubernetes Service
 )
@@ -39,6 +40,14 @@ type PKI struct {
 	ControllerManagerCert, ControllerManagerKey string
 	// ControllerManagerClientCert is the controller manager's identity, system:kube-controller-manager.
 	ControllerManagerClientCert, ControllerManagerClientKey string
+	// EtcdCACert is the CA of etcd's serving certificate and of the only client certificate etcd
+	// accepts, the apiserver's. It is not the cluster's CA: the controller manager signs
+	// certificate requests with that one, and no certificate it signs may reach etcd.
+	EtcdCACert, EtcdCAKey string
+	// EtcdCert is etcd's serving certificate (127.0.0.1), also its peer certificate.
+	EtcdCert, EtcdKey string
+	// APIServerEtcdClientCert is the apiserver's client certificate for etcd.
+	APIServerEtcdClientCert, APIServerEtcdClientKey string
 	// AdminCert is the client certificate of AdminUser in AdminGroup.
 	AdminCert, AdminKey string
 	// ServiceAccountKey signs service account tokens (apiserver and the token controller);
@@ -53,6 +62,9 @@ func pkiPaths(dir string) PKI {
 		APIServerCert: p("apiserver.crt"), APIServerKey: p("apiserver.key"),
 		ControllerManagerCert: p("controller-manager.crt"), ControllerManagerKey: p("controller-manager.key"),
 		ControllerManagerClientCert: p("controller-manager-client.crt"), ControllerManagerClientKey: p("controller-manager-client.key"),
+		EtcdCACert: p("etcd-ca.crt"), EtcdCAKey: p("etcd-ca.key"),
+		EtcdCert: p("etcd.crt"), EtcdKey: p("etcd.key"),
+		APIServerEtcdClientCert: p("apiserver-etcd-client.crt"), APIServerEtcdClientKey: p("apiserver-etcd-client.key"),
 		AdminCert: p("admin.crt"), AdminKey: p("admin.key"),
 		ServiceAccountKey: p("sa.key"), ServiceAccountPub: p("sa.pub"),
 	}
@@ -62,6 +74,7 @@ func (p PKI) files() []string {
 	return []string{
 		p.CACert, p.CAKey, p.APIServerCert, p.APIServerKey, p.ControllerManagerCert, p.ControllerManagerKey,
 		p.ControllerManagerClientCert, p.ControllerManagerClientKey, p.AdminCert, p.AdminKey,
+		p.EtcdCACert, p.EtcdCAKey, p.EtcdCert, p.EtcdKey, p.APIServerEtcdClientCert, p.APIServerEtcdClientKey,
 		p.ServiceAccountKey, p.ServiceAccountPub,
 	}
 }
@@ -115,10 +128,43 @@ func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
 			return p, nil, err
 		}
 	}
+	if err := writeEtcdPKI(p); err != nil {
+		return p, nil, err
+	}
 	if err := writeServiceAccountKeys(p.ServiceAccountKey, p.ServiceAccountPub); err != nil {
 		return p, nil, err
 	}
 	return p, ca, nil
+}
+
+// writeEtcdPKI creates etcd's CA, its serving and peer certificate and the apiserver's client
+// certificate for it.
+func writeEtcdPKI(p PKI) error {
+	ca, caKey, err := newCA(etcdCAName, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := writePair(p.EtcdCACert, ca.certPEM, p.EtcdCAKey, caKey); err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		cert, key string
+		req       CertRequest
+	}{
+		// Client too: a peer certificate is presented both ways.
+		{p.EtcdCert, p.EtcdKey, CertRequest{CommonName: "etcd", Server: true, Client: true,
+			IPs: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}}},
+		{p.APIServerEtcdClientCert, p.APIServerEtcdClientKey, CertRequest{CommonName: "kube-apiserver-etcd-client", Client: true}},
+	} {
+		certPEM, keyPEM, err := ca.Issue(l.req)
+		if err != nil {
+			return err
+		}
+		if err := writePair(l.cert, certPEM, l.key, keyPEM); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeServiceAccountKeys creates the ES256 key pair that signs and verifies service account tokens.
@@ -140,10 +186,10 @@ func writeServiceAccountKeys(keyFile, pubFile string) error {
 }
 
 func writePair(certFile string, certPEM []byte, keyFile string, keyPEM []byte) error {
-	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+	if err := writeFileNoFollow(certFile, certPEM, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(certFile), err)
 	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+	if err := writeFileNoFollow(keyFile, keyPEM, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(keyFile), err)
 	}
 	return nil

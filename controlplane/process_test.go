@@ -134,7 +134,13 @@ func TestProcfsZombieIsGone(t *testing.T) {
 		t.Skip(err)
 	}
 	defer cmd.Wait()
-	<-exited // it has exited and, unwaited, is a zombie
+	// Until it has exited and, unwaited, is a zombie: a SIGCHLD may be another test's child's.
+	for {
+		<-exited
+		if _, err := (procfs{}).process(cmd.Process.Pid); err != nil {
+			break
+		}
+	}
 	args := []string{cmd.Path}
 	if got := inspect(procfs{}, ComponentState{PID: cmd.Process.Pid, Args: args}); got != procGone {
 		t.Errorf("inspect(zombie) = %v, want %v", got, procGone)

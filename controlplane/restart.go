@@ -17,7 +17,7 @@ import (
 // in dir with SIGKILL, as a crash: no graceful shutdown, connections reset. It returns once the process
 // is gone. The state keeps the component, so StartComponent can bring it back and Down still works.
 func KillComponent(ctx context.Context, dir, name string) error {
-	dir, err := absDir(dir)
+	dir, err := checkedDir(dir)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (cp *ControlPlane) RestartComponent(ctx context.Context, name string) error
 }
 
 func startRecorded(ctx context.Context, dir, name string, timeout time.Duration, dieWithParent bool) (ComponentState, error) {
-	dir, err := absDir(dir)
+	dir, err := checkedDir(dir)
 	if err != nil {
 		return ComponentState{}, err
 	}

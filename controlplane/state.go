@@ -23,7 +23,8 @@ var componentOrder = []string{Etcd, APIServer, ControllerManager}
 
 // stateVersion changes when State changes incompatibly; a state of another version is treated as a
 // stale control plane of unknown shape.
-const stateVersion = 1
+// 2: etcd takes client certificates; a control plane of version 1 (plain HTTP) is replaced, not reused.
+const stateVersion = 2
 
 // State is what DIR/state.json records about a running control plane: enough for another process
 // (fakelet controlplane status/down, a later Up) to find, check and stop it.
@@ -36,6 +37,8 @@ type State struct {
 	ExtraArgs map[string][]string `json:"extraArgs,omitempty"`
 	// KeepData: Up was asked to keep etcd's data, so Down keeps it too.
 	KeepData bool `json:"keepData,omitempty"`
+	// UntilLastUser: started for runs (Options.UntilLastUser), so the last user's Leave stops it.
+	UntilLastUser bool `json:"untilLastUser,omitempty"`
 	// Components are in start order. Up writes the state after each start, so a crash in the
 	// middle of Up leaves a state naming every process it had started.
 	Components []ComponentState `json:"components"`

@@ -16,8 +16,11 @@ type StatusReport struct {
 	APIServerURL string
 	Kubeconfig   string
 	// Healthy: every component started, runs and answers its health check.
-	Healthy    bool
-	Components []ComponentStatus
+	Healthy bool
+	// Users are the processes attached to it (Join, Up with UntilLastUser) that still run.
+	Users         int
+	UntilLastUser bool
+	Components    []ComponentStatus
 }
 
 // ComponentStatus is one component of a StatusReport.
@@ -38,7 +41,7 @@ type ComponentStatus struct {
 // Status reports on the control plane recorded in dir: each component's pid, ports, process, health
 // and memory. It changes nothing.
 func Status(ctx context.Context, dir string) (*StatusReport, error) {
-	dir, err := absDir(dir)
+	dir, err := checkedDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +53,12 @@ func Status(ctx context.Context, dir string) (*StatusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Recorded, r.StartedAt, r.APIServerURL = true, st.StartedAt, st.APIServerURL
+	r.Recorded, r.StartedAt, r.APIServerURL, r.UntilLastUser = true, st.StartedAt, st.APIServerURL, st.UntilLastUser
+	live, err := users(dir, procfs{}, false)
+	if err != nil {
+		return nil, err
+	}
+	r.Users = len(live)
 	check := healthChecker(dir)
 	r.Healthy = assess(ctx, st, procfs{}, check).healthy
 	for _, c := range st.Components {

@@ -30,6 +30,10 @@ type Options struct {
 	Progress io.Writer
 	// StartTimeout bounds the wait for each component to become healthy; DefaultStartTimeout if 0.
 	StartTimeout time.Duration
+	// UntilLastUser counts the caller as a user of the control plane until ControlPlane.Leave, and
+	// marks one that this Up starts to be stopped by its last user's Leave (what a run does). Without
+	// it, a control plane Up starts stays up until Down.
+	UntilLastUser bool
 	// Prometheus, if set, also starts a Prometheus server that scrapes the control plane and
 	// fakelet (see StartPrometheus). Up fails before starting anything if there is no prometheus.
 	Prometheus *PrometheusOptions
@@ -78,7 +82,10 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create control plane directory: %w", err)
 	}
-	unlock, err := lockDir(dir)
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	unlock, err := waitLockDir(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +95,17 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 		if err == nil {
 			err = cp.upPrometheus(ctx, opts, progress)
 		}
+		if err == nil && opts.UntilLastUser {
+			cp.userFile, err = addUser(dir, procfs{})
+		}
 		if err != nil {
 			return nil, err
 		}
 		return cp, nil
+	}
+	// Users of a control plane that is gone are no one's.
+	if err := os.RemoveAll(usersDir(dir)); err != nil {
+		return nil, fmt.Errorf("remove users of the previous control plane in %s: %w", dir, err)
 	}
 	bins, err := FindBinaries(opts.BinDir)
 	if err != nil {
@@ -108,11 +122,15 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	s := &starter{
 		ctx: ctx, dir: dir, opts: opts, progress: progress, bins: bins, pki: pki,
-		state: &State{Version: stateVersion, StartedAt: begin.UTC(), ExtraArgs: opts.extraArgs(), KeepData: opts.KeepData},
+		state: &State{Version: stateVersion, StartedAt: begin.UTC(), ExtraArgs: opts.extraArgs(), KeepData: opts.KeepData,
+			UntilLastUser: opts.UntilLastUser},
 	}
 	cp, err := s.start()
 	if err == nil {
 		err = cp.upPrometheus(ctx, opts, progress)
+	}
+	if err == nil && opts.UntilLastUser {
+		cp.userFile, err = addUser(dir, procfs{})
 	}
 	if err != nil {
 		// Stop with a fresh context: ctx may be what ended the start.
@@ -225,12 +243,12 @@ func (s *starter) start() (*ControlPlane, error) {
 	defer client.CloseIdleConnections()
 
 	etcd, err := s.startComponent(Etcd, etcdPorts, client, func(ports []int) ComponentState {
-		return etcdComponent(s.bins.Etcd, s.dir, ports, s.opts.EtcdArgs)
+		return etcdComponent(s.bins.Etcd, s.dir, s.pki, ports, s.opts.EtcdArgs)
 	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	etcdURL := loopbackURL("http", etcd.Ports["client"])
+	etcdURL := loopbackURL("https", etcd.Ports["client"])
 
 	_, err = s.startComponent(APIServer, 1, client, func(ports []int) ComponentState {
 		return apiServerComponent(s.bins.APIServer, s.dir, s.pki, etcdURL, ports[0], s.opts.APIServerArgs)

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/lockstep"
 )
@@ -178,8 +180,9 @@ func readObjects(t *testing.T, path string) []object {
 }
 
 // TestKubernetesRBACIsDeployRBAC: the StatefulSet's roles are deploy/rbac/fakelet.yaml's, and they
-// grant what a run with --identity=node asks for (fleet.RunPermissions), Leases in kube-node-lease
-// only, and what --start-at auto does with the start Lease in namespace fakelet (lockstep.Permissions).
+// grant what a run with --identity=node asks for (fleet.RunPermissions), fakelet cleanup
+// (fleet.CleanupPermissions), Leases in kube-node-lease only, and what --start-at auto does with the
+// start Lease in namespace fakelet (lockstep.Permissions); and nothing that none of those asks for.
 func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 	roles := func(objs []object) map[string]object {
 		out := map[string]object{}
@@ -191,7 +194,7 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 		return out
 	}
 	base, ref := roles(readObjects(t, "kubernetes/base/rbac.yaml")), roles(readObjects(t, "rbac/fakelet.yaml"))
-	if len(base) != 3 || len(base) != len(ref) {
+	if len(base) != 4 || len(base) != len(ref) {
 		t.Fatalf("roles %v, want deploy/rbac's %v", keys(base), keys(ref))
 	}
 	for k, want := range ref {
@@ -199,24 +202,35 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 			t.Errorf("%s: rules %+v, want deploy/rbac's %+v", k, got.Rules, want.Rules)
 		}
 	}
-	byNamespace := map[string]object{
-		"":                        base["ClusterRole//fakelet"],
-		"kube-node-lease":         base["Role/kube-node-lease/fakelet"],
-		lockstep.DefaultNamespace: base["Role/"+lockstep.DefaultNamespace+"/fakelet-start"],
+	byNamespace := map[string][]object{}
+	for _, r := range base {
+		byNamespace[r.Metadata.Namespace] = append(byNamespace[r.Metadata.Namespace], r)
 	}
-	perms := append(fleet.RunPermissions(fleet.IdentityNode, "fakelet-00000"), lockstep.Permissions(lockstep.DefaultNamespace)...)
+	perms := slices.Concat(fleet.RunPermissions(fleet.IdentityNode, "fakelet-00000"), fleet.RunPermissions(fleet.IdentityNode, "fakelet-00999"),
+		fleet.CleanupPermissions(), lockstep.Permissions(lockstep.DefaultNamespace))
+	used := map[string]bool{} // namespace/group/resource/verb
 	for _, p := range perms {
-		role, ok := byNamespace[p.Namespace]
-		if !ok {
+		roles, ok := byNamespace[p.Namespace]
+		if !ok || p.Namespace != "" && p.Namespace != agent.LeaseNamespace && p.Namespace != lockstep.DefaultNamespace {
 			t.Errorf("permission %+v outside kube-node-lease and %s", p, lockstep.DefaultNamespace)
 		}
-		if !grants(role, p) {
+		if !slices.ContainsFunc(roles, func(r object) bool { return grants(r, p) }) {
 			t.Errorf("no rule grants %s %s/%s %s in %q (%s)", p.Verb, p.Group, p.Resource, p.Name, p.Namespace, p.For)
 		}
+		used[p.Namespace+"/"+p.Group+"/"+p.Resource+"/"+p.Verb] = true
 	}
-	// Least privilege: the start Lease's Role grants what lockstep needs and nothing more.
-	if r := byNamespace[lockstep.DefaultNamespace].Rules; len(r) != 1 || len(r[0].Verbs) != len(lockstep.Permissions("")) {
-		t.Errorf("the start Lease's Role grants %+v, want exactly lockstep.Permissions", r)
+	for k, r := range base {
+		for _, rule := range r.Rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					for _, v := range rule.Verbs {
+						if !used[r.Metadata.Namespace+"/"+g+"/"+res+"/"+v] {
+							t.Errorf("%s grants %s %s.%s, which fakelet never asks for", k, v, res, g)
+						}
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -295,18 +309,30 @@ func kustomizeBinary(t *testing.T) string {
 // TestKustomizations: each overlay renders, its StatefulSet's replicas equal the shard count of
 // FAKELET_SHARD (auto/N), the whole fleet's --nodes splits into shards of at least one node and no
 // more than the requests are sized for, it runs in the cluster (--in-cluster) a profile in lockstep
-// (--start-at=auto) and then waits (--after-run=wait), and the Leases' Role stays in kube-node-lease.
+// (--start-at=auto) and then waits (--after-run=wait), the Leases' Role stays in kube-node-lease, and
+// the users it may impersonate are exactly the kubelets of the fleet's --nodes.
 func TestKustomizations(t *testing.T) {
 	for _, tc := range []struct {
-		overlay string
-		shards  int
-	}{{"small", 1}, {"large", 10}} {
+		overlay      string
+		shards       int
+		clusterRoles int // fakelet's and those of KubeletRBAC
+	}{{"small", 1, 2}, {"large", 10, 12}} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := decodeObjects(t, kustomize(t, filepath.Join("kubernetes", "overlays", tc.overlay)))
 			kinds := map[string]int{}
+			users := map[string]bool{}
+			var wantUsers []string
 			for _, o := range objs {
 				kinds[o.Kind]++
 				switch o.Kind {
+				case "ClusterRole":
+					for _, r := range o.Rules {
+						if slices.Contains(r.Resources, "users") {
+							for _, u := range r.ResourceNames {
+								users[u] = true
+							}
+						}
+					}
 				case "Role", "RoleBinding":
 					if want := map[string]string{"fakelet": "kube-node-lease", "fakelet-start": lockstep.DefaultNamespace}[o.Metadata.Name]; o.Metadata.Namespace != want {
 						t.Errorf("%s %s in namespace %q, want %q", o.Kind, o.Metadata.Name, o.Metadata.Namespace, want)
@@ -342,12 +368,30 @@ func TestKustomizations(t *testing.T) {
 					if !slices.Contains(c.Args, "--start-at=auto") || !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--profile=") }) {
 						t.Errorf("args %q, want a --profile played in lockstep with --start-at=auto", c.Args)
 					}
+					prefix := fleet.DefaultNamePrefix
+					for _, a := range c.Args {
+						if p, ok := strings.CutPrefix(a, "--name-prefix="); ok {
+							prefix = p
+						}
+					}
+					for _, a := range c.Args {
+						if n, ok := strings.CutPrefix(a, "--nodes="); ok {
+							for i := range atoi(t, n) {
+								wantUsers = append(wantUsers, "system:node:"+fleet.NodeName(prefix, i))
+							}
+						}
+					}
 					if !slices.Contains(c.Args, "--after-run=wait") {
 						t.Errorf("args %q, want --after-run=wait: a shard that exits is restarted and plays the profile again", c.Args)
 					}
 				}
 			}
-			for k, n := range map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+			got := slices.Sorted(maps.Keys(users))
+			slices.Sort(wantUsers)
+			if !slices.Equal(got, wantUsers) {
+				t.Errorf("%d users may be impersonated, want exactly the %d kubelets of the fleet", len(got), len(wantUsers))
+			}
+			for k, n := range map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": tc.clusterRoles, "ClusterRoleBinding": tc.clusterRoles,
 				"Role": 2, "RoleBinding": 2, "Service": 1, "StatefulSet": 1} {
 				if kinds[k] != n {
 					t.Errorf("%d %s objects, want %d", kinds[k], k, n)

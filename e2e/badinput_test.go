@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/pem"
 	"errors"
@@ -32,6 +33,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/fleet"
 )
 
@@ -86,9 +88,9 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 		err = runOnce(t, fleet.Config{Nodes: 3, Fleet: "nobody", NamePrefix: "nobody"}, cfg)
 		t.Log(err)
 		for _, want := range []string{
-			"user fakelet-e2e-nobody may not do what fakelet needs; missing 9 permission(s)",
+			"user fakelet-e2e-nobody may not do what fakelet needs; missing 10 permission(s)",
 			"list nodes (check that the fleet's names are free)", "watch nodes", "delete nodes (cleanup)",
-			"list leases.coordination.k8s.io in kube-node-lease (cleanup)", "impersonate users system:node:nobody-00000",
+			"list leases.coordination.k8s.io in kube-node-lease (cleanup)", "impersonate users system:node:nobody-00000", "impersonate users system:node:nobody-00002",
 			"impersonate groups system:nodes", "Nothing was written", "deploy/rbac/fakelet.yaml",
 		} {
 			if err == nil || !strings.Contains(err.Error(), want) {
@@ -107,8 +109,8 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 		}
 		err = runOnce(t, fleet.Config{Nodes: 3, Fleet: "readonly", NamePrefix: "readonly"}, cfg)
 		t.Log(err)
-		if err == nil || !strings.Contains(err.Error(), "missing 6 permission(s): delete nodes") {
-			t.Fatalf("error %v, want the 6 missing permissions starting with delete nodes", err)
+		if err == nil || !strings.Contains(err.Error(), "missing 7 permission(s): delete nodes") {
+			t.Fatalf("error %v, want the 7 missing permissions starting with delete nodes", err)
 		}
 		if strings.Contains(err.Error(), "list nodes") || strings.Contains(err.Error(), "watch nodes") {
 			t.Errorf("the error names permissions the credential has")
@@ -186,8 +188,17 @@ var (
 	saErr   error
 )
 
-// serviceAccountConfig applies deploy/rbac/fakelet.yaml to the shared control plane (once) and returns
-// a client configuration with a token of its ServiceAccount, fakelet/fakelet.
+// serviceAccountFleets are the name prefixes and sizes of the fleets other than fakelet-00000 to
+// fakelet-00999 that the tests run with fakelet.yaml's ServiceAccount: serviceAccountConfig grants
+// their kubelets as `fakelet rbac --name-prefix P --nodes N` does.
+var serviceAccountFleets = []struct {
+	prefix string
+	nodes  int
+}{{"rbac", 3}, {"rbacpods", 2}, {"token", 3}}
+
+// serviceAccountConfig applies deploy/rbac/fakelet.yaml, and the kubelets of serviceAccountFleets, to
+// the shared control plane (once) and returns a client configuration with a token of its
+// ServiceAccount, fakelet/fakelet.
 func serviceAccountConfig(t *testing.T, cp *controlplane.ControlPlane) *rest.Config {
 	t.Helper()
 	saOnce.Do(func() { saToken, saErr = applyFakeletRBAC(admin(t, cp)) })
@@ -202,12 +213,17 @@ func serviceAccountConfig(t *testing.T, cp *controlplane.ControlPlane) *rest.Con
 
 func applyFakeletRBAC(c kubernetes.Interface) (string, error) {
 	ctx := context.Background()
-	f, err := os.Open("../deploy/rbac/fakelet.yaml")
+	file, err := os.ReadFile("../deploy/rbac/fakelet.yaml")
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	docs := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	all := bytes.NewBuffer(file)
+	for _, f := range serviceAccountFleets {
+		if err := deploy.KubeletRBAC(all, f.prefix, 0, f.nodes); err != nil {
+			return "", err
+		}
+	}
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(all))
 	var rules []runtime.Object
 	for {
 		doc, err := docs.Read()
@@ -254,15 +270,25 @@ func applyFakeletRBAC(c kubernetes.Interface) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("token for fakelet/fakelet: %w", err)
 	}
-	// RBAC reaches the authorizer through an informer: wait until the last rule applies.
+	// RBAC reaches the authorizer through an informer: wait until the rules apply.
 	sa := "system:serviceaccount:fakelet:fakelet"
+	last := serviceAccountFleets[len(serviceAccountFleets)-1]
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: sa, Groups: []string{"system:serviceaccounts"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace},
-		}}, metav1.CreateOptions{})
-		if err == nil && r.Status.Allowed {
+		allowed := true
+		for _, attrs := range []authorizationv1.ResourceAttributes{
+			{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace},
+			{Verb: "impersonate", Resource: "users", Name: controlplane.NodeUser(fleet.NodeName(last.prefix, last.nodes-1))},
+		} {
+			r, rerr := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: sa, Groups: []string{"system:serviceaccounts"}, ResourceAttributes: &attrs,
+			}}, metav1.CreateOptions{})
+			if rerr != nil {
+				err = rerr
+			}
+			allowed = allowed && rerr == nil && r.Status.Allowed
+		}
+		if allowed {
 			return tr.Status.Token, nil
 		}
 		if time.Now().After(deadline) {

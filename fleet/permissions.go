@@ -84,15 +84,20 @@ func PodPermissions(id Identity) []Permission {
 	return perms
 }
 
-// RunPermissions is what the fleet's credential needs for a run with identity id; node is one of the
-// fleet's node names (impersonation is checked for it, since RBAC may grant it by name).
-func RunPermissions(id Identity, node string) []Permission {
+// RunPermissions is what the fleet's credential needs for a run with identity id; nodes are fleet
+// node names to check impersonation for, the first and last of the run's: RBAC grants kubelets by
+// name (deploy/rbac.go), so a grant for fewer nodes than the run's is refused before anything is written.
+func RunPermissions(id Identity, nodes ...string) []Permission {
 	perms := append([]Permission(nil), adminPermissions...)
 	if id == IdentityFleet {
 		return append(perms, kubeletPermissions...)
 	}
+	for i, node := range nodes {
+		if i == 0 || node != nodes[i-1] {
+			perms = append(perms, Permission{Verb: "impersonate", Resource: "users", Name: "system:node:" + node, For: "requests as each node's kubelet, --identity=node"})
+		}
+	}
 	return append(perms,
-		Permission{Verb: "impersonate", Resource: "users", Name: "system:node:" + node, For: "requests as each node's kubelet, --identity=node"},
 		Permission{Verb: "impersonate", Resource: "groups", Name: "system:nodes", For: "requests as each node's kubelet, --identity=node"},
 	)
 }

@@ -100,6 +100,26 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 	}
 }
 
+// TestImpersonationOfEveryNodeIsChecked: RBAC grants the impersonation of kubelets by name
+// (deploy/rbac.go), so a credential granted fewer nodes than the run's is refused, naming the last.
+func TestImpersonationOfEveryNodeIsChecked(t *testing.T) {
+	client := fake.NewClientset()
+	reviewer(client, "alice", func(r *authorizationv1.ResourceAttributes) bool {
+		index, ok := NodeIndex("fakelet", strings.TrimPrefix(r.Name, "system:node:"))
+		return r.Resource != "users" || ok && index < 1000
+	})
+	if err := CheckPermissions(t.Context(), client, RunPermissions(IdentityNode, "fakelet-00000", "fakelet-00999")); err != nil {
+		t.Errorf("1000 nodes with 1000 granted: %v", err)
+	}
+	err := CheckPermissions(t.Context(), client, RunPermissions(IdentityNode, "fakelet-00000", "fakelet-01999"))
+	if err == nil || !strings.Contains(err.Error(), "missing 1 permission(s): impersonate users system:node:fakelet-01999") {
+		t.Errorf("2000 nodes with 1000 granted: %v, want the last node's kubelet missing", err)
+	}
+	if n := len(RunPermissions(IdentityNode, "fakelet-00000", "fakelet-00000")); n != len(adminPermissions)+2 {
+		t.Errorf("a fleet of one node checks %d permissions, want %d", n, len(adminPermissions)+2)
+	}
+}
+
 func TestCleanupPermissions(t *testing.T) {
 	var got []string
 	for _, p := range CleanupPermissions() {
@@ -176,7 +196,7 @@ func TestPreflightRefusesARestrictedCredentialBeforeAnyWrite(t *testing.T) {
 	}
 	f.checkPermissions = true // as New sets it
 	err = f.Run(t.Context())
-	if err == nil || !strings.Contains(err.Error(), "user bob may not do what fakelet needs; missing 2 permission(s): impersonate users system:node:fakelet-00000") {
+	if err == nil || !strings.Contains(err.Error(), "user bob may not do what fakelet needs; missing 3 permission(s): impersonate users system:node:fakelet-00000") {
 		t.Fatalf("run error %v, want the missing impersonation named", err)
 	}
 	for _, a := range client.Actions() {

@@ -19,7 +19,8 @@ import (
 // of its own) can check first and fail fast.
 func (f *Fleet) Preflight(ctx context.Context) error {
 	if f.checkPermissions {
-		perms := RunPermissions(f.cfg.Identity, NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex))
+		perms := RunPermissions(f.cfg.Identity, NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex),
+			NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex+f.cfg.Nodes-1))
 		if f.cfg.PodsPerNode > 0 {
 			perms = append(perms, PodPermissions(f.cfg.Identity)...)
 		}

@@ -64,7 +64,7 @@ replaced. Extra component flags go last on each command line, so they override t
 	}
 	addDirFlag(cmd, &opts.Dir)
 	f := cmd.Flags()
-	f.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager (default: beside fakelet, ./bin, the repo's bin/, then $PATH)")
+	f.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager (default: beside fakelet, else the bin/ of the fakelet repository holding the working directory; never $PATH)")
 	// StringArray, not StringSlice: a component flag may itself hold commas
 	// (--apiserver-arg=--enable-admission-plugins=A,B).
 	f.StringArrayVar(&opts.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag, such as --apiserver-arg=--max-requests-inflight=800 (repeatable)")
@@ -149,7 +149,14 @@ func printStatus(w io.Writer, r *controlplane.StatusReport, now time.Time) {
 	}
 	fmt.Fprintf(w, "control plane in %s: %s\n", r.Dir, health)
 	fmt.Fprintf(w, "started %s (%s ago)\n", r.StartedAt.Local().Format(time.DateTime), now.Sub(r.StartedAt).Round(time.Second))
-	fmt.Fprintf(w, "server %s, kubeconfig %s\n\n", r.APIServerURL, r.Kubeconfig)
+	fmt.Fprintf(w, "server %s, kubeconfig %s\n", r.APIServerURL, r.Kubeconfig)
+	switch {
+	case r.UntilLastUser:
+		fmt.Fprintf(w, "started by a run: stops when the last of its %d user(s) ends\n", r.Users)
+	case r.Users > 0:
+		fmt.Fprintf(w, "%d run(s) attached\n", r.Users)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tPID\tPORTS\tPROCESS\tHEALTH\tRSS")
 	for _, c := range r.Components {

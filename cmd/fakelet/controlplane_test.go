@@ -42,6 +42,20 @@ etcd            101  client=40002,metrics=40004,peer=40003  running  ok      40 
 kube-apiserver  102  secure=40001                           gone     -       -
 `,
 		},
+		{
+			name: "started by a run, another attached",
+			report: controlplane.StatusReport{
+				Dir: "/tmp/cp", Recorded: true, Healthy: true, StartedAt: started, APIServerURL: "https://127.0.0.1:40001",
+				Kubeconfig: "/tmp/cp/kubeconfig", Users: 2, UntilLastUser: true,
+			},
+			want: `control plane in /tmp/cp: healthy
+started 2026-11-29 14:00:00 (1m30s ago)
+server https://127.0.0.1:40001, kubeconfig /tmp/cp/kubeconfig
+started by a run: stops when the last of its 2 user(s) ends
+
+COMPONENT  PID  PORTS  PROCESS  HEALTH  RSS
+`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

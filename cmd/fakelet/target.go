@@ -20,6 +20,8 @@ type target struct {
 	description string
 	local       *controlplane.ControlPlane // nil for a cluster given by --kubeconfig or --context
 	release     func(context.Context) error
+	// warning is printed before the run: the cluster is reached over plain HTTP.
+	warning string
 }
 
 type targetFlags struct {
@@ -83,6 +85,13 @@ func kubeconfigTarget(f targetFlags) (*target, error) {
 		ctxName = raw.CurrentContext
 	}
 	description := fmt.Sprintf("%s (context %s)", cfg.Host, ctxName)
+	plain, err := isPlainHTTP(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig context %s: %w", ctxName, err)
+	}
+	if plain {
+		description += ", plain HTTP"
+	}
 	switch {
 	case f.insecure:
 		cfg.Insecure = true
@@ -92,7 +101,22 @@ func kubeconfigTarget(f targetFlags) (*target, error) {
 		return nil, fmt.Errorf("kubeconfig context %s turns TLS verification off (insecure-skip-tls-verify); "+
 			"fakelet verifies the apiserver's certificate unless --insecure-skip-tls-verify is given", ctxName)
 	}
-	return &target{config: cfg, description: description, release: func(context.Context) error { return nil }}, nil
+	t := &target{config: cfg, description: description, release: func(context.Context) error { return nil }}
+	if plain {
+		t.warning = fmt.Sprintf("warning: kubeconfig context %s talks to %s over plain HTTP: requests and credentials go unencrypted, and nothing proves that the server is the cluster",
+			ctxName, cfg.Host)
+	}
+	return t, nil
+}
+
+// isPlainHTTP tells whether cfg talks to its server without TLS: an http:// server, or a bare host
+// with no TLS configured, which client-go also reaches over plain HTTP.
+func isPlainHTTP(cfg *rest.Config) (bool, error) {
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return false, err
+	}
+	return u.Scheme == "http", nil
 }
 
 // resolveTarget picks the cluster: the pod's own with --in-cluster, the one named by --kubeconfig or
@@ -104,7 +128,11 @@ func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*tar
 		return inClusterTarget(f)
 	}
 	if f.kubeconfig != "" || f.context != "" {
-		return kubeconfigTarget(f)
+		t, err := kubeconfigTarget(f)
+		if err == nil && t.warning != "" {
+			fmt.Fprintln(progress, t.warning)
+		}
+		return t, err
 	}
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 		// In a pod: the cluster around it is only ever targeted by --in-cluster, never by default.
@@ -114,27 +142,33 @@ func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*tar
 	opts := controlplane.Options{
 		Dir: f.controlPlaneDir, BinDir: f.binDir, Progress: progress,
 		APIServerArgs: f.apiServerArgs, ControllerManagerArgs: f.controllerMgrArgs,
+		UntilLastUser: true,
 	}
-	started := false
-	cp, err := controlplane.Attach(f.controlPlaneDir)
+	// Other runs may use the same control plane at once: each is counted as a user until release,
+	// and one that a run started stops with the last of them.
+	cp, err := controlplane.Join(ctx, f.controlPlaneDir)
 	switch {
 	case err == nil && len(f.apiServerArgs)+len(f.controllerMgrArgs) > 0:
+		if _, lerr := cp.Leave(context.WithoutCancel(ctx)); lerr != nil {
+			fmt.Fprintln(progress, lerr)
+		}
 		return nil, fmt.Errorf("a control plane already runs in %s, so the component arguments cannot apply: stop it first (fakelet controlplane down --dir %s)", cp.Dir, cp.Dir)
 	case err != nil:
 		fmt.Fprintln(progress, "starting the local control plane in", f.controlPlaneDir)
 		if cp, err = controlplane.Up(ctx, opts); err != nil {
 			return nil, err
 		}
-		started = true
 	}
-	t := &target{
+	return &target{
 		config:      cp.AdminConfig(),
 		description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir),
 		local:       cp,
-		release:     func(context.Context) error { return nil },
-	}
-	if started {
-		t.release = cp.Down
-	}
-	return t, nil
+		release: func(ctx context.Context) error {
+			left, err := cp.Leave(ctx)
+			if err == nil {
+				fmt.Fprintln(progress, left)
+			}
+			return err
+		},
+	}, nil
 }

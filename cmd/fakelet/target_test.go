@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,4 +66,35 @@ func TestTLSVerificationIsOnUnlessTheFlagSaysOtherwise(t *testing.T) {
 			t.Errorf("Insecure %v, %v", tgt != nil && tgt.config.Insecure, err)
 		}
 	})
+}
+
+// TestPlainHTTPServerIsWarnedAbout: a kubeconfig whose server is http:// gets a warning before the
+// run and its target line says so; an https:// one does not.
+func TestPlainHTTPServerIsWarnedAbout(t *testing.T) {
+	for _, tc := range []struct {
+		server string
+		plain  bool
+	}{{"http://127.0.0.1:8080", true}, {"https://127.0.0.1:6443", false}} {
+		cfg := clientcmdapi.NewConfig()
+		cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: tc.server}
+		cfg.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: "secret-token"}
+		cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+		cfg.CurrentContext = "test"
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		tgt, err := resolveTarget(t.Context(), targetFlags{kubeconfig: path}, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := strings.Contains(out.String(), "warning: kubeconfig context test talks to "+tc.server+" over plain HTTP")
+		if warned != tc.plain || strings.Contains(tgt.description, "plain HTTP") != tc.plain {
+			t.Errorf("%s: warning %q, target %q; want a warning and a mention: %v", tc.server, out.String(), tgt.description, tc.plain)
+		}
+		if strings.Contains(out.String(), "secret-token") {
+			t.Errorf("the warning printed the token")
+		}
+	}
 }

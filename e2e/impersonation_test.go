@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"fakelet.dev/fakelet/fleet"
+)
+
+// TestDeployRBACImpersonatesOnlyTheFleet: the ServiceAccount of deploy/rbac/fakelet.yaml may
+// impersonate the kubelets of fakelet-00000 to fakelet-00999 in group system:nodes and no one else:
+// its access reviews for system:kube-controller-manager, system:admin, another fleet's kubelet and
+// the group system:masters are denied, and a request impersonating them is refused, also when the
+// user is one of the fleet's kubelets and only the group is another. A fleet of the file's names
+// still runs with it and cleans up.
+func TestDeployRBACImpersonatesOnlyTheFleet(t *testing.T) {
+	cp := controlPlane(t)
+	sa := serviceAccountConfig(t, cp)
+	c, err := kubernetes.NewForConfig(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		resource, name string
+		allowed        bool
+	}{
+		{"users", "system:node:fakelet-00000", true},
+		{"users", "system:node:fakelet-00999", true},
+		{"groups", "system:nodes", true},
+		{"users", "system:kube-controller-manager", false},
+		{"users", "system:admin", false},
+		{"users", "fakelet-admin", false},
+		{"users", "system:node:fakelet-01000", false},
+		{"users", "system:node:other-00000", false},
+		{"groups", "system:masters", false},
+		{"uids", "", false},
+		{"userextras", "scopes", false},
+	} {
+		r, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: tc.resource, Name: tc.name},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed != tc.allowed {
+			t.Errorf("impersonate %s %q: allowed %v, want %v", tc.resource, tc.name, r.Status.Allowed, tc.allowed)
+		}
+	}
+
+	for _, as := range []rest.ImpersonationConfig{
+		{UserName: "system:kube-controller-manager"},
+		{UserName: "system:admin", Groups: []string{"system:masters"}},
+		{UserName: "system:node:fakelet-00000", Groups: []string{"system:masters"}},
+		{UserName: "system:node:other-00000", Groups: []string{"system:nodes"}},
+	} {
+		cfg := rest.CopyConfig(sa)
+		cfg.Impersonate = as
+		ic, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ic.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{Limit: 1})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("list secrets as %s in %q: %v, want the impersonation forbidden", as.UserName, as.Groups, err)
+		}
+	}
+
+	// The file's own names, from its end so as not to meet other tests' fakelet-00000.
+	f, err := fleet.New(fleet.Config{Nodes: 3, FirstIndex: 997, Fleet: "impersonation", Template: smallNodes}, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(runCtx) }()
+	select {
+	case <-f.Running():
+	case err := <-done:
+		cancel()
+		t.Fatalf("the fleet with fakelet.yaml's credential was refused: %v", err)
+	}
+	eventually(t, 60*time.Second, "3 Ready nodes", func() (bool, error) { return f.Progress().Ready == 3, nil })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run and cleanup with fakelet.yaml's credential: %v", err)
+	}
+	if n := len(fleetNodes(t, admin(t, cp), "impersonation")); n != 0 {
+		t.Errorf("%d nodes left after cleanup", n)
+	}
+}
