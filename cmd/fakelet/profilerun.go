@@ -51,8 +51,10 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 	if err != nil {
 		return cfg, nil, err
 	}
-	cfg, err = rf.shard.apply(cfg, plan, flags)
-	return cfg, plan, err
+	if cfg, err = rf.shard.apply(cfg, plan, flags); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, plan, rf.checkLimits(cfg)
 }
 
 // applyProfile loads --profile and sets from it every flag the user did not give: --nodes from
@@ -63,9 +65,13 @@ func applyProfile(rf *runFlags, flags *pflag.FlagSet) (*profiles.Profile, error)
 	if err != nil {
 		return nil, err
 	}
-	set := func(name string) bool { return flags.Changed(name) }
+	rf.fromProfile = map[string]bool{}
+	set := func(name string) bool {
+		rf.fromProfile[name] = !flags.Changed(name)
+		return flags.Changed(name)
+	}
 	if !set("nodes") {
-		rf.fleet.Nodes = p.Spec.Nodes
+		rf.fleet.Nodes, rf.nodesFromProfile = p.Spec.Nodes, true
 	}
 	zones := max(p.Spec.Zones, 1)
 	if set("zones") && rf.fleet.Zones != zones {
