@@ -191,15 +191,7 @@ func (pr *profileRun) wait() error { return <-pr.done }
 func (pr *profileRun) summary(runErr error) string {
 	rec := pr.runner.Record()
 	phases := len(pr.plan.Profile.Spec.Phases)
-	var ok, failed int
-	for _, a := range rec.Applied {
-		if a.Err == "" {
-			ok++
-		} else {
-			failed++
-		}
-	}
-	ops := fmt.Sprintf("%d ops applied, %d failed", ok, failed)
+	ops := fmt.Sprintf("%d ops applied, %d failed", rec.AppliedOK, rec.AppliedFailed)
 	switch {
 	case runErr == nil:
 		return fmt.Sprintf("%s: all %d phases over %v, %s", rec.Profile, phases, pr.runner.Duration(), ops)
