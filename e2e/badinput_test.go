@@ -366,7 +366,7 @@ func TestBadRunFlagsTouchNothing(t *testing.T) {
 		{[]string{"--nodes=100000000"}, "--nodes 100000000: more than the largest fleet"},
 		{[]string{"--nodes=999999"}, "--nodes 999999: needs about 61.0 GiB at 64 KiB per node"}, // on a machine with less
 		{[]string{"--register-qps=NaN"}, "--register-qps must be positive and finite, got NaN"},
-		{[]string{"--lease-duration=5000000000s"}, "--lease-duration 1388888h53m20s: at most"},
+		{[]string{"--lease-duration=5000000000s"}, "--lease-duration 5000000000s: at most 2147483647s"},
 		{[]string{"--renew-interval=1ms"}, "--renew-interval 1ms: at least 250ms"},
 		{[]string{"--status-update-frequency=1ms"}, "--status-update-frequency 1ms: at least 1s"},
 	} {

@@ -119,8 +119,8 @@ func (rf *runFlags) config() (fleet.Config, error) {
 		return cfg, fmt.Errorf("%s must be a positive whole number of seconds, got %v", rf.flag("lease-duration"), rf.leaseDuration)
 	}
 	if rf.leaseDuration > maxLeaseDuration {
-		return cfg, fmt.Errorf("%s %v: at most %v, since a Lease holds its duration in seconds as a 32-bit integer",
-			rf.flag("lease-duration"), rf.leaseDuration, maxLeaseDuration)
+		return cfg, fmt.Errorf("%s %ds: at most %ds, since a Lease holds its duration in seconds as a 32-bit integer",
+			rf.flag("lease-duration"), rf.leaseDuration/time.Second, maxLeaseDuration/time.Second)
 	}
 	for _, d := range []struct {
 		name  string

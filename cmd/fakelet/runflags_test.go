@@ -54,7 +54,7 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--register-qps=+Inf"}, "--register-qps must be positive and finite, got +Inf"},
 		{[]string{"--nodes=9223372036854775807"}, "--nodes 9223372036854775807: more than the largest fleet fakelet runs (1000000 nodes)"},
 		{[]string{"--nodes=100000000"}, "--nodes 100000000: more than the largest fleet fakelet runs"},
-		{[]string{"--lease-duration=5000000000s"}, "--lease-duration 1388888h53m20s: at most 596523h14m7s, since a Lease holds its duration in seconds as a 32-bit integer"},
+		{[]string{"--lease-duration=5000000000s"}, "--lease-duration 5000000000s: at most 2147483647s, since a Lease holds its duration in seconds as a 32-bit integer"},
 		{[]string{"--renew-interval=1ms"}, "--renew-interval 1ms: at least 250ms, a kubelet's shortest"},
 		{[]string{"--status-update-frequency=1ms"}, "--status-update-frequency 1ms: at least 1s"},
 		{[]string{"--scrape-interval=0"}, "--scrape-interval 0s: at least 1s"},
