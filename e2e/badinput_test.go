@@ -391,17 +391,23 @@ func TestBadRunFlagsTouchNothing(t *testing.T) {
 
 	t.Run("start lease", func(t *testing.T) {
 		c := admin(t, cp)
+		// The namespace exists, so that nothing but the check stops the first shard creating the Lease.
+		const ns = "badflags"
+		if _, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 		p := startFakelet(t, "run", "--kubeconfig", cp.Kubeconfig, "--profile", "steady", "--nodes", "3", "--start-at", "auto",
-			"--fleet", "badflags", "--name-prefix", "badflags", "--metrics-addr", "", "--scrape-interval", "0")
+			"--coordination-namespace", ns, "--fleet", "badflags", "--name-prefix", "badflags", "--metrics-addr", "", "--scrape-interval", "0")
 		if code := p.wait(time.Minute); code != 1 {
 			t.Fatalf("exit code %d, want 1", code)
 		}
 		if !strings.Contains(p.output(), "--scrape-interval 0s: at least 1s") {
 			t.Errorf("output lacks the --scrape-interval error")
 		}
-		_, err := c.CoordinationV1().Leases(lockstep.DefaultNamespace).Get(context.Background(), lockstep.LeaseName("badflags"), metav1.GetOptions{})
+		_, err := c.CoordinationV1().Leases(ns).Get(context.Background(), lockstep.LeaseName("badflags"), metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
-			t.Errorf("start Lease %s/%s: %v, want it never created", lockstep.DefaultNamespace, lockstep.LeaseName("badflags"), err)
+			t.Errorf("start Lease %s/%s: %v, want it never created", ns, lockstep.LeaseName("badflags"), err)
 		}
 		nothingWritten(t, c, "badflags")
 	})
