@@ -53,7 +53,7 @@ func TestScraperKeepsBoundedIntervalSnapshots(t *testing.T) {
 			t.Errorf("the boundary scrape at %v was dropped", b)
 		}
 	}
-	if last := snaps[len(snaps)-1].At; last.Before(t0.Add(seconds*time.Second - 2*time.Minute)) || widest > 2*time.Minute {
+	if last := snaps[len(snaps)-1].At; last.Before(t0.Add(seconds*time.Second-2*time.Minute)) || widest > 2*time.Minute {
 		t.Errorf("snapshots end at %v with gaps up to %v: want them spread to the end", last.Sub(t0), widest)
 	}
 	t.Logf("%d snapshots of %d scrapes, gaps up to %v", len(snaps), seconds, widest)
