@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,7 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/lockstep"
 )
 
 // Bad input from the cluster side: credentials, certificates and names that a run must refuse
@@ -370,4 +372,69 @@ func TestForeignNodeWithOurNameIsRefusedAndUntouched(t *testing.T) {
 	if nodes, _ := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel}); len(nodes.Items) != 0 {
 		t.Errorf("the refused run registered %d nodes", len(nodes.Items))
 	}
+}
+
+// TestBadRunFlagsTouchNothing: the fakelet binary refuses bad flag values before it starts the local
+// control plane (its directory is never created) or writes to a cluster (no start Lease, no Node),
+// naming the flag. Each of these once failed late, panicked, ran out of memory or silently wrapped.
+func TestBadRunFlagsTouchNothing(t *testing.T) {
+	cp := controlPlane(t)
+	binDir, err := filepath.Abs("../bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--scrape-interval=0"}, "--scrape-interval 0s: at least 1s"},
+		{[]string{"--nodes=9223372036854775807"}, "--nodes 9223372036854775807: more than the largest fleet"},
+		{[]string{"--nodes=100000000"}, "--nodes 100000000: more than the largest fleet"},
+		{[]string{"--nodes=999999"}, "--nodes 999999: needs about 61.0 GiB at 64 KiB per node"}, // on a machine with less
+		{[]string{"--register-qps=NaN"}, "--register-qps must be positive and finite, got NaN"},
+		{[]string{"--lease-duration=5000000000s"}, "--lease-duration 5000000000s: at most 2147483647s"},
+		{[]string{"--renew-interval=1ms"}, "--renew-interval 1ms: at least 250ms"},
+		{[]string{"--status-update-frequency=1ms"}, "--status-update-frequency 1ms: at least 1s"},
+	} {
+		t.Run("local "+strings.Join(tc.flags, " "), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "controlplane")
+			args := append([]string{"run", "--controlplane-dir", dir, "--bin-dir", binDir, "--metrics-addr", "", "--duration", "5s"}, tc.flags...)
+			p := startFakelet(t, args...)
+			if code := p.wait(time.Minute); code != 1 {
+				t.Fatalf("exit code %d, want 1", code)
+			}
+			if !strings.Contains(p.output(), tc.want) {
+				t.Errorf("output lacks %q", tc.want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the refused run left %s (%v)", dir, err)
+			}
+			if strings.Contains(p.output(), "target:") {
+				t.Errorf("the refused run reached a target")
+			}
+		})
+	}
+
+	t.Run("start lease", func(t *testing.T) {
+		c := admin(t, cp)
+		// The namespace exists, so that nothing but the check stops the first shard creating the Lease.
+		const ns = "badflags"
+		if _, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		p := startFakelet(t, "run", "--kubeconfig", cp.Kubeconfig, "--profile", "steady", "--nodes", "3", "--start-at", "auto",
+			"--coordination-namespace", ns, "--fleet", "badflags", "--name-prefix", "badflags", "--metrics-addr", "", "--scrape-interval", "0")
+		if code := p.wait(time.Minute); code != 1 {
+			t.Fatalf("exit code %d, want 1", code)
+		}
+		if !strings.Contains(p.output(), "--scrape-interval 0s: at least 1s") {
+			t.Errorf("output lacks the --scrape-interval error")
+		}
+		_, err := c.CoordinationV1().Leases(ns).Get(context.Background(), lockstep.LeaseName("badflags"), metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("start Lease %s/%s: %v, want it never created", ns, lockstep.LeaseName("badflags"), err)
+		}
+		nothingWritten(t, c, "badflags")
+	})
 }

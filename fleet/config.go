@@ -5,6 +5,7 @@ package fleet
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -54,6 +55,9 @@ const (
 	DefaultPodQPS      = 100
 	// MaxPodsPerNode is the pod capacity the nodes report.
 	MaxPodsPerNode = 110
+	// MaxNodes bounds a fleet's node numbers, as a profile's spec.nodes is bounded: group selection and
+	// the schedule are sized for 100,000 nodes, and ten times that is a typo that would exhaust memory.
+	MaxNodes = 1_000_000
 )
 
 // dnsLabel is what a node name prefix and a label value must look like.
@@ -94,6 +98,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("nodes must be positive, got %d", c.Nodes)
 	case c.FirstIndex < 0:
 		return fmt.Errorf("first node index must not be negative, got %d", c.FirstIndex)
+	case c.Nodes > MaxNodes || c.FirstIndex > MaxNodes-c.Nodes:
+		return fmt.Errorf("node numbers %d..%d go beyond the largest fleet fakelet runs (%d nodes)", c.FirstIndex, c.FirstIndex+min(c.Nodes, MaxNodes)-1, MaxNodes)
 	case len(c.NamePrefix) > 40 || !dnsLabel.MatchString(c.NamePrefix):
 		return fmt.Errorf("name prefix %q must be a lower-case DNS label of at most 40 characters", c.NamePrefix)
 	case len(c.Fleet) > 63 || !dnsLabel.MatchString(c.Fleet):
@@ -104,16 +110,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("connections must not be negative, got %d", c.Connections)
 	case c.Coalesce < 0:
 		return fmt.Errorf("coalesce must not be negative, got %v", c.Coalesce)
-	case c.RegisterQPS <= 0:
-		return fmt.Errorf("register QPS must be positive, got %v", c.RegisterQPS)
+	case !(c.RegisterQPS > 0) || math.IsInf(c.RegisterQPS, 1):
+		return fmt.Errorf("register QPS must be positive and finite, got %v", c.RegisterQPS)
 	case c.PodsPerNode < 0 || c.PodsPerNode > MaxPodsPerNode:
 		return fmt.Errorf("pods per node must be between 0 and %d (a node's pod capacity), got %d", MaxPodsPerNode, c.PodsPerNode)
 	case c.PodTolerationSeconds != nil && c.PodsPerNode == 0:
 		return fmt.Errorf("a pod toleration applies to pods, and pods per node is 0")
 	case c.PodTolerationSeconds != nil && *c.PodTolerationSeconds < 0:
 		return fmt.Errorf("pod toleration seconds must not be negative, got %d", *c.PodTolerationSeconds)
-	case c.PodQPS <= 0:
-		return fmt.Errorf("pod QPS must be positive, got %v", c.PodQPS)
+	case !(c.PodQPS > 0) || math.IsInf(c.PodQPS, 1):
+		return fmt.Errorf("pod QPS must be positive and finite, got %v", c.PodQPS)
 	}
 	if _, err := ParseIdentity(string(c.Identity)); err != nil {
 		return err

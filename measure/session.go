@@ -7,6 +7,7 @@ package measure
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,7 +38,13 @@ type Options struct {
 	// latency from the action and, for ops that silence a node, from its last heartbeat (else -1).
 	// It runs on a watch's goroutine and must be cheap.
 	OnReaction func(event, group string, fromAction, fromLastRenewal time.Duration)
+	// Now is the session's clock; nil is time.Now.
+	Now func() time.Time
 }
+
+// actionsKept is how many of the first and of the last actions a session keeps as samples
+// (Record.Actions); every action counts in the reactions' summaries, which are kept as they close.
+const actionsKept = 1000
 
 // Session records one run.
 type Session struct {
@@ -50,13 +57,16 @@ type Session struct {
 	start   time.Time
 	end     time.Time
 	phases  []reaction.Phase
-	actions []reaction.Action
+	tracker *reaction.Tracker // pairs actions with reactions as they come, in bounded memory
+	first   []*reaction.Action
+	last    []*reaction.Action // a ring: the oldest at next once full
+	next    int
 	server  string
 	cancel  context.CancelFunc
 	done    chan struct{}
-	pending sync.WaitGroup         // boundary scrapes in flight
-	live    map[string]*liveAction // node -> its latest action, for OnReaction
-	latest  map[string]int         // node -> the index of its latest action in actions
+	pending sync.WaitGroup              // boundary scrapes in flight
+	live    map[string]*liveAction      // node -> its latest action, for OnReaction
+	latest  map[string]*reaction.Action // node -> its latest action, as kept in first or last if it is
 }
 
 // liveAction is a node's latest action and the events already reported after it.
@@ -67,24 +77,31 @@ type liveAction struct {
 
 // New returns a session that has not started.
 func New(opts Options) *Session {
-	s := &Session{opts: opts, recorder: observe.NewRecorder(nil), fleetSrc: &scrape.FleetSource{}, latest: map[string]int{}}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Session{opts: opts, recorder: observe.NewRecorder(opts.Now), fleetSrc: &scrape.FleetSource{},
+		tracker: reaction.NewTracker(), latest: map[string]*reaction.Action{}}
 	s.recorder.OnRenewal(s.renewed)
 	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
 	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
 	if opts.OnReaction != nil {
 		s.live = map[string]*liveAction{}
-		s.recorder.Notify(s.react)
 	}
+	s.recorder.Notify(s.observed)
 	return s
 }
 
-// react reports t to OnReaction if it is the first of its event after its node's latest action.
-func (s *Session) react(t observe.Transition) {
+// observed pairs t with the actions before it, and reports it to OnReaction if it is the first of its
+// event after its node's latest action.
+func (s *Session) observed(t observe.Transition) {
+	s.mu.Lock()
+	s.tracker.Observe(t)
 	ev := reaction.EventOf(t)
-	if ev == "" {
+	if ev == "" || s.live == nil {
+		s.mu.Unlock()
 		return
 	}
-	s.mu.Lock()
 	la := s.live[t.Node]
 	if la == nil || t.At.Before(la.action.At) || la.seen[ev] {
 		s.mu.Unlock()
@@ -113,7 +130,7 @@ func (s *Session) Observe(f *fleet.Fleet) {
 func (s *Session) Start(ctx context.Context, ours func(name string) bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.start, s.cancel, s.done = time.Now(), cancel, make(chan struct{})
+	s.start, s.cancel, s.done = s.opts.Now(), cancel, make(chan struct{})
 	s.mu.Unlock()
 	if c := s.opts.Client; c != nil {
 		if v, err := c.Discovery().ServerVersion(); err == nil {
@@ -133,9 +150,7 @@ func (s *Session) Start(ctx context.Context, ours func(name string) bool) error 
 // PhaseBegan records that phase name began at, and scrapes now (in the background: it returns at once).
 func (s *Session) PhaseBegan(name string, at time.Time) {
 	s.mu.Lock()
-	if n := len(s.phases); n > 0 && s.phases[n-1].End.IsZero() {
-		s.phases[n-1].End = at
-	}
+	s.endPhase(at)
 	s.phases = append(s.phases, reaction.Phase{Name: name, Start: at})
 	s.mu.Unlock()
 	s.scrapeSoon()
@@ -144,11 +159,17 @@ func (s *Session) PhaseBegan(name string, at time.Time) {
 // PhaseEnded records that the current phase ended at, and scrapes now (in the background).
 func (s *Session) PhaseEnded(at time.Time) {
 	s.mu.Lock()
-	if n := len(s.phases); n > 0 && s.phases[n-1].End.IsZero() {
-		s.phases[n-1].End = at
-	}
+	s.endPhase(at)
 	s.mu.Unlock()
 	s.scrapeSoon()
+}
+
+// endPhase ends the current phase at at, if it has not ended. s.mu must be held.
+func (s *Session) endPhase(at time.Time) {
+	if n := len(s.phases); n > 0 && s.phases[n-1].End.IsZero() {
+		s.phases[n-1].End = at
+		s.tracker.PhaseEnded(s.phases[n-1].Name, at)
+	}
 }
 
 func (s *Session) scrapeSoon() {
@@ -166,8 +187,18 @@ func (s *Session) scrapeSoon() {
 func (s *Session) Applied(a reaction.Action) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.latest[a.Node] = len(s.actions)
-	s.actions = append(s.actions, a)
+	s.tracker.Applied(a)
+	kept := &a
+	switch {
+	case len(s.first) < actionsKept:
+		s.first = append(s.first, kept)
+	case len(s.last) < actionsKept:
+		s.last = append(s.last, kept)
+	default:
+		s.last[s.next] = kept
+		s.next = (s.next + 1) % actionsKept
+	}
+	s.latest[a.Node] = kept
 	if s.live != nil {
 		s.live[a.Node] = &liveAction{action: a, seen: map[string]bool{}}
 	}
@@ -180,15 +211,17 @@ func (s *Session) Applied(a reaction.Action) {
 func (s *Session) renewed(node string, renewTime time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.latest[node]
-	if !ok {
+	a := s.latest[node]
+	if a == nil {
 		return
 	}
-	a := &s.actions[i]
 	if !reaction.Silencing(a.Op) || !renewTime.Before(a.At) || !renewTime.After(a.LastRenewal) {
 		return
 	}
 	a.LastRenewal = renewTime
+	if open := s.tracker.Open(node); open != nil {
+		open.LastRenewal = renewTime
+	}
 	if la := s.live[node]; la != nil {
 		la.action.LastRenewal = renewTime
 	}
@@ -196,7 +229,7 @@ func (s *Session) renewed(node string, renewTime time.Time) {
 
 // TaintedNodes counts the fleet's nodes that carry a taint now, as the watch saw them: a fleet that
 // just registered is not steady until the node lifecycle controller removed their not-ready taints.
-func (s *Session) TaintedNodes() int { return observe.Tainted(s.recorder.Transitions()) }
+func (s *Session) TaintedNodes() int { return s.recorder.TaintedNodes() }
 
 // Action describes op applied to the node of ag at at, with the agent's last successful lease renewal
 // and status patch as they are now.
@@ -212,6 +245,11 @@ func (s *Session) UsePhases(phases []reaction.Phase) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.phases = append([]reaction.Phase(nil), phases...)
+	for _, p := range phases {
+		if !p.End.IsZero() {
+			s.tracker.PhaseEnded(p.Name, p.End)
+		}
+	}
 }
 
 // Stop ends the record: a last scrape, then no more. Call it as the run ends, before the fleet
@@ -222,7 +260,7 @@ func (s *Session) Stop() {
 		s.mu.Unlock()
 		return
 	}
-	s.end = time.Now()
+	s.end = s.opts.Now()
 	if n := len(s.phases); n > 0 && s.phases[n-1].End.IsZero() {
 		s.phases[n-1].End = s.end
 	}
@@ -245,7 +283,7 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 	}
 	end := s.end
 	if end.IsZero() {
-		end = time.Now()
+		end = s.opts.Now()
 	}
 	phases := append([]reaction.Phase(nil), s.phases...)
 	for i := range phases {
@@ -253,11 +291,21 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 			phases[i].End = end
 		}
 	}
+	var actions []reaction.Action
+	for _, a := range slices.Concat(s.first, s.last[s.next:], s.last[:s.next]) {
+		actions = append(actions, *a)
+	}
+	var reactions []reaction.Summary
+	if s.tracker.Actions() > 0 {
+		reactions = s.tracker.Summaries(phases)
+	}
 	return report.Record{
 		Profile: profile, Parameters: params, Versions: versions, Target: target,
 		Start: s.start, End: end, Phases: phases,
-		Actions:           append([]reaction.Action(nil), s.actions...),
-		Transitions:       s.recorder.Transitions(),
+		Actions:           actions,
+		Reactions:         reactions,
+		ReadyTimeline:     s.recorder.ReadyTimeline(),
+		TransitionCount:   s.recorder.TransitionCount(),
 		Snapshots:         s.scraper.Snapshots(),
 		LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
 	}

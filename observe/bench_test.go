@@ -46,7 +46,7 @@ func TestRecorderAt10kNodes(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("%d transitions of 10,000 nodes hold %.1f MiB", len(r.transitions), float64(held)/(1<<20))
+	t.Logf("%d transitions of 10,000 nodes hold %.1f MiB", r.TransitionCount(), float64(held)/(1<<20))
 	if held > 16<<20 {
 		t.Errorf("the record of 10,000 nodes holds %.1f MiB, want under 16 MiB", float64(held)/(1<<20))
 	}

@@ -6,6 +6,9 @@
 // it started with, so ten thousand steady nodes cost a few megabytes however long they run. Lease
 // renewals, which arrive every 10 s from every node, are counted per node, not listed.
 //
-// The recorded transitions are plain data; reaction extraction (package reaction) and the node-state
-// timeline (Timeline) are pure functions of them.
+// The transitions are plain data; reaction extraction (package reaction) and the node-state timeline
+// (Timeline) are pure functions of them. A Recorder keeps only the first and last of them, and what
+// a report needs of all of them as they arrive (their count, the Ready timeline, each node's taints),
+// and passes each to its Notify functions, so that a run of hours with flapping nodes takes memory
+// bounded by its nodes, not by its length.
 package observe

@@ -91,7 +91,7 @@ func (r *Recorder) recordLease(old, l *coordinationv1.Lease) (renewed bool) {
 	at := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.notifyFrom(len(r.transitions))
+	defer r.flush()
 	if old == nil || old.UID != l.UID {
 		r.add(Transition{At: at, Node: l.Name, Kind: LeaseCreated, Reason: string(l.UID)})
 	}
@@ -116,6 +116,6 @@ func (r *Recorder) leaseDeleted(name string) {
 	at := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.notifyFrom(len(r.transitions))
+	defer r.flush()
 	r.add(Transition{At: at, Node: name, Kind: LeaseDeleted})
 }

@@ -17,7 +17,7 @@ func (r *Recorder) ObservePod(old, n *corev1.Pod) {
 	at := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.notifyFrom(len(r.transitions))
+	defer r.flush()
 	switch {
 	case n == nil:
 		if old != nil && old.DeletionTimestamp == nil {
@@ -44,7 +44,7 @@ func (r *Recorder) ObservePod(old, n *corev1.Pod) {
 func (r *Recorder) addPod(t Transition) {
 	t.Node, t.Reason = r.intern(t.Node), r.intern(t.Reason)
 	t.Type = string([]byte(t.Type))
-	r.transitions = append(r.transitions, t)
+	r.keep(t)
 }
 
 func podReady(p *corev1.Pod) bool {

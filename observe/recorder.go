@@ -14,13 +14,22 @@ import (
 type Recorder struct {
 	now func() time.Time
 
-	mu          sync.Mutex
-	transitions []Transition
-	strs        map[string]string // interned names, types, statuses and reasons
-	leases      map[string]*leaseState
-	renewals    int64
-	notify      []func(Transition)
-	onRenewal   func(node string, renewTime time.Time)
+	mu sync.Mutex
+	// The transitions themselves are kept only as samples, the first and the last maxKept: a run of
+	// hours with flapping nodes records millions. What reports need of them is kept as it arrives:
+	// their count, the Ready timeline, each node's taints, and what Notify's functions fold in.
+	count     int
+	first     []Transition
+	last      []Transition // a ring: the oldest at lastNext once full
+	next      int
+	pending   []Transition // added by the handler running now, for Notify's functions
+	ready     *ReadyTimeline
+	taints    map[string]map[[2]string]bool // node -> its taints (key, effect)
+	strs      map[string]string             // interned names, types, statuses and reasons
+	leases    map[string]*leaseState
+	renewals  int64
+	notify    []func(Transition)
+	onRenewal func(node string, renewTime time.Time)
 }
 
 // leaseState is what the recorder keeps of one node's Lease.
@@ -34,7 +43,8 @@ func NewRecorder(now func() time.Time) *Recorder {
 	if now == nil {
 		now = time.Now
 	}
-	return &Recorder{now: now, strs: map[string]string{}, leases: map[string]*leaseState{}}
+	return &Recorder{now: now, strs: map[string]string{}, leases: map[string]*leaseState{}, ready: newReadyTimeline(),
+		taints: map[string]map[[2]string]bool{}}
 }
 
 // Notify adds f to be called with every transition as it is recorded, outside the recorder's lock,
@@ -53,13 +63,18 @@ func (r *Recorder) OnRenewal(f func(node string, renewTime time.Time)) {
 	r.onRenewal = f
 }
 
-// notifyFrom passes the transitions recorded since the n-th to every Notify function. r.mu must be
+// maxKept is how many of the first and of the last transitions a Recorder keeps as samples.
+const maxKept = 1000
+
+// flush passes the transitions added since the last flush to every Notify function. r.mu must be
 // held; it is released and taken again around the calls.
-func (r *Recorder) notifyFrom(n int) {
-	if len(r.notify) == 0 || n >= len(r.transitions) {
+func (r *Recorder) flush() {
+	if len(r.notify) == 0 || len(r.pending) == 0 {
+		r.pending = r.pending[:0]
 		return
 	}
-	added := slices.Clone(r.transitions[n:])
+	added := slices.Clone(r.pending)
+	r.pending = r.pending[:0]
 	fs := r.notify
 	r.mu.Unlock()
 	defer r.mu.Lock()
@@ -81,7 +96,7 @@ func (r *Recorder) ObserveNode(old, n *corev1.Node) {
 	at := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.notifyFrom(len(r.transitions))
+	defer r.flush()
 	var oldConds []corev1.NodeCondition
 	var oldTaints []corev1.Taint
 	if old != nil {
@@ -105,11 +120,42 @@ func (r *Recorder) ObserveNode(old, n *corev1.Node) {
 	}
 }
 
-// add appends t with its strings interned, so that ten thousand "NodeStatusUnknown" share one.
-// r.mu must be held.
+// add records t with its strings interned, so that ten thousand "NodeStatusUnknown" share one (but
+// not a Lease's uid, which no other transition has). r.mu must be held.
 func (r *Recorder) add(t Transition) {
-	t.Node, t.Type, t.Status, t.Reason = r.intern(t.Node), r.intern(t.Type), r.intern(t.Status), r.intern(t.Reason)
-	r.transitions = append(r.transitions, t)
+	t.Node, t.Type, t.Status = r.intern(t.Node), r.intern(t.Type), r.intern(t.Status)
+	if t.Kind == LeaseCreated {
+		t.Reason = string([]byte(t.Reason))
+	} else {
+		t.Reason = r.intern(t.Reason)
+	}
+	r.keep(t)
+}
+
+// keep counts t, keeps it if it is among the first or the last maxKept, and folds it into what is
+// kept of all of them. r.mu must be held.
+func (r *Recorder) keep(t Transition) {
+	r.count++
+	switch {
+	case len(r.first) < maxKept:
+		r.first = append(r.first, t)
+	case len(r.last) < maxKept:
+		r.last = append(r.last, t)
+	default:
+		r.last[r.next] = t
+		r.next = (r.next + 1) % maxKept
+	}
+	r.ready.add(t)
+	switch t.Kind {
+	case TaintAdded:
+		if r.taints[t.Node] == nil {
+			r.taints[t.Node] = map[[2]string]bool{}
+		}
+		r.taints[t.Node][[2]string{t.Type, t.Status}] = true
+	case TaintRemoved:
+		delete(r.taints[t.Node], [2]string{t.Type, t.Status})
+	}
+	r.pending = append(r.pending, t)
 }
 
 func (r *Recorder) intern(s string) string {
@@ -137,11 +183,41 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 	return slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect })
 }
 
-// Transitions returns a copy of everything recorded so far, in order of arrival.
+// Transitions returns a copy of the transitions kept, in order of arrival: all of them while there
+// are at most twice maxKept, else the first and the last maxKept (TransitionCount says how many there
+// were).
 func (r *Recorder) Transitions() []Transition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.transitions)
+	out := slices.Concat(r.first, r.last[r.next:], r.last[:r.next])
+	return out
+}
+
+// TransitionCount is how many transitions the recorder saw.
+func (r *Recorder) TransitionCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count
+}
+
+// TaintedNodes counts the nodes that carry at least one taint now, as the transitions tell.
+func (r *Recorder) TaintedNodes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, set := range r.taints {
+		if len(set) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// ReadyTimeline returns a copy of the nodes' Ready counts over time, as the transitions tell.
+func (r *Recorder) ReadyTimeline() *ReadyTimeline {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ready.copy()
 }
 
 // LeaseRenewals returns how many Lease renewals the recorder saw, over all nodes.

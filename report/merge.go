@@ -153,10 +153,18 @@ func mergeSummary(parts []reaction.Summary) reaction.Summary {
 	if len(m.MissingNodes) == 0 {
 		m.MissingNodes = nil
 	}
-	switch renewals {
-	case 0: // the samples are the latencies from the action
+	sampled := slices.ContainsFunc(parts, func(p reaction.Summary) bool { return p.SamplesOf > 0 })
+	switch {
+	case sampled: // a shard kept a sample of its latencies: statistics of the samples would miscount
+		m.SamplesOf = m.Reacted
+		m.FromAction = approximate(fromAction)
+		if renewals > 0 {
+			st := approximate(fromRenewal)
+			m.FromLastRenewal = &st
+		}
+	case renewals == 0: // the samples are the latencies from the action
 		m.FromAction = reaction.Summarize(m.Samples)
-	case reacted: // the samples are the latencies from the last renewal
+	case renewals == reacted: // the samples are the latencies from the last renewal
 		st := reaction.Summarize(m.Samples)
 		m.FromLastRenewal = &st
 		m.FromAction = approximate(fromAction)

@@ -155,6 +155,13 @@ type Record struct {
 	// NodeTimeline, if set, is the node-state timeline instead of one replayed from Transitions (a
 	// record read from Prometheus has counts, not transitions).
 	NodeTimeline []observe.StateCount
+	// ReadyTimeline, TransitionCount and Reactions, if set, are what a run kept as it went instead of
+	// every transition and action (measure.Session): the timeline is sampled from ReadyTimeline, the
+	// count of transitions is TransitionCount (Transitions may hold a sample of them, or none), and
+	// Reactions are the reactions' summaries.
+	ReadyTimeline   *observe.ReadyTimeline
+	TransitionCount int
+	Reactions       []reaction.Summary
 	// Load, if set, is the load computed window by window elsewhere (from Prometheus, whose
 	// increase() over each window is better than deltas between snapshots of the whole run), instead
 	// of from Snapshots.
@@ -184,10 +191,17 @@ func Build(rec Record) *Report {
 		Transitions:       len(rec.Transitions),
 		LeaseRenewalsSeen: rec.LeaseRenewalsSeen,
 	}
-	if rec.NodeTimeline != nil {
+	switch {
+	case rec.NodeTimeline != nil:
 		r.Nodes.Timeline = rec.NodeTimeline
+	case rec.ReadyTimeline != nil:
+		r.Nodes.Timeline = rec.ReadyTimeline.Sample(rec.Start, rec.End, step)
 	}
-	if len(rec.Actions) > 0 {
+	r.Nodes.Transitions = max(r.Nodes.Transitions, rec.TransitionCount)
+	switch {
+	case rec.Reactions != nil:
+		r.Reactions = rec.Reactions
+	case len(rec.Actions) > 0:
 		r.Reactions = reaction.SummarizeResults(reaction.Extract(rec.Actions, r.Phases, rec.Transitions), r.Phases)
 	}
 	windows := make([]load.Window, len(r.Phases))

@@ -104,6 +104,12 @@ func (r *Report) writeReactions(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  never within %s: %s of %s %s on %s%s\n", s.Phase, s.Event, s.Group, s.Op, strings.Join(s.MissingNodes, ", "), more)
 	}
+	for _, s := range r.Reactions {
+		if s.SamplesOf > 0 {
+			fmt.Fprintf(w, "  sampled in %s: %s of %s %s: %d latencies, %d of them kept (a uniform sample); counts, min and max are of all, percentiles of the sample\n",
+				s.Phase, s.Event, s.Group, s.Op, s.SamplesOf, len(s.Samples))
+		}
+	}
 }
 
 // writeLoad prints LoadRows with a column per phase and one for the whole run.

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +257,56 @@ spec:
 	}
 	if !h.fleet.Agent(1).Running() {
 		t.Error("node 1, not in the group, was stopped")
+	}
+}
+
+// TestALongFlapKeepsABoundedRecord: a flap that applies more ops than the record lists keeps the
+// first and the last AppliedKept of them, in order, and counts them all. (Driven through record, the
+// runner's one way into the record: a harness at a second per flap would take minutes.)
+func TestALongFlapKeepsABoundedRecord(t *testing.T) {
+	plan := resolvePlan(t, `
+apiVersion: fakelet.dev/v1alpha1
+kind: Profile
+metadata: {name: long-flap}
+spec:
+  nodes: 30
+  groups:
+    flappers: {indexes: "0-29"}
+  phases:
+  - name: flapping
+    duration: 1h
+    actions:
+    - {group: flappers, do: flap, period: 1s, duty: 0.5}
+`)
+	r := &Runner{plan: plan, counts: make([]phaseCounts, 1), log: io.Discard}
+	total := 0
+	var all []profiles.Event
+	for ev := range plan.Schedule().All() {
+		all = append(all, ev)
+		var err error
+		if total%100 == 0 {
+			err = errors.New("refused")
+		}
+		r.record(ev, t0.Add(ev.At), err)
+		if total++; total == 5*AppliedKept {
+			break
+		}
+	}
+	rec := r.Record()
+	if rec.AppliedOK+rec.AppliedFailed != total || rec.AppliedFailed != total/100 {
+		t.Fatalf("%d ops applied, %d failed: want %d and %d", rec.AppliedOK, rec.AppliedFailed, total-total/100, total/100)
+	}
+	if len(rec.Applied) != 2*AppliedKept {
+		t.Fatalf("the record lists %d of %d ops, want the first and last %d", len(rec.Applied), total, AppliedKept)
+	}
+	for i := 1; i < len(rec.Applied); i++ {
+		if rec.Applied[i].At.Before(rec.Applied[i-1].At) {
+			t.Fatalf("op %d at %v before op %d at %v: not in order", i, rec.Applied[i].At, i-1, rec.Applied[i-1].At)
+		}
+	}
+	for i, want := range map[int]profiles.Event{0: all[0], AppliedKept - 1: all[AppliedKept-1], AppliedKept: all[total-AppliedKept], 2*AppliedKept - 1: all[total-1]} {
+		if got := rec.Applied[i]; got.Node != want.Node || !got.At.Equal(t0.Add(want.At)) || got.Op != want.Op {
+			t.Errorf("listed op %d: node %d %s at %v, want node %d %s at %v", i, got.Node, got.Op, got.At, want.Node, want.Op, t0.Add(want.At))
+		}
 	}
 }

@@ -21,12 +21,19 @@ type Record struct {
 	Start time.Time `json:"start"`
 	// Phases are the phases begun so far, in order.
 	Phases []PhaseRecord `json:"phases"`
-	// Applied lists every op the runner applied, in the order they took effect (ops that call the
-	// apiserver, deleteLease and remove, take effect when their calls return).
-	Applied []Applied `json:"applied"`
+	// Applied lists the ops the runner applied, in the order they took effect (ops that call the
+	// apiserver, deleteLease and remove, take effect when their calls return): every one up to twice
+	// AppliedKept, else the first and the last AppliedKept, since a flap of hours applies millions.
+	// AppliedOK and AppliedFailed count them all.
+	Applied       []Applied `json:"applied"`
+	AppliedOK     int       `json:"appliedOK"`
+	AppliedFailed int       `json:"appliedFailed"`
 	// CutShort says the run ended (its context did) before its last phase did.
 	CutShort bool `json:"cutShort,omitempty"`
 }
+
+// AppliedKept is how many of the first and of the last applied ops a Record lists.
+const AppliedKept = 1000
 
 // PhaseRecord is when one phase ran. End is zero while it runs; for a phase cut short it is when
 // the run ended.

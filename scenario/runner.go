@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,9 +94,12 @@ type Runner struct {
 
 	admin adminQueue
 
-	recMu  sync.Mutex
-	rec    Record
-	counts []phaseCounts // by phase
+	recMu sync.Mutex
+	rec   Record // its Applied holds the first AppliedKept ops
+	// lastApplied holds the last AppliedKept ops after those, a ring whose oldest is at nextApplied.
+	lastApplied []Applied
+	nextApplied int
+	counts      []phaseCounts // by phase
 }
 
 // phaseCounts counts the ops of one phase for its closing line.
@@ -229,7 +233,7 @@ func (r *Runner) Record() Record {
 	defer r.recMu.Unlock()
 	rec := r.rec
 	rec.Phases = append([]PhaseRecord(nil), r.rec.Phases...)
-	rec.Applied = append([]Applied(nil), r.rec.Applied...)
+	rec.Applied = slices.Concat(r.rec.Applied, r.lastApplied[r.nextApplied:], r.lastApplied[:r.nextApplied])
 	return rec
 }
 
@@ -411,14 +415,24 @@ func (r *Runner) record(ev profiles.Event, at time.Time, err error) {
 		a.Err = err.Error()
 	}
 	r.recMu.Lock()
-	r.rec.Applied = append(r.rec.Applied, a)
+	switch {
+	case len(r.rec.Applied) < AppliedKept:
+		r.rec.Applied = append(r.rec.Applied, a)
+	case len(r.lastApplied) < AppliedKept:
+		r.lastApplied = append(r.lastApplied, a)
+	default:
+		r.lastApplied[r.nextApplied] = a
+		r.nextApplied = (r.nextApplied + 1) % AppliedKept
+	}
 	c := &r.counts[ev.Phase]
 	if err != nil {
+		r.rec.AppliedFailed++
 		c.failed++
 		if c.firstErr == "" {
 			c.firstErr = fmt.Sprintf("node %d %s: %v", ev.Node, ev.Op, err)
 		}
 	} else {
+		r.rec.AppliedOK++
 		c.applied++
 	}
 	r.recMu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -79,14 +78,29 @@ func ControlPlaneSources(cp *controlplane.ControlPlane) ([]Source, error) {
 	return out, nil
 }
 
+// maxIntervalRounds bounds the interval scrapes a Scraper keeps: past it, every other one is dropped
+// and from then on only every other tick is kept, so a run of any length keeps between half and all
+// of them (at the default interval, two hours' worth at full resolution). Scrapes asked for with
+// Scrape, at phase boundaries, are always kept: the load of each phase is computed between them.
+const maxIntervalRounds = 480
+
 // Scraper scrapes its sources at an interval and when asked, and keeps the snapshots.
 type Scraper struct {
 	sources  []Source
 	interval time.Duration
 	now      func() time.Time
 
-	mu        sync.Mutex // serializes scrapes, so that snapshots are in order of time
-	snapshots []Snapshot
+	mu     sync.Mutex // serializes scrapes, so that snapshots are in order of time
+	rounds []round
+	kept   int // rounds kept from ticks
+	ticks  int // ticks so far
+	stride int // a tick is scraped when ticks is a multiple of it
+}
+
+// round is the snapshots of one scrape of every source.
+type round struct {
+	snaps  []Snapshot
+	pinned bool // asked for (Scrape), not from a tick
 }
 
 // NewScraper returns a scraper of sources every interval (DefaultInterval if 0) that timestamps with
@@ -98,7 +112,7 @@ func NewScraper(sources []Source, interval time.Duration, now func() time.Time) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Scraper{sources: sources, interval: interval, now: now}
+	return &Scraper{sources: sources, interval: interval, now: now, stride: 1}
 }
 
 // Run scrapes at once and then every interval until ctx ends.
@@ -111,14 +125,28 @@ func (s *Scraper) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.Scrape(ctx)
+			s.tick(ctx)
 		}
+	}
+}
+
+// tick is one tick of the interval: a scrape, unless the kept ticks have been thinned to every
+// stride-th.
+func (s *Scraper) tick(ctx context.Context) {
+	s.mu.Lock()
+	s.ticks++
+	due := s.ticks%s.stride == 0
+	s.mu.Unlock()
+	if due {
+		s.scrape(ctx, false)
 	}
 }
 
 // Scrape scrapes every source now, concurrently, and keeps the snapshots; a failed scrape is kept
 // with its error. Each snapshot is timestamped when its scrape began.
-func (s *Scraper) Scrape(ctx context.Context) {
+func (s *Scraper) Scrape(ctx context.Context) { s.scrape(ctx, true) }
+
+func (s *Scraper) scrape(ctx context.Context, pinned bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snaps := make([]Snapshot, len(s.sources))
@@ -136,12 +164,37 @@ func (s *Scraper) Scrape(ctx context.Context) {
 		})
 	}
 	wg.Wait()
-	s.snapshots = append(s.snapshots, snaps...)
+	s.rounds = append(s.rounds, round{snaps: snaps, pinned: pinned})
+	if !pinned {
+		if s.kept++; s.kept > maxIntervalRounds {
+			s.thin()
+		}
+	}
 }
 
-// Snapshots returns every snapshot so far, in order of scraping.
+// thin drops every other round from ticks and halves the ticks scraped from now on. s.mu must be held.
+func (s *Scraper) thin() {
+	out, n := s.rounds[:0], 0
+	for _, r := range s.rounds {
+		if !r.pinned {
+			if n++; n%2 == 0 {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	clear(s.rounds[len(out):])
+	s.rounds, s.kept, s.stride = out, (s.kept+1)/2, s.stride*2
+}
+
+// Snapshots returns the snapshots kept, in order of scraping: every one asked for with Scrape, and
+// of the interval's those maxIntervalRounds allows.
 func (s *Scraper) Snapshots() []Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.snapshots)
+	var out []Snapshot
+	for _, r := range s.rounds {
+		out = append(out, r.snaps...)
+	}
+	return out
 }

@@ -16,12 +16,14 @@ func (rf *runFlags) checkFleetFlags() error {
 	switch {
 	case c.Nodes <= 0:
 		return fmt.Errorf("--nodes must be positive, got %d", c.Nodes)
+	case c.Nodes > fleet.MaxNodes:
+		return fmt.Errorf("%s: more than the largest fleet fakelet runs (%d nodes)", rf.nodesSource(c), fleet.MaxNodes)
 	case c.Zones < 0:
 		return fmt.Errorf("--zones must not be negative, got %d", c.Zones)
 	case c.Connections < 0:
 		return fmt.Errorf("--connections must not be negative, got %d (0 picks one per 1000 nodes)", c.Connections)
-	case c.RegisterQPS <= 0:
-		return fmt.Errorf("--register-qps must be positive, got %v", c.RegisterQPS)
+	case !(c.RegisterQPS > 0) || !finite(c.RegisterQPS):
+		return fmt.Errorf("--register-qps must be positive and finite, got %v", c.RegisterQPS)
 	case c.Coalesce < 0 || c.Coalesce > time.Second:
 		return fmt.Errorf("--coalesce must be between 0 and 1s, got %v", c.Coalesce)
 	}

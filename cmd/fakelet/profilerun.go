@@ -51,8 +51,10 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 	if err != nil {
 		return cfg, nil, err
 	}
-	cfg, err = rf.shard.apply(cfg, plan, flags)
-	return cfg, plan, err
+	if cfg, err = rf.shard.apply(cfg, plan, flags); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, plan, rf.checkLimits(cfg)
 }
 
 // applyProfile loads --profile and sets from it every flag the user did not give: --nodes from
@@ -63,9 +65,13 @@ func applyProfile(rf *runFlags, flags *pflag.FlagSet) (*profiles.Profile, error)
 	if err != nil {
 		return nil, err
 	}
-	set := func(name string) bool { return flags.Changed(name) }
+	rf.fromProfile = map[string]bool{}
+	set := func(name string) bool {
+		rf.fromProfile[name] = !flags.Changed(name)
+		return flags.Changed(name)
+	}
 	if !set("nodes") {
-		rf.fleet.Nodes = p.Spec.Nodes
+		rf.fleet.Nodes, rf.nodesFromProfile = p.Spec.Nodes, true
 	}
 	zones := max(p.Spec.Zones, 1)
 	if set("zones") && rf.fleet.Zones != zones {
@@ -185,15 +191,7 @@ func (pr *profileRun) wait() error { return <-pr.done }
 func (pr *profileRun) summary(runErr error) string {
 	rec := pr.runner.Record()
 	phases := len(pr.plan.Profile.Spec.Phases)
-	var ok, failed int
-	for _, a := range rec.Applied {
-		if a.Err == "" {
-			ok++
-		} else {
-			failed++
-		}
-	}
-	ops := fmt.Sprintf("%d ops applied, %d failed", ok, failed)
+	ops := fmt.Sprintf("%d ops applied, %d failed", rec.AppliedOK, rec.AppliedFailed)
 	switch {
 	case runErr == nil:
 		return fmt.Sprintf("%s: all %d phases over %v, %s", rec.Profile, phases, pr.runner.Duration(), ops)

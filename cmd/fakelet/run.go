@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -35,6 +36,10 @@ type runFlags struct {
 	profiles              profileFlags
 	shard                 shardFlags
 	afterRun              afterRun
+	// fromProfile names the flags (without dashes) whose values --profile set, so that an error about
+	// one says where its value came from; nodesFromProfile is fromProfile["nodes"].
+	fromProfile      map[string]bool
+	nodesFromProfile bool
 }
 
 func newRunCommand() *cobra.Command { return newRunCommandFor(&runFlags{}) }
@@ -111,14 +116,36 @@ func (rf *runFlags) config() (fleet.Config, error) {
 		return cfg, fmt.Errorf("--identity: %w", err)
 	}
 	if rf.leaseDuration <= 0 || rf.leaseDuration%time.Second != 0 {
-		return cfg, fmt.Errorf("--lease-duration must be a positive whole number of seconds, got %v", rf.leaseDuration)
+		return cfg, fmt.Errorf("%s must be a positive whole number of seconds, got %v", rf.flag("lease-duration"), rf.leaseDuration)
 	}
-	for name, d := range map[string]time.Duration{
-		"--renew-interval": rf.renewInterval, "--duration": rf.duration,
-		"--status-update-frequency": rf.statusUpdateFrequency, "--status-report-frequency": rf.statusReportFrequency,
+	if rf.leaseDuration > maxLeaseDuration {
+		return cfg, fmt.Errorf("%s %ds: at most %ds, since a Lease holds its duration in seconds as a 32-bit integer",
+			rf.flag("lease-duration"), rf.leaseDuration/time.Second, maxLeaseDuration/time.Second)
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"renew-interval", rf.renewInterval}, {"duration", rf.duration},
+		{"status-update-frequency", rf.statusUpdateFrequency}, {"status-report-frequency", rf.statusReportFrequency},
 	} {
-		if d < 0 {
-			return cfg, fmt.Errorf("%s must not be negative, got %v", name, d)
+		if d.value < 0 {
+			return cfg, fmt.Errorf("%s must not be negative, got %v", rf.flag(d.name), d.value)
+		}
+	}
+	if rf.renewInterval != 0 && rf.renewInterval < minRenewInterval {
+		return cfg, fmt.Errorf("%s %v: at least %v, a kubelet's shortest (a quarter of a one-second lease)", rf.flag("renew-interval"), rf.renewInterval, minRenewInterval)
+	}
+	if rf.statusUpdateFrequency != 0 && rf.statusUpdateFrequency < minStatusUpdateFrequency {
+		return cfg, fmt.Errorf("%s %v: at least %v, since a status's heartbeat times have whole seconds", rf.flag("status-update-frequency"), rf.statusUpdateFrequency, minStatusUpdateFrequency)
+	}
+	if rf.report.scrapeInterval < minScrapeInterval {
+		return cfg, fmt.Errorf("--scrape-interval %v: at least %v, since each scrape reads every component's /metrics and more would measure the scrapes",
+			rf.report.scrapeInterval, minScrapeInterval)
+	}
+	if a := rf.metrics.addr; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return cfg, fmt.Errorf("--metrics-addr %q: want HOST:PORT: %w", a, err)
 		}
 	}
 	if rf.procs < 0 {
@@ -140,6 +167,14 @@ func (rf *runFlags) config() (fleet.Config, error) {
 	}
 	cfg = cfg.WithDefaults()
 	return cfg, cfg.Validate()
+}
+
+// flag names a flag for an error: --name, and the profile when the value is the profile's.
+func (rf *runFlags) flag(name string) string {
+	if rf.fromProfile[name] {
+		return fmt.Sprintf("--%s (from profile %s)", name, rf.profiles.profile)
+	}
+	return "--" + name
 }
 
 func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config, plan *profiles.Plan) error {

@@ -48,8 +48,20 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--coalesce=-1ms"}, "--coalesce must be between 0 and 1s, got -1ms"},
 		{[]string{"--coalesce=2s"}, "--coalesce must be between 0 and 1s, got 2s"},
 		{[]string{"--gomaxprocs=-1"}, "--gomaxprocs must not be negative, got -1"},
-		{[]string{"--register-qps=0"}, "--register-qps must be positive, got 0"},
-		{[]string{"--register-qps=-10"}, "--register-qps must be positive, got -10"},
+		{[]string{"--register-qps=0"}, "--register-qps must be positive and finite, got 0"},
+		{[]string{"--register-qps=-10"}, "--register-qps must be positive and finite, got -10"},
+		{[]string{"--register-qps=NaN"}, "--register-qps must be positive and finite, got NaN"},
+		{[]string{"--register-qps=+Inf"}, "--register-qps must be positive and finite, got +Inf"},
+		{[]string{"--nodes=9223372036854775807"}, "--nodes 9223372036854775807: more than the largest fleet fakelet runs (1000000 nodes)"},
+		{[]string{"--nodes=100000000"}, "--nodes 100000000: more than the largest fleet fakelet runs"},
+		{[]string{"--lease-duration=5000000000s"}, "--lease-duration 5000000000s: at most 2147483647s, since a Lease holds its duration in seconds as a 32-bit integer"},
+		{[]string{"--renew-interval=1ms"}, "--renew-interval 1ms: at least 250ms, a kubelet's shortest"},
+		{[]string{"--status-update-frequency=1ms"}, "--status-update-frequency 1ms: at least 1s"},
+		{[]string{"--scrape-interval=0"}, "--scrape-interval 0s: at least 1s"},
+		{[]string{"--scrape-interval=-1s"}, "--scrape-interval -1s: at least 1s"},
+		{[]string{"--connections=11", "--nodes=10"}, "--connections 11: more than the fleet's 10 nodes"},
+		{[]string{"--metrics-addr=9464"}, `--metrics-addr "9464": want HOST:PORT`},
+		{[]string{"--profile=steady", "--status-update-frequency=10ms"}, "--status-update-frequency 10ms: at least 1s"},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"extra"}, `unknown command "extra" for "fakelet run"`},
 	} {
@@ -89,5 +101,40 @@ func TestEndpointsAndTLSAreSafeByDefault(t *testing.T) {
 		if f := flags.Lookup(name); f == nil || f.DefValue != want {
 			t.Errorf("--%s: %v, want default %s", name, f, want)
 		}
+	}
+}
+
+// TestNodesBeyondTheMachinesMemoryAreRefused: a fleet whose nodes need more memory than the machine
+// has is refused before it starts, naming --nodes (and the shard's slice) and the memory each needs.
+func TestNodesBeyondTheMachinesMemoryAreRefused(t *testing.T) {
+	defer func(f func() uint64) { machineMemory = f }(machineMemory)
+	machineMemory = func() uint64 { return 1 << 30 } // 16384 nodes at 64 KiB
+	for _, tc := range []struct {
+		args []string
+		want string // empty: accepted
+	}{
+		{[]string{"--nodes=16384"}, ""},
+		{[]string{"--nodes=16385"}, "--nodes 16385: needs about 1.0 GiB at 64 KiB per node (docs/performance.md), and this machine has 1.0 GiB"},
+		{[]string{"--nodes=40000", "--shard=0/2"}, "--nodes 40000 (this shard's 20000): needs about 1.2 GiB"},
+		{[]string{"--nodes=40000", "--shard=0/3"}, ""},
+		{[]string{"--profile=steady", "--nodes=20000"}, "--nodes 20000: needs"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			rf := &runFlags{}
+			cmd := newRunCommandFor(rf)
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := rf.prepare(cmd.Flags())
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }
