@@ -7,7 +7,6 @@ package measure
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/headtail"
 	"fakelet.dev/fakelet/observe"
 	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/report"
@@ -58,15 +58,13 @@ type Session struct {
 	end     time.Time
 	phases  []reaction.Phase
 	tracker *reaction.Tracker // pairs actions with reactions as they come, in bounded memory
-	first   []*reaction.Action
-	last    []*reaction.Action // a ring: the oldest at next once full
-	next    int
+	actions headtail.Sample[*reaction.Action]
 	server  string
 	cancel  context.CancelFunc
 	done    chan struct{}
 	pending sync.WaitGroup              // boundary scrapes in flight
 	live    map[string]*liveAction      // node -> its latest action, for OnReaction
-	latest  map[string]*reaction.Action // node -> its latest action, as kept in first or last if it is
+	latest  map[string]*reaction.Action // node -> its latest action, as kept in actions if it is
 }
 
 // liveAction is a node's latest action and the events already reported after it.
@@ -81,7 +79,7 @@ func New(opts Options) *Session {
 		opts.Now = time.Now
 	}
 	s := &Session{opts: opts, recorder: observe.NewRecorder(opts.Now), fleetSrc: &scrape.FleetSource{},
-		tracker: reaction.NewTracker(), latest: map[string]*reaction.Action{}}
+		tracker: reaction.NewTracker(), actions: headtail.Sample[*reaction.Action]{Keep: actionsKept}, latest: map[string]*reaction.Action{}}
 	s.recorder.OnRenewal(s.renewed)
 	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
 	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
@@ -189,15 +187,7 @@ func (s *Session) Applied(a reaction.Action) {
 	defer s.mu.Unlock()
 	s.tracker.Applied(a)
 	kept := &a
-	switch {
-	case len(s.first) < actionsKept:
-		s.first = append(s.first, kept)
-	case len(s.last) < actionsKept:
-		s.last = append(s.last, kept)
-	default:
-		s.last[s.next] = kept
-		s.next = (s.next + 1) % actionsKept
-	}
+	s.actions.Add(kept)
 	s.latest[a.Node] = kept
 	if s.live != nil {
 		s.live[a.Node] = &liveAction{action: a, seen: map[string]bool{}}
@@ -292,7 +282,7 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		}
 	}
 	var actions []reaction.Action
-	for _, a := range slices.Concat(s.first, s.last[s.next:], s.last[:s.next]) {
+	for _, a := range s.actions.Items() {
 		actions = append(actions, *a)
 	}
 	var reactions []reaction.Summary

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"fakelet.dev/fakelet/internal/headtail"
 )
 
 // Recorder collects the transitions of a fleet's nodes. Its methods are safe for concurrent use; the
@@ -18,10 +20,7 @@ type Recorder struct {
 	// The transitions themselves are kept only as samples, the first and the last maxKept: a run of
 	// hours with flapping nodes records millions. What reports need of them is kept as it arrives:
 	// their count, the Ready timeline, each node's taints, and what Notify's functions fold in.
-	count     int
-	first     []Transition
-	last      []Transition // a ring: the oldest at lastNext once full
-	next      int
+	kept      headtail.Sample[Transition]
 	pending   []Transition // added by the handler running now, for Notify's functions
 	ready     *ReadyTimeline
 	taints    map[string]map[[2]string]bool // node -> its taints (key, effect)
@@ -43,7 +42,7 @@ func NewRecorder(now func() time.Time) *Recorder {
 	if now == nil {
 		now = time.Now
 	}
-	return &Recorder{now: now, strs: map[string]string{}, leases: map[string]*leaseState{}, ready: newReadyTimeline(),
+	return &Recorder{now: now, kept: headtail.Sample[Transition]{Keep: maxKept}, strs: map[string]string{}, leases: map[string]*leaseState{}, ready: newReadyTimeline(),
 		taints: map[string]map[[2]string]bool{}}
 }
 
@@ -135,16 +134,7 @@ func (r *Recorder) add(t Transition) {
 // keep counts t, keeps it if it is among the first or the last maxKept, and folds it into what is
 // kept of all of them. r.mu must be held.
 func (r *Recorder) keep(t Transition) {
-	r.count++
-	switch {
-	case len(r.first) < maxKept:
-		r.first = append(r.first, t)
-	case len(r.last) < maxKept:
-		r.last = append(r.last, t)
-	default:
-		r.last[r.next] = t
-		r.next = (r.next + 1) % maxKept
-	}
+	r.kept.Add(t)
 	r.ready.add(t)
 	switch t.Kind {
 	case TaintAdded:
@@ -189,15 +179,14 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 func (r *Recorder) Transitions() []Transition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := slices.Concat(r.first, r.last[r.next:], r.last[:r.next])
-	return out
+	return r.kept.Items()
 }
 
 // TransitionCount is how many transitions the recorder saw.
 func (r *Recorder) TransitionCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.count
+	return r.kept.Count()
 }
 
 // TaintedNodes counts the nodes that carry at least one taint now, as the transitions tell.

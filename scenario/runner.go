@@ -14,12 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/headtail"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scheduler"
 )
@@ -94,12 +94,10 @@ type Runner struct {
 
 	admin adminQueue
 
-	recMu sync.Mutex
-	rec   Record // its Applied holds the first AppliedKept ops
-	// lastApplied holds the last AppliedKept ops after those, a ring whose oldest is at nextApplied.
-	lastApplied []Applied
-	nextApplied int
-	counts      []phaseCounts // by phase
+	recMu   sync.Mutex
+	rec     Record                   // its Applied is filled from applied when read
+	applied headtail.Sample[Applied] // the first and the last AppliedKept
+	counts  []phaseCounts            // by phase
 }
 
 // phaseCounts counts the ops of one phase for its closing line.
@@ -131,6 +129,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.admin.r = r
 	r.rec = Record{Profile: r.name, Nodes: r.nodes}
+	r.applied.Keep = AppliedKept
 	r.counts = make([]phaseCounts, len(r.windows))
 	return r, nil
 }
@@ -233,7 +232,7 @@ func (r *Runner) Record() Record {
 	defer r.recMu.Unlock()
 	rec := r.rec
 	rec.Phases = append([]PhaseRecord(nil), r.rec.Phases...)
-	rec.Applied = slices.Concat(r.rec.Applied, r.lastApplied[r.nextApplied:], r.lastApplied[:r.nextApplied])
+	rec.Applied = r.applied.Items()
 	return rec
 }
 
@@ -415,15 +414,7 @@ func (r *Runner) record(ev profiles.Event, at time.Time, err error) {
 		a.Err = err.Error()
 	}
 	r.recMu.Lock()
-	switch {
-	case len(r.rec.Applied) < AppliedKept:
-		r.rec.Applied = append(r.rec.Applied, a)
-	case len(r.lastApplied) < AppliedKept:
-		r.lastApplied = append(r.lastApplied, a)
-	default:
-		r.lastApplied[r.nextApplied] = a
-		r.nextApplied = (r.nextApplied + 1) % AppliedKept
-	}
+	r.applied.Add(a)
 	c := &r.counts[ev.Phase]
 	if err != nil {
 		r.rec.AppliedFailed++
