@@ -101,7 +101,7 @@ func (ac *Accumulator) Summaries(phases []Phase) []Summary {
 			Actions: ac.actions[[3]string{k.phase, k.group, k.op}],
 			Reacted: a.fromAction.n, Missing: a.missing,
 			FromAction: a.fromAction.stats(),
-			Samples:    slices.Clone(a.fromAction.kept),
+			Samples:    slices.Sorted(slices.Values(a.fromAction.kept)),
 		}
 		if a.fromAction.n == 0 {
 			s.FromAction = Stats{}
@@ -111,7 +111,7 @@ func (ac *Accumulator) Summaries(phases []Phase) []Summary {
 		}
 		if a.fromRenewal.n > 0 {
 			st := a.fromRenewal.stats()
-			s.FromLastRenewal, s.Samples = &st, slices.Clone(a.fromRenewal.kept)
+			s.FromLastRenewal, s.Samples = &st, slices.Sorted(slices.Values(a.fromRenewal.kept))
 		}
 		if a.missing > 0 {
 			s.MissingNodes = slices.Clone(a.missingNodes)

@@ -20,9 +20,10 @@ type Summary struct {
 	// it, only for ops that silence the node (stop, partition, denyAuth).
 	FromAction      Stats  `json:"fromAction"`
 	FromLastRenewal *Stats `json:"fromLastRenewal,omitempty"`
-	// Samples are the latencies themselves, in seconds, in order of the actions: from the last renewal
-	// where measured, else from the action. Charts draw their distribution. At most MaxSamples are
-	// kept: beyond, a uniform sample of them, and SamplesOf is how many there were.
+	// Samples are the latencies themselves, in seconds, shortest first (reactions arrive in no order
+	// that means anything): from the last renewal where measured, else from the action. Charts draw
+	// their distribution. At most MaxSamples are kept: beyond, a uniform sample of them, and SamplesOf
+	// is how many there were.
 	Samples   []float64 `json:"samples,omitempty"`
 	SamplesOf int       `json:"samplesOf,omitempty"`
 }
