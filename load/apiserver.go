@@ -1,7 +1,9 @@
 package load
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"fakelet.dev/fakelet/scrape"
@@ -128,7 +130,7 @@ func priorityLevels(api []*scrape.Snapshot) []PriorityLevel {
 		}
 	}
 	var out []PriorityLevel
-	for _, name := range sortedKeys(levels) {
+	for _, name := range slices.Sorted(maps.Keys(levels)) {
 		pl := levels[name]
 		if pl.Dispatched+pl.Rejected > 0 {
 			out = append(out, *pl)

@@ -1,7 +1,9 @@
 package load
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"fakelet.dev/fakelet/scrape"
@@ -97,7 +99,7 @@ func nodeCollector(snaps []*scrape.Snapshot) *NodeCollector {
 			get(sr.Labels[0]).Evictions += sr.Value
 		}
 	}
-	for _, name := range sortedKeys(zones) {
+	for _, name := range slices.Sorted(maps.Keys(zones)) {
 		z := zones[name]
 		if math.IsInf(z.HealthMin, 1) {
 			z.HealthMin = 0

@@ -1,6 +1,8 @@
 package load
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -217,17 +219,8 @@ func computePhase(byComponent map[string][]*scrape.Snapshot, w Window) Phase {
 // way in every report.
 func sortedSeries(f *scrape.Family) []*scrape.Series {
 	out := make([]*scrape.Series, 0, len(f.Series))
-	for _, k := range sortedKeys(f.Series) {
+	for _, k := range slices.Sorted(maps.Keys(f.Series)) {
 		out = append(out, f.Series[k])
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

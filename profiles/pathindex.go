@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -214,14 +213,4 @@ func kindWords(goType string) string {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
-}
-
-// sortedKeys returns a map's keys in order, for messages and output that must not depend on map order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -64,7 +65,7 @@ func (p *Profile) Resolve(f Fleet) (*Plan, error) {
 		return nil, ps.err(p.Source)
 	}
 	plan := &Plan{Profile: p, Nodes: f.Nodes, Seed: f.Seed, Groups: map[string][]int{}, churn: map[actionRef]churnPlan{}}
-	for _, name := range sortedKeys(p.Spec.Groups) {
+	for _, name := range slices.Sorted(maps.Keys(p.Spec.Groups)) {
 		members := selectGroup(ps, joinPath("spec.groups", name), name, p.Spec.Groups[name], p.Spec.Zones, f)
 		plan.Groups[name] = members
 	}

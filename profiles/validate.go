@@ -1,7 +1,9 @@
 package profiles
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +71,7 @@ func (s *Spec) validate(ps *problems) {
 		}
 	}
 	s.Heartbeat.validate(ps, "spec.heartbeat")
-	for _, name := range sortedKeys(s.Groups) {
+	for _, name := range slices.Sorted(maps.Keys(s.Groups)) {
 		s.validateGroup(ps, name, s.Groups[name])
 	}
 	if len(s.Phases) == 0 {

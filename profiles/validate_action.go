@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -100,11 +101,11 @@ func (s *Spec) validateActionGroup(ps *problems, path string, a *Action) {
 	case a.Group == "" && len(s.Groups) == 0:
 		ps.addf(gpath, "is required, and spec.groups defines none")
 	case a.Group == "":
-		ps.addf(gpath, "is required (groups: %s)", strings.Join(sortedKeys(s.Groups), ", "))
+		ps.addf(gpath, "is required (groups: %s)", strings.Join(slices.Sorted(maps.Keys(s.Groups)), ", "))
 	case !ok && len(s.Groups) == 0:
 		ps.addf(gpath, "unknown group %q: spec.groups defines none", a.Group)
 	case !ok:
-		ps.addf(gpath, "unknown group %q (groups: %s)", a.Group, strings.Join(sortedKeys(s.Groups), ", "))
+		ps.addf(gpath, "unknown group %q (groups: %s)", a.Group, strings.Join(slices.Sorted(maps.Keys(s.Groups)), ", "))
 	}
 }
 
