@@ -19,6 +19,11 @@
 // informers); it runs no containers, so a pod is Running and Ready as soon as it is reported; it
 // sends no Events; and it does not close idle connections after repeated heartbeat failures
 // (connections are shared by the fleet).
+//
+// Deliberate differences for ownership, so that fakelet never takes over or writes what it did not
+// create: the Node it registers and the Lease it creates carry the fleet label and the run's ID
+// (RunAnnotation; the first renewal of an adopted Lease sets it), and an agent never renews a Lease
+// that another Node owns or that has no owner, which a kubelet would.
 package agent
 
 import (
@@ -30,6 +35,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -63,6 +69,9 @@ type Agent struct {
 	server      *corev1.Node           // the newest Node the server returned or the fleet saw; never written to
 	pods        map[string]*corev1.Pod // the node's pods by name, as the fleet's watch last saw them (pods.go)
 	fatal       error
+	// nodeUID and leaseUID are the Node and Lease this agent last created or adopted: what its fleet
+	// deletes at the end of the run, and nothing else.
+	nodeUID, leaseUID types.UID
 
 	stats stats
 }
@@ -212,6 +221,25 @@ func (a *Agent) serverNode() *corev1.Node {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.server
+}
+
+// Owned returns the UIDs of the Node and Lease the agent last created or adopted ("" for none yet).
+func (a *Agent) Owned() (node, lease types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.nodeUID, a.leaseUID
+}
+
+func (a *Agent) ownNode(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.nodeUID = uid
+}
+
+func (a *Agent) ownLease(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.leaseUID = uid
 }
 
 // fail stops the agent for good.

@@ -54,6 +54,7 @@ func (s *statusLoop) tryRegister() bool {
 	node := a.cfg.Template.initialNode(a, now, health.conditions(nil, now))
 	created, err := s.c.createNode(node)
 	if err == nil {
+		a.ownNode(created.UID)
 		a.remember(a.cfg.Template.Compact(created))
 		return true
 	}
@@ -76,6 +77,7 @@ func (s *statusLoop) tryRegister() bool {
 		}
 		existing = patched
 	}
+	a.ownNode(existing.UID)
 	a.remember(a.cfg.Template.Compact(existing))
 	return true
 }
