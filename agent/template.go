@@ -41,7 +41,7 @@ type Template struct {
 	// FirstIP is node 0's InternalIP; node i gets FirstIP + i. The addresses are never contacted.
 	FirstIP netip.Addr
 
-	nodeInfo  corev1.NodeSystemInfo
+	nodeInfo    corev1.NodeSystemInfo
 	labelText   map[string]string // one copy of every label key and of the values all nodes share
 	annotations map[string]string // the one copy of the registration annotations compacted Nodes share; read-only
 	// leaseAnnotations are those of a Lease the agent creates: the run's, or none. Read-only.
