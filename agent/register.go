@@ -71,7 +71,7 @@ func (s *statusLoop) tryRegister() bool {
 	}
 	original := existing.DeepCopy()
 	if reconcileRegistered(node, existing) {
-		patched, err := s.c.patchNodeStatus(original, existing)
+		patched, err := s.c.patchNodeStatus(original, existing, existing.UID)
 		if err != nil {
 			return false
 		}
