@@ -17,6 +17,8 @@ func TestInvalidCleanupFlagsAreRefusedClearly(t *testing.T) {
 		{nil, ""}, // the default fleet: fine, and no control plane is up in the directory
 		{[]string{"--kubeconfig=" + filepath.Join(t.TempDir(), "missing")}, "load kubeconfig"},
 		{[]string{"extra"}, `unknown command "extra" for "fakelet cleanup"`},
+		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be a positive number, got 0"},
+		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be a positive number, got NaN"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			root := newRootCommand()

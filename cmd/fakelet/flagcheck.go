@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"fakelet.dev/fakelet/fleet"
@@ -22,6 +23,8 @@ func (rf *runFlags) checkFleetFlags() error {
 		return fmt.Errorf("--connections must not be negative, got %d (0 picks one per 1000 nodes)", c.Connections)
 	case c.RegisterQPS <= 0:
 		return fmt.Errorf("--register-qps must be positive, got %v", c.RegisterQPS)
+	case !(c.CleanupQPS > 0) || math.IsInf(c.CleanupQPS, 0):
+		return fmt.Errorf("--cleanup-qps must be a positive number, got %v", c.CleanupQPS)
 	case c.Coalesce < 0 || c.Coalesce > time.Second:
 		return fmt.Errorf("--coalesce must be between 0 and 1s, got %v", c.Coalesce)
 	}

@@ -50,6 +50,8 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--gomaxprocs=-1"}, "--gomaxprocs must not be negative, got -1"},
 		{[]string{"--register-qps=0"}, "--register-qps must be positive, got 0"},
 		{[]string{"--register-qps=-10"}, "--register-qps must be positive, got -10"},
+		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be a positive number, got 0"},
+		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be a positive number, got NaN"},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"extra"}, `unknown command "extra" for "fakelet run"`},
 	} {
