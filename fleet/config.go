@@ -63,8 +63,9 @@ const (
 	DefaultFleet       = "fakelet"
 	DefaultRegisterQPS = 100
 	DefaultPodQPS      = 100
-	// DefaultCleanupQPS deletes 10,000 Nodes with their Leases in under four minutes, while a
-	// control plane serving other clients still has room for them.
+	// DefaultCleanupQPS sends the 20,000 deletions of 10,000 Nodes and their Leases in 200 s, a
+	// small share of what an apiserver serves, so that a shared control plane's other clients
+	// keep their room.
 	DefaultCleanupQPS = 100
 	// MaxPodsPerNode is the pod capacity the nodes report.
 	MaxPodsPerNode = 110
