@@ -40,7 +40,7 @@ func (e *LiveRunError) Error() string {
 		sort.Strings(nodes)
 		runs = append(runs, fmt.Sprintf("run %s holds %s", id, examples(nodes, 3)))
 	}
-	return fmt.Sprintf("%d of fleet %s's nodes are held by a live run (their Leases renewed by it within the lease duration, the last %v ago): %s",
+	return fmt.Sprintf("%d of fleet %s's nodes are held by a live run (it renewed their Leases or heartbeat their status within the lease duration, the last %v ago): %s",
 		n, e.Fleet, e.Now.Sub(e.Newest).Round(time.Second), strings.Join(runs, "; "))
 }
 
@@ -53,24 +53,19 @@ func (e *LiveRunError) ExpiresIn() time.Duration {
 // or a kubelet that is not fakelet at all.
 const noRunID = "(no run ID)"
 
-// liveHolders returns the error that names the runs other than self whose Leases of nodes were
-// renewed within their duration before now, or nil if there are none. leases are the Leases in
-// kube-node-lease by name; a Lease counts only if the Node of its name owns it.
+// liveHolders returns the error that names the runs other than self that hold one of nodes, or nil
+// if there are none. A run holds a Node while it renews the Node's Lease: renewed within its duration
+// before now. A Node whose Lease is not there yet (its kubelet creates it after registering, up to a
+// renew interval later) or that has none (--mode status) is held while its Ready condition's
+// heartbeat is within statusHeartbeatWindow. leases are the Leases in kube-node-lease by name; a
+// Lease counts only if the Node of its name owns it.
 func liveHolders(fleet, self string, nodes []corev1.Node, leases map[string]*coordinationv1.Lease, now time.Time) *LiveRunError {
 	var e *LiveRunError
 	for i := range nodes {
 		n := &nodes[i]
-		l := leases[n.Name]
-		if l == nil || !ownedBy(l, n) || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		renewed, expires, run := heartbeat(n, leases[n.Name])
+		if renewed.IsZero() || !now.Before(expires) {
 			continue
-		}
-		expires := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
-		if !now.Before(expires) {
-			continue
-		}
-		run := agent.HeldBy(l)
-		if run == "" {
-			run = agent.HeldBy(n)
 		}
 		if run == self && self != "" {
 			continue
@@ -82,14 +77,40 @@ func liveHolders(fleet, self string, nodes []corev1.Node, leases map[string]*coo
 			e = &LiveRunError{Fleet: fleet, Runs: map[string][]string{}, Now: now}
 		}
 		e.Runs[run] = append(e.Runs[run], n.Name)
-		if l.Spec.RenewTime.After(e.Newest) {
-			e.Newest = l.Spec.RenewTime.Time
+		if renewed.After(e.Newest) {
+			e.Newest = renewed
 		}
 		if expires.After(e.Expires) {
 			e.Expires = expires
 		}
 	}
 	return e
+}
+
+// statusHeartbeatWindow is how long a Node's status heartbeat shows a live run when its Lease does
+// not: the kubelet's default lease duration.
+const statusHeartbeatWindow = agent.DefaultLeaseDurationSeconds * time.Second
+
+// heartbeat is the latest sign of life of node's kubelet (zero for none), until when it counts, and
+// the run that gave it: its Lease's renewal, or else its Ready condition's heartbeat.
+func heartbeat(node *corev1.Node, lease *coordinationv1.Lease) (at, expires time.Time, run string) {
+	run = agent.HeldBy(node)
+	if lease != nil && ownedBy(lease, node) && lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil {
+		at = lease.Spec.RenewTime.Time
+		expires = at.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
+		if r := agent.HeldBy(lease); r != "" {
+			run = r
+		}
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.LastHeartbeatTime.After(at) {
+			at = c.LastHeartbeatTime.Time
+			if window := at.Add(statusHeartbeatWindow); window.After(expires) {
+				expires = window
+			}
+		}
+	}
+	return at, expires, run
 }
 
 // ownedBy reports whether node owns lease.
