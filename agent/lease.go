@@ -146,6 +146,10 @@ func (l *leaseLoop) checkOwner(lease *coordinationv1.Lease) error {
 		return fmt.Errorf("lease %s is owned by node %s (uid %s), not by node %s (uid %s): %w",
 			a.name, owner.Name, owner.UID, a.name, node.UID, ErrLeaseNotOurs)
 	}
+	if err := a.heldElsewhere(lease); err != nil {
+		a.fail(err)
+		return err
+	}
 	return nil
 }
 

@@ -157,3 +157,49 @@ func TestRunAnnotationOnCreatedAndAdoptedObjects(t *testing.T) {
 		t.Errorf("adopted %q and %q, want the left node and lease", node, lease)
 	}
 }
+
+// TestNodeOfAnotherLiveRunIsLeftAlone: the fleet's Node and its Lease, held by run A, which renewed
+// the Lease 5 s ago. An agent of run B with that name (a Node churn added, or a run that started
+// after B's check) neither adopts the Node nor renews the Lease, and gives up naming run A. Once
+// the Lease has expired, an agent adopts both.
+func TestNodeOfAnotherLiveRunIsLeftAlone(t *testing.T) {
+	const name = "fakelet-00000"
+	for _, tc := range []struct {
+		renewed time.Duration // before the agent starts
+		held    bool
+	}{{5 * time.Second, true}, {41 * time.Second, false}} {
+		h := newHarness(t, func(c *Config) {
+			tmpl, err := NewTemplate(TemplateOptions{Fleet: "test", RunID: "run-b"})
+			if err != nil {
+				panic(err)
+			}
+			c.Template = tmpl
+		})
+		theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-node",
+			Labels: map[string]string{FleetLabel: "test"}, Annotations: map[string]string{RunAnnotation: "run-a"}}}
+		lease := leaseOwnedBy(name, "their-node")
+		lease.Annotations = map[string]string{RunAnnotation: "run-a"}
+		lease.Spec.LeaseDurationSeconds = ptr.To[int32](40)
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(-tc.renewed)}
+		seed(t, h.client, theirs, lease)
+		h.take()
+		a := h.agent(name, 0)
+		a.Start(h.ctx)
+		h.advance(30 * time.Second)
+		calls := h.take()
+		w := append(writesTo(calls, "leases"), writesTo(calls, "nodes")...)
+		var held *HeldError
+		if tc.held {
+			if len(w) > 0 {
+				t.Errorf("renewed %v ago: the agent wrote to run A's objects: %v", tc.renewed, w)
+			}
+			if !errors.As(a.Err(), &held) || held.Run != "run-a" {
+				t.Errorf("renewed %v ago: agent error %v, want a HeldError naming run-a", tc.renewed, a.Err())
+			}
+			continue
+		}
+		if node, lease := a.Owned(); node != "their-node" || lease == "" || a.Err() != nil {
+			t.Errorf("renewed %v ago: owns %q and %q (%v), want the expired run's node and lease adopted", tc.renewed, node, lease, a.Err())
+		}
+	}
+}
