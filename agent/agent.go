@@ -23,7 +23,8 @@
 // Deliberate differences for ownership, so that fakelet never takes over or writes what it did not
 // create: the Node it registers and the Lease it creates carry the fleet label and the run's ID
 // (RunAnnotation; the first renewal of an adopted Lease sets it), and an agent never renews a Lease
-// that another Node owns or that has no owner, which a kubelet would. Its status patches carry the
+// that another Node owns or that has no owner, which a kubelet would, nor adopts a Node or renews a
+// Lease that another live run of its fleet holds (held.go). Its status patches carry the
 // UID of the Node it registered or adopted as metadata.uid, which the apiserver refuses (422, the UID
 // is immutable) on any other Node of that name, so a Node replaced mid-run is never written to; the
 // request is otherwise the kubelet's (statuspatch.go, withUID).
