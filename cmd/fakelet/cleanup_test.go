@@ -39,3 +39,20 @@ func TestInvalidCleanupFlagsAreRefusedClearly(t *testing.T) {
 		})
 	}
 }
+
+// What is left after a cleanup is named with the command that removes it, for the same cluster.
+func TestCleanupCommandTargetsTheSameCluster(t *testing.T) {
+	for _, tc := range []struct {
+		target targetFlags
+		want   string
+	}{
+		{targetFlags{controlPlaneDir: ".fakelet/controlplane"}, "fakelet cleanup --fleet blue"},
+		{targetFlags{controlPlaneDir: "/tmp/cp"}, "fakelet cleanup --fleet blue --controlplane-dir /tmp/cp"},
+		{targetFlags{kubeconfig: "/home/me/my kube", context: "kind", insecure: true},
+			"fakelet cleanup --fleet blue --kubeconfig '/home/me/my kube' --context kind --insecure-skip-tls-verify"},
+	} {
+		if got := cleanupCommand("blue", tc.target); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.target, got, tc.want)
+		}
+	}
+}
