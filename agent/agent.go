@@ -19,6 +19,15 @@
 // informers); it runs no containers, so a pod is Running and Ready as soon as it is reported; it
 // sends no Events; and it does not close idle connections after repeated heartbeat failures
 // (connections are shared by the fleet).
+//
+// Deliberate differences for ownership, so that fakelet never takes over or writes what it did not
+// create: the Node it registers and the Lease it creates carry the fleet label and the run's ID
+// (RunAnnotation; the first renewal of an adopted Lease sets it), and an agent never renews a Lease
+// that another Node owns or that has no owner, which a kubelet would, nor adopts a Node or renews a
+// Lease that another live run of its fleet holds (held.go). Its status patches carry the
+// UID of the Node it registered or adopted as metadata.uid, which the apiserver refuses (422, the UID
+// is immutable) on any other Node of that name, so a Node replaced mid-run is never written to; the
+// request is otherwise the kubelet's (statuspatch.go, withUID).
 package agent
 
 import (
@@ -30,6 +39,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -63,6 +73,9 @@ type Agent struct {
 	server      *corev1.Node           // the newest Node the server returned or the fleet saw; never written to
 	pods        map[string]*corev1.Pod // the node's pods by name, as the fleet's watch last saw them (pods.go)
 	fatal       error
+	// nodeUID and leaseUID are the Node and Lease this agent last created or adopted: what its fleet
+	// deletes at the end of the run, and nothing else.
+	nodeUID, leaseUID types.UID
 
 	stats stats
 }
@@ -212,6 +225,25 @@ func (a *Agent) serverNode() *corev1.Node {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.server
+}
+
+// Owned returns the UIDs of the Node and Lease the agent last created or adopted ("" for none yet).
+func (a *Agent) Owned() (node, lease types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.nodeUID, a.leaseUID
+}
+
+func (a *Agent) ownNode(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.nodeUID = uid
+}
+
+func (a *Agent) ownLease(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.leaseUID = uid
 }
 
 // fail stops the agent for good.

@@ -44,7 +44,7 @@ func TestCompactSharesWhatEqualsTheTemplate(t *testing.T) {
 		t.Error("managed fields kept")
 	}
 	if !sameSlice(n.Status.Images, tmpl.Images) || !sameMap(n.Status.Capacity, tmpl.Capacity) ||
-		!sameMap(n.Status.Allocatable, tmpl.Allocatable) || !sameMap(n.Annotations, registeredAnnotations) {
+		!sameMap(n.Status.Allocatable, tmpl.Allocatable) || !sameMap(n.Annotations, tmpl.annotations) {
 		t.Error("the image list, resource lists or annotations are not the shared ones")
 	}
 	if !equality.Semantic.DeepEqual(n.Labels, kept.Labels) {

@@ -3,12 +3,14 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -23,6 +25,7 @@ type leaseLoop struct {
 	c      caller
 	latest *coordinationv1.Lease // the lease the server last returned to us
 	active bool                  // scheduled; guarded by Agent.mu
+	uid    types.UID             // the Lease last created or renewed, as own recorded it
 }
 
 // Run is one tick of the loop.
@@ -88,6 +91,7 @@ func (l *leaseLoop) ensure() (*coordinationv1.Lease, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
+		l.own(lease)
 		l.renewed()
 		return lease, true, nil
 	} else if err != nil {
@@ -100,14 +104,16 @@ func (l *leaseLoop) ensure() (*coordinationv1.Lease, bool, error) {
 	return lease, false, nil
 }
 
-// ErrLeaseNotOurs is why an agent leaves a Lease with its name alone: a Node other than its own owns it.
-var ErrLeaseNotOurs = errors.New("the lease is owned by another node: left alone")
+// ErrLeaseNotOurs is why an agent leaves a Lease with its name alone: a Node other than its own owns
+// it, or no Node does.
+var ErrLeaseNotOurs = errors.New("the lease is not this node's: left alone")
 
 // checkOwner makes sure that a Lease found on the server may be renewed: a kubelet renews whatever
 // Lease has its node's name, but fakelet must not write to another fleet's, nor to one that a Node of
 // ours no longer owns (it was deleted and created again: the garbage collector deletes such a Lease,
-// and the agent then creates its own). A Lease without an owner is taken over as the kubelet does,
-// once newLease has checked that the Node is ours. The agent's view of its Node (from its own requests
+// and the agent then creates its own). Nor does it take over a Lease without an owner, as a kubelet
+// would: fakelet creates every Lease owned by its Node, so one without an owner is someone else's,
+// whatever its name. The agent's view of its Node (from its own requests
 // or the fleet's watch) usually names the UID; only without one does this cost a GET of the Node.
 // Deliberate difference from a kubelet, for ownership; the steady state sends the same requests.
 func (l *leaseLoop) checkOwner(lease *coordinationv1.Lease) error {
@@ -120,7 +126,7 @@ func (l *leaseLoop) checkOwner(lease *coordinationv1.Lease) error {
 		}
 	}
 	if owner == nil {
-		return nil
+		return fmt.Errorf("lease %s has no owner, so fakelet did not create it: %w", a.name, ErrLeaseNotOurs)
 	}
 	node := a.serverNode()
 	if node == nil || node.UID != owner.UID || !a.cfg.Template.Owns(node) {
@@ -140,6 +146,10 @@ func (l *leaseLoop) checkOwner(lease *coordinationv1.Lease) error {
 		return fmt.Errorf("lease %s is owned by node %s (uid %s), not by node %s (uid %s): %w",
 			a.name, owner.Name, owner.UID, a.name, node.UID, ErrLeaseNotOurs)
 	}
+	if err := a.heldElsewhere(lease); err != nil {
+		a.fail(err)
+		return err
+	}
 	return nil
 }
 
@@ -151,6 +161,7 @@ func (l *leaseLoop) retryUpdate(base *coordinationv1.Lease) error {
 			lease, err := l.c.updateLease(next)
 			l.r.a.heartbeat(KindLease, err)
 			if err == nil {
+				l.own(lease)
 				l.latest = compactLease(lease, l.r.a.name)
 				l.renewed()
 				return nil
@@ -174,7 +185,7 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 	var lease *coordinationv1.Lease
 	if base == nil {
 		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: LeaseNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: LeaseNamespace, Annotations: a.cfg.Template.leaseAnnotations},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(a.name)},
 		}
 	} else {
@@ -182,6 +193,15 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 		// fields replaced below differ and base (the server's answer, kept as latest) is never written.
 		copied := *base
 		lease = &copied
+		if run := a.cfg.Template.RunID; run != "" && HeldBy(lease) != run {
+			// Adopted from an earlier run: say which run holds it now. Only this first renewal
+			// differs from the kubelet's PUT.
+			lease.Annotations = maps.Clone(lease.Annotations)
+			if lease.Annotations == nil {
+				lease.Annotations = map[string]string{}
+			}
+			lease.Annotations[RunAnnotation] = run
+		}
 	}
 	lease.Spec.LeaseDurationSeconds = ptr.To(a.cfg.Heartbeat.LeaseDurationSeconds)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: a.cfg.Scheduler.Clock().Now()}
@@ -232,6 +252,14 @@ func compactLease(lease *coordinationv1.Lease, name string) *coordinationv1.Leas
 }
 
 var leaseAPIVersion = coordinationv1.SchemeGroupVersion.String()
+
+// own records lease, which the agent created or renewed, as the run's: the fleet deletes it at the end.
+func (l *leaseLoop) own(lease *coordinationv1.Lease) {
+	if lease != nil && lease.UID != l.uid {
+		l.uid = lease.UID
+		l.r.a.ownLease(lease.UID)
+	}
+}
 
 func (l *leaseLoop) renewed() {
 	l.r.a.leaseRenewed(l.r.a.cfg.Scheduler.Clock().Now())

@@ -89,3 +89,117 @@ func TestLeaseOfAnEarlierNodeIsLeftToTheGarbageCollector(t *testing.T) {
 		t.Errorf("the agent gave up: %v", a.Err())
 	}
 }
+
+// TestLeaseWithoutOwnerIsNeverAdopted: a Lease with the agent's name and no owner, beside the
+// agent's own Node. A kubelet would renew it and set itself as its owner; fakelet creates every Lease
+// owned by its Node, so this one is someone else's and the agent never writes to it.
+func TestLeaseWithoutOwnerIsNeverAdopted(t *testing.T) {
+	const name = "fakelet-00000"
+	h := newHarness(t)
+	unowned := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: LeaseNamespace, UID: "their-lease"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("someone")}}
+	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "our-uid", Labels: map[string]string{FleetLabel: "test"}}}
+	seed(t, h.client, ours, unowned)
+	h.take()
+	a := h.agent(name, 0)
+	a.Start(h.ctx)
+	h.advance(time.Minute)
+	if w := writesTo(h.take(), "leases"); len(w) > 0 {
+		t.Errorf("the agent wrote to a lease without an owner: %v", w)
+	}
+	l, err := h.client.CoordinationV1().Leases(LeaseNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || len(l.OwnerReferences) != 0 || *l.Spec.HolderIdentity != "someone" {
+		t.Errorf("the unowned lease changed: %+v, %v", l, err)
+	}
+	if _, lease := a.Owned(); lease != "" {
+		t.Errorf("the agent counts lease uid %s as its own, want none", lease)
+	}
+}
+
+// TestRunAnnotationOnCreatedAndAdoptedObjects: the Node and Lease an agent creates carry its run's
+// ID; a Node and Lease an earlier run of the fleet left are adopted and re-annotated with it, and the
+// agent reports their UIDs as its own.
+func TestRunAnnotationOnCreatedAndAdoptedObjects(t *testing.T) {
+	withRun := func(c *Config) {
+		tmpl, err := NewTemplate(TemplateOptions{Fleet: "test", RunID: "run-b"})
+		if err != nil {
+			panic(err)
+		}
+		c.Template = tmpl
+	}
+	h := newHarness(t, withRun)
+	left := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00001", UID: "left-node",
+		Labels: map[string]string{FleetLabel: "test"}, Annotations: map[string]string{RunAnnotation: "run-a"}}}
+	leftLease := leaseOwnedBy("fakelet-00001", "left-node")
+	leftLease.UID, leftLease.Annotations = "left-lease", map[string]string{RunAnnotation: "run-a"}
+	seed(t, h.client, left, leftLease)
+	fresh, adopted := h.agent("fakelet-00000", 0), h.agent("fakelet-00001", 1)
+	fresh.Start(h.ctx)
+	adopted.Start(h.ctx)
+	h.advance(30 * time.Second)
+	for _, a := range []*Agent{fresh, adopted} {
+		n, err := h.client.CoreV1().Nodes().Get(context.Background(), a.Name(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := h.client.CoordinationV1().Leases(LeaseNamespace).Get(context.Background(), a.Name(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if HeldBy(n) != "run-b" || HeldBy(l) != "run-b" {
+			t.Errorf("%s: node held by %q, lease by %q, want run-b", a.Name(), HeldBy(n), HeldBy(l))
+		}
+		if node, lease := a.Owned(); node != n.UID || lease != l.UID {
+			t.Errorf("%s: owns node %q and lease %q, want %q and %q", a.Name(), node, lease, n.UID, l.UID)
+		}
+	}
+	if node, lease := adopted.Owned(); node != "left-node" || lease != "left-lease" {
+		t.Errorf("adopted %q and %q, want the left node and lease", node, lease)
+	}
+}
+
+// TestNodeOfAnotherLiveRunIsLeftAlone: the fleet's Node and its Lease, held by run A, which renewed
+// the Lease 5 s ago. An agent of run B with that name (a Node churn added, or a run that started
+// after B's check) neither adopts the Node nor renews the Lease, and gives up naming run A. Once
+// the Lease has expired, an agent adopts both.
+func TestNodeOfAnotherLiveRunIsLeftAlone(t *testing.T) {
+	const name = "fakelet-00000"
+	for _, tc := range []struct {
+		renewed time.Duration // before the agent starts
+		held    bool
+	}{{5 * time.Second, true}, {41 * time.Second, false}} {
+		h := newHarness(t, func(c *Config) {
+			tmpl, err := NewTemplate(TemplateOptions{Fleet: "test", RunID: "run-b"})
+			if err != nil {
+				panic(err)
+			}
+			c.Template = tmpl
+		})
+		theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-node",
+			Labels: map[string]string{FleetLabel: "test"}, Annotations: map[string]string{RunAnnotation: "run-a"}}}
+		lease := leaseOwnedBy(name, "their-node")
+		lease.Annotations = map[string]string{RunAnnotation: "run-a"}
+		lease.Spec.LeaseDurationSeconds = ptr.To[int32](40)
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(-tc.renewed)}
+		seed(t, h.client, theirs, lease)
+		h.take()
+		a := h.agent(name, 0)
+		a.Start(h.ctx)
+		h.advance(30 * time.Second)
+		calls := h.take()
+		w := append(writesTo(calls, "leases"), writesTo(calls, "nodes")...)
+		var held *HeldError
+		if tc.held {
+			if len(w) > 0 {
+				t.Errorf("renewed %v ago: the agent wrote to run A's objects: %v", tc.renewed, w)
+			}
+			if !errors.As(a.Err(), &held) || held.Run != "run-a" {
+				t.Errorf("renewed %v ago: agent error %v, want a HeldError naming run-a", tc.renewed, a.Err())
+			}
+			continue
+		}
+		if node, lease := a.Owned(); node != "their-node" || lease == "" || a.Err() != nil {
+			t.Errorf("renewed %v ago: owns %q and %q (%v), want the expired run's node and lease adopted", tc.renewed, node, lease, a.Err())
+		}
+	}
+}

@@ -79,7 +79,8 @@ func TestLeaseLoopMatchesUpstreamController(t *testing.T) {
 		conflicts int
 	}{
 		{"no lease yet", nil, 0},
-		{"lease without owner", leaseOwnedBy(nil), 0},
+		// A lease without an owner is where the two differ on purpose: the kubelet takes it over, the
+		// agent leaves it alone (TestLeaseWithoutOwnerIsNeverAdopted).
 		{"owned lease", leaseOwnedBy(owned), 0},
 		{"owned lease, conflict on update", leaseOwnedBy(owned), 1},
 		{"owned lease, two conflicts", leaseOwnedBy(owned), 2},

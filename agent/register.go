@@ -54,6 +54,7 @@ func (s *statusLoop) tryRegister() bool {
 	node := a.cfg.Template.initialNode(a, now, health.conditions(nil, now))
 	created, err := s.c.createNode(node)
 	if err == nil {
+		a.ownNode(created.UID)
 		a.remember(a.cfg.Template.Compact(created))
 		return true
 	}
@@ -68,14 +69,18 @@ func (s *statusLoop) tryRegister() bool {
 		a.fail(&ForeignNodeError{Node: a.name, Fleet: a.cfg.Template.Fleet, Labels: existing.Labels})
 		return false
 	}
+	if err := s.checkNotHeld(existing); err != nil {
+		return false
+	}
 	original := existing.DeepCopy()
 	if reconcileRegistered(node, existing) {
-		patched, err := s.c.patchNodeStatus(original, existing)
+		patched, err := s.c.patchNodeStatus(original, existing, existing.UID)
 		if err != nil {
 			return false
 		}
 		existing = patched
 	}
+	a.ownNode(existing.UID)
 	a.remember(a.cfg.Template.Compact(existing))
 	return true
 }
@@ -113,4 +118,33 @@ func reconcileRegistered(initial, existing *corev1.Node) bool {
 		changed = true
 	}
 	return changed
+}
+
+// checkNotHeld makes sure that no other live run holds existing, a Node of the fleet the agent is
+// about to adopt: by its status heartbeat, or by the Lease it owns. It fails the agent with a
+// *HeldError if one does; another error is a failed request, to try again.
+func (s *statusLoop) checkNotHeld(existing *corev1.Node) error {
+	a := s.r.a
+	if a.cfg.Template.RunID == "" || HeldBy(existing) == a.cfg.Template.RunID {
+		return nil
+	}
+	if err := a.nodeHeldElsewhere(existing); err != nil {
+		a.fail(err)
+		return err
+	}
+	lease, err := s.c.getLease()
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, o := range lease.OwnerReferences {
+		if o.Kind == "Node" && o.UID == existing.UID {
+			if err := a.heldElsewhere(lease); err != nil {
+				a.fail(err)
+				return err
+			}
+		}
+	}
+	return nil
 }

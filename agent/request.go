@@ -36,7 +36,9 @@ func (c *caller) getNode() (out *corev1.Node, err error) {
 	return out, err
 }
 
-func (c *caller) patchNodeStatus(old, new *corev1.Node) (out *corev1.Node, err error) {
+// patchNodeStatus is the kubelet's PatchNodeStatus of new against old, on the Node uid (withUID).
+func (c *caller) patchNodeStatus(old, new *corev1.Node, uid types.UID) (out *corev1.Node, err error) {
+	old, new = withUID(old, new, uid)
 	err = c.call("patch", "nodes", func(ctx context.Context) error {
 		out, _, err = nodeutil.PatchNodeStatus(contextCore{c.r.a.api.Core, ctx}, types.NodeName(c.r.a.name), old, new)
 		return err

@@ -108,10 +108,11 @@ func (s *statusLoop) tryUpdate(try int) error {
 	}
 	var patched *corev1.Node
 	var err error
-	if patch, ok := heartbeatPatch(original.Status.Conditions, node.Status.Conditions); ok && !changed {
+	uid, _ := a.Owned()
+	if patch, ok := heartbeatPatch(original.Status.Conditions, node.Status.Conditions, uid); ok && !changed {
 		patched, err = s.c.patchHeartbeat(patch)
 	} else {
-		patched, err = s.c.patchNodeStatus(original, node)
+		patched, err = s.c.patchNodeStatus(original, node, uid)
 	}
 	a.heartbeat(KindStatus, err)
 	if err != nil {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"sort"
@@ -8,6 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func patchesOf(calls []call) []call {
@@ -33,8 +41,10 @@ func TestFiveMinutePatchCarriesHeartbeatTimesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, _ := body["status"].(map[string]any)
-	if len(body) != 1 || status == nil {
-		t.Fatalf("patch %s touches more than the status", patches[1].patch)
+	// The Node's UID is the one field beyond the kubelet's patch: a precondition (withUID).
+	meta, _ := body["metadata"].(map[string]any)
+	if len(body) != 2 || status == nil || len(meta) != 1 || meta["uid"] != "uid-1" {
+		t.Fatalf("patch %s touches more than the status and the node's UID", patches[1].patch)
 	}
 	keys := make([]string, 0, len(status))
 	for k := range status {
@@ -54,8 +64,8 @@ func TestFiveMinutePatchCarriesHeartbeatTimesOnly(t *testing.T) {
 			t.Errorf("condition patch %v, want type and lastHeartbeatTime only", m)
 		}
 	}
-	if n := len(patches[1].patch); n < 300 || n > 500 {
-		t.Errorf("heartbeat patch is %d bytes, a kubelet's is about 410", n)
+	if n := len(patches[1].patch) - len(`"metadata":{"uid":"uid-1"},`); n < 300 || n > 500 {
+		t.Errorf("heartbeat patch is %d bytes besides the UID, a kubelet's is about 410", n)
 	}
 }
 
@@ -152,5 +162,52 @@ func TestRegisteredNodeLooksLikeAKubeletsNode(t *testing.T) {
 	}
 	if len(raw) < 10_000 || len(raw) > 15_000 {
 		t.Errorf("a Node with 50 images is %d bytes of JSON, a kubelet's is about 12 KB", len(raw))
+	}
+}
+
+// TestReplacedNodeIsNeverPatched: the agent's Node is deleted and another created in its place by
+// someone else, with the fleet's label. A kubelet would patch the new Node's status; the agent's patch
+// carries the UID of the Node it registered, which the apiserver's validation refuses for another
+// Node (here a reactor refuses it as the apiserver does), so the other Node is never written to.
+func TestReplacedNodeIsNeverPatched(t *testing.T) {
+	h := newHarness(t)
+	h.client.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		var body struct {
+			Metadata struct{ UID types.UID } `json:"metadata"`
+		}
+		if err := json.Unmarshal(action.(k8stesting.PatchAction).GetPatch(), &body); err != nil || body.Metadata.UID == "" {
+			return false, nil, err
+		}
+		stored, err := h.client.Tracker().Get(action.GetResource(), "", action.(k8stesting.PatchAction).GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		if uid := stored.(*corev1.Node).UID; uid != body.Metadata.UID {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, stored.(*corev1.Node).Name,
+				field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), body.Metadata.UID, "field is immutable")})
+		}
+		return false, nil, nil
+	})
+	const name = "fakelet-00000"
+	a := h.agent(name, 0)
+	a.Start(h.ctx)
+	h.advance(30 * time.Second)
+	ctx := context.Background()
+	if err := h.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "theirs", Labels: map[string]string{FleetLabel: "test"}}}
+	if _, err := h.client.CoreV1().Nodes().Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.take()
+	a.SetHealth(func(hl *Health) { hl.NotReady = true })
+	h.advance(time.Minute)
+	got, err := h.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != "theirs" || len(got.Status.Conditions) != 0 || len(got.Annotations) != 0 {
+		t.Errorf("the other Node was written to: uid %s, %d conditions, annotations %v", got.UID, len(got.Status.Conditions), got.Annotations)
 	}
 }

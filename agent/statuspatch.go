@@ -15,9 +15,10 @@ import (
 // report, every 5 minutes per node in lease mode and every 10 s in status mode. Written directly it
 // costs a few allocations instead of two JSON encodings of the Node and a two-way strategic merge
 // patch (TestHeartbeatPatchMatchesPatchNodeStatus holds the two to the same bytes). ok is false when
-// the conditions differ otherwise, and the caller must take PatchNodeStatus's way.
-func heartbeatPatch(old, new []corev1.NodeCondition) (patch []byte, ok bool) {
-	if len(old) != len(new) {
+// the conditions differ otherwise, and the caller must take PatchNodeStatus's way. A uid is the
+// precondition withUID adds (empty: none).
+func heartbeatPatch(old, new []corev1.NodeCondition, uid types.UID) (patch []byte, ok bool) {
+	if len(old) != len(new) || !jsonSafe(string(uid)) {
 		return nil, false
 	}
 	var moved [len(conditionTypes) * 2]int // indexes of conditions whose heartbeat time changed
@@ -34,11 +35,20 @@ func heartbeatPatch(old, new []corev1.NodeCondition) (patch []byte, ok bool) {
 			changed = append(changed, i)
 		}
 	}
-	if len(changed) == 0 {
-		return []byte("{}"), true
+	b := make([]byte, 0, 64+len(uid)+len(new)*24+len(changed)*64)
+	b = append(b, '{')
+	if uid != "" {
+		b = append(b, `"metadata":{"uid":"`...)
+		b = append(b, uid...)
+		b = append(b, `"}`...)
+		if len(changed) > 0 {
+			b = append(b, ',')
+		}
 	}
-	b := make([]byte, 0, 64+len(new)*24+len(changed)*64)
-	b = append(b, `{"status":{"$setElementOrder/conditions":[`...)
+	if len(changed) == 0 {
+		return append(b, '}'), true
+	}
+	b = append(b, `"status":{"$setElementOrder/conditions":[`...)
 	for i := range new {
 		if i > 0 {
 			b = append(b, ',')
@@ -80,6 +90,20 @@ func jsonSafe(s string) bool {
 		}
 	}
 	return true
+}
+
+// withUID returns old and new as PatchNodeStatus must see them for its patch to carry uid as
+// metadata.uid: old without a UID, new with it. The apiserver validates the patched Node's UID as
+// immutable, so a patch carrying the UID of the Node the agent registered fails (422) against any
+// other Node of its name: a Node someone else created in its place is never written to. The kubelet
+// sends no UID; this is the one difference in its status patches. An empty uid leaves both as they are.
+func withUID(old, new *corev1.Node, uid types.UID) (*corev1.Node, *corev1.Node) {
+	if uid == "" {
+		return old, new
+	}
+	o, n := *old, *new
+	o.UID, n.UID = "", uid
+	return &o, &n
 }
 
 // patchHeartbeat sends the periodic status report as PatchNodeStatus would (the same patch, the same

@@ -73,17 +73,20 @@ func TestHeartbeatPatchMatchesPatchNodeStatus(t *testing.T) {
 			if changed {
 				t.Fatal("the status changed beyond heartbeat times; the case is wrong")
 			}
-			got, ok := heartbeatPatch(old.Status.Conditions, node.Status.Conditions)
-			if !ok {
-				t.Fatal("heartbeatPatch declined a heartbeat-only change")
-			}
-			client := fake.NewSimpleClientset(old.DeepCopy())
-			_, want, err := nodeutil.PatchNodeStatus(client.CoreV1(), types.NodeName(old.Name), old, node)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("heartbeatPatch\n%s\nPatchNodeStatus\n%s", got, want)
+			for _, uid := range []types.UID{"", old.UID} {
+				got, ok := heartbeatPatch(old.Status.Conditions, node.Status.Conditions, uid)
+				if !ok {
+					t.Fatal("heartbeatPatch declined a heartbeat-only change")
+				}
+				client := fake.NewSimpleClientset(old.DeepCopy())
+				o, n := withUID(old, node, uid)
+				_, want, err := nodeutil.PatchNodeStatus(client.CoreV1(), types.NodeName(old.Name), o, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(want) {
+					t.Errorf("uid %q: heartbeatPatch\n%s\nPatchNodeStatus\n%s", uid, got, want)
+				}
 			}
 		})
 	}
@@ -109,12 +112,12 @@ func TestHeartbeatPatchDeclinesOtherChanges(t *testing.T) {
 		next := edit(append([]corev1.NodeCondition(nil), old...))
 		if oldEdited := edit(append([]corev1.NodeCondition(nil), old...)); name == "odd type" {
 			old2 := oldEdited
-			if _, ok := heartbeatPatch(old2, next); ok {
+			if _, ok := heartbeatPatch(old2, next, ""); ok {
 				t.Errorf("%s: heartbeatPatch accepted a type JSON escapes", name)
 			}
 			continue
 		}
-		if _, ok := heartbeatPatch(old, next); ok {
+		if _, ok := heartbeatPatch(old, next, ""); ok {
 			t.Errorf("%s: heartbeatPatch accepted a change beyond heartbeat times", name)
 		}
 	}

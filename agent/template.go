@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,11 @@ import (
 // or deletes objects that carry it with its own fleet's value.
 const FleetLabel = "fakelet.dev/fleet"
 
+// RunAnnotation names the run that created or last adopted an object: every Node, Lease and pod
+// fakelet writes carries its run's ID. The fleet label says which fleet an object belongs to; this
+// says which run holds it, so that two runs of one fleet can tell each other apart.
+const RunAnnotation = "fakelet.dev/run"
+
 // KubeletVersion is the kubelet release whose behaviour agents reproduce.
 const KubeletVersion = "v1.37.2"
 
@@ -26,6 +32,7 @@ const ZoneLabel = corev1.LabelTopologyZone
 // so its maps and slices (the image list above all) are stored once for the whole fleet.
 type Template struct {
 	Fleet       string
+	RunID       string            // the RunAnnotation's value; empty writes none
 	Labels      map[string]string // extra labels, after the kubelet's own
 	Taints      []corev1.Taint    // --register-with-taints
 	Capacity    corev1.ResourceList
@@ -34,13 +41,17 @@ type Template struct {
 	// FirstIP is node 0's InternalIP; node i gets FirstIP + i. The addresses are never contacted.
 	FirstIP netip.Addr
 
-	nodeInfo  corev1.NodeSystemInfo
-	labelText map[string]string // one copy of every label key and of the values all nodes share
+	nodeInfo    corev1.NodeSystemInfo
+	labelText   map[string]string // one copy of every label key and of the values all nodes share
+	annotations map[string]string // the one copy of the registration annotations compacted Nodes share; read-only
+	// leaseAnnotations are those of a Lease the agent creates: the run's, or none. Read-only.
+	leaseAnnotations map[string]string
 }
 
 // TemplateOptions are the user-facing knobs of a Template.
 type TemplateOptions struct {
 	Fleet       string
+	RunID       string
 	Labels      map[string]string
 	Taints      []corev1.Taint
 	Capacity    corev1.ResourceList // nil: DefaultCapacity
@@ -84,6 +95,7 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 	}
 	t := &Template{
 		Fleet:       o.Fleet,
+		RunID:       o.RunID,
 		Labels:      o.Labels,
 		Taints:      o.Taints,
 		Capacity:    o.Capacity,
@@ -106,6 +118,10 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 	}
 	if o.Images > 0 {
 		t.Images = Images(o.Images)
+	}
+	t.annotations = t.registrationAnnotations()
+	if t.RunID != "" {
+		t.leaseAnnotations = map[string]string{RunAnnotation: t.RunID}
 	}
 	t.labelText = map[string]string{}
 	for k, v := range t.labels("", "") {
@@ -141,13 +157,17 @@ func (t *Template) labels(name, zone string) map[string]string {
 // attachDetachAnnotation is the annotation a kubelet sets at registration (with "true").
 const attachDetachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
 
-// annotations are those a kubelet sets at registration.
-func annotations() map[string]string {
-	return map[string]string{attachDetachAnnotation: "true"}
+// registrationAnnotations are those a kubelet sets at registration, and the run's.
+func (t *Template) registrationAnnotations() map[string]string {
+	m := map[string]string{attachDetachAnnotation: "true"}
+	if t.RunID != "" {
+		m[RunAnnotation] = t.RunID
+	}
+	return m
 }
 
-// registeredAnnotations is the one copy of annotations() that compacted Nodes share; read-only.
-var registeredAnnotations = annotations()
+// HeldBy is the run that created or last adopted an object, from its RunAnnotation ("" for none).
+func HeldBy(m metav1.Object) string { return m.GetAnnotations()[RunAnnotation] }
 
 // initialNode is the Node a kubelet POSTs at registration: metadata, spec and full status.
 func (t *Template) initialNode(a *Agent, now metav1.Time, conds []corev1.NodeCondition) *corev1.Node {
@@ -155,7 +175,7 @@ func (t *Template) initialNode(a *Agent, now metav1.Time, conds []corev1.NodeCon
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        a.name,
 			Labels:      t.labels(a.name, a.zone),
-			Annotations: annotations(),
+			Annotations: t.registrationAnnotations(),
 		},
 		Spec: corev1.NodeSpec{
 			ProviderID: "fakelet://" + a.name,
@@ -221,8 +241,8 @@ func (t *Template) Compact(n *corev1.Node) *corev1.Node {
 			n.Labels[key] = shared(v, t.labelText[v])
 		}
 	}
-	if len(n.Annotations) == 1 && n.Annotations[attachDetachAnnotation] == "true" {
-		n.Annotations = registeredAnnotations
+	if maps.Equal(n.Annotations, t.annotations) {
+		n.Annotations = t.annotations
 	}
 	for i := range n.Status.Conditions {
 		c := &n.Status.Conditions[i]

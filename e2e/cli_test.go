@@ -281,7 +281,9 @@ func TestSIGTERMStopsTheRunAndCleansUp(t *testing.T) {
 func TestSIGINTWithKeepLeavesTheFleet(t *testing.T) {
 	cp := controlPlane(t)
 	c := admin(t, cp)
-	t.Cleanup(func() { fleet.DeleteFleet(context.Background(), c, "sigkeep", nil) })
+	t.Cleanup(func() {
+		fleet.DeleteFleet(context.Background(), c, fleet.CleanupOptions{Fleet: "sigkeep", Force: true})
+	})
 	p := startFakelet(t, "run", "--kubeconfig", cp.Kubeconfig, "--nodes", "5", "--fleet", "sigkeep", "--name-prefix", "sigkeep",
 		"--images", "5", "--metrics-addr", "", "--keep")
 	eventually(t, 90*time.Second, "5 Ready nodes with leases", func() (bool, error) {
@@ -303,7 +305,9 @@ func TestSIGINTWithKeepLeavesTheFleet(t *testing.T) {
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	cp := controlPlane(t)
 	c := admin(t, cp)
-	t.Cleanup(func() { fleet.DeleteFleet(context.Background(), c, "sigtwice", nil) })
+	t.Cleanup(func() {
+		fleet.DeleteFleet(context.Background(), c, fleet.CleanupOptions{Fleet: "sigtwice", Force: true})
+	})
 	// Enough nodes that the cleanup the first signal starts takes a while.
 	p := startFakelet(t, "run", "--kubeconfig", cp.Kubeconfig, "--nodes", "100", "--fleet", "sigtwice", "--name-prefix", "sigtwice",
 		"--images", "5", "--metrics-addr", "", "--register-qps", "200")

@@ -85,7 +85,9 @@ func TestForeignObjectsSurviveRunChurnAndCleanup(t *testing.T) {
 		t.Fatalf("%d of the fleet's nodes kept, want 5 (--keep)", n)
 	}
 
-	p := startFakelet(t, "cleanup", "--fleet", "own", "--kubeconfig", cp.Kubeconfig)
+	// The run has just stopped: its Leases are within their duration, so it looks live until they
+	// expire, and only --force cleans it now.
+	p := startFakelet(t, "cleanup", "--fleet", "own", "--kubeconfig", cp.Kubeconfig, "--force")
 	if code := p.wait(time.Minute); code != 0 {
 		t.Fatalf("fakelet cleanup: exit code %d", code)
 	}

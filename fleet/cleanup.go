@@ -2,68 +2,107 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
+	"io"
 	"sort"
-	"strings"
-	"sync"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
 )
 
-// cleanupWorkers is how many deletions run at once.
-const cleanupWorkers = 16
-
-// Cleanup deletes the pods the fleet created, its Nodes (those with its names and its fleet label) and
-// the Leases those Nodes own. Each delete is conditional on the UID fakelet saw, so an object someone
-// else created in the meantime under the same name is never deleted.
+// Cleanup deletes what this run created or adopted and nothing else: each agent's Node and Lease and
+// the fleet's pods, each on the UID the run saw, so an object someone else created in the meantime
+// under the same name is never deleted. It sends CleanupQPS deletions a second, node by node (its
+// pods, its Lease, the Node), within CleanupDeadline; what it could not delete is a *LeftError.
 func (f *Fleet) Cleanup(ctx context.Context) error {
-	var podErr error
-	if f.pods != nil {
-		f.pods.mu.Lock()
-		created := maps.Clone(f.pods.created)
-		f.pods.mu.Unlock()
-		_, podErr = deleteCreatedPods(ctx, f.admin, created)
+	items := f.owned()
+	ctx, cancel := context.WithTimeoutCause(ctx, CleanupDeadline(len(items), f.cfg.CleanupQPS),
+		fmt.Errorf("the cleanup's deadline (%v for %d objects at %v a second) passed", CleanupDeadline(len(items), f.cfg.CleanupQPS), len(items), f.cfg.CleanupQPS))
+	defer cancel()
+	d := deleteAll(ctx, f.admin, items, f.cfg.CleanupQPS, f.cfg.CleanupLog, f.cfg.Clock)
+	if d.Left.Count() > 0 {
+		return &LeftError{Fleet: f.cfg.Fleet, Left: d.Left}
 	}
-	_, err := deleteFleet(ctx, f.admin, f.cfg.Fleet, f.holds, false)
-	return errors.Join(podErr, err)
+	return nil
 }
 
-// Deleted is what DeleteFleet deleted, by name. A Node, Lease or pod found gone, or replaced by
-// another of the same name, is not in it.
-type Deleted struct {
-	Nodes, Leases, Pods []string
+// owned lists what the run created or adopted and still has, node by node.
+func (f *Fleet) owned() []deletion {
+	f.mu.Lock()
+	var agents []*agent.Agent
+	for _, a := range f.agents {
+		if !f.removed[a] { // RemoveNodes deleted those already
+			agents = append(agents, a)
+		}
+	}
+	f.mu.Unlock()
+	var items []deletion
+	for _, a := range agents {
+		if f.pods != nil {
+			for i := range f.cfg.PodsPerNode {
+				if uid, ok := f.pods.createdUID(PodName(a.Name(), i)); ok {
+					items = append(items, deletion{kindPod, PodName(a.Name(), i), uid})
+				}
+			}
+		}
+		node, lease := a.Owned()
+		if lease != "" {
+			items = append(items, deletion{kindLease, a.Name(), lease})
+		}
+		if node != "" {
+			items = append(items, deletion{kindNode, a.Name(), node})
+		}
+	}
+	return items
 }
 
-// DeleteFleet deletes the Nodes labelled fakelet.dev/fleet=fleet whose names mine accepts (nil: all),
-// the Leases in kube-node-lease that those Nodes own, and the pods in PodNamespace labelled with the
-// fleet and bound to those Nodes. Nothing else is touched: a Node without the label, or with another
-// fleet's, is not even considered, whatever its name.
-func DeleteFleet(ctx context.Context, client kubernetes.Interface, fleet string, mine func(name string) bool) (Deleted, error) {
-	return deleteFleet(ctx, client, fleet, mine, true)
+// CleanupOptions says which fleet DeleteFleet deletes, and how.
+type CleanupOptions struct {
+	Fleet string
+	// Mine accepts the node names to consider; nil accepts all.
+	Mine func(name string) bool
+	// QPS is how many deletions a second to send; 0 is DefaultCleanupQPS.
+	QPS float64
+	// Force deletes Nodes that a live run holds too (their Leases renewed within their duration).
+	Force bool
+	// DryRun deletes nothing: the result lists what would be deleted.
+	DryRun bool
+	// Log, if set, receives a progress line every few seconds.
+	Log   io.Writer
+	Clock clock.Clock // nil: the real clock
 }
 
-func deleteFleet(ctx context.Context, client kubernetes.Interface, fleet string, mine func(name string) bool, withPods bool) (Deleted, error) {
+// DeleteFleet deletes the Nodes labelled fakelet.dev/fleet=Fleet whose names Mine accepts, the Leases
+// in kube-node-lease that those Nodes own, and the pods in PodNamespace labelled with the fleet and
+// bound to those Nodes: what runs of the fleet left (with --keep, or killed). Nothing else is touched:
+// a Node without the label, or with another fleet's, is not even considered, whatever its name, and a
+// Lease that none of those Nodes owns stays. If a live run holds any of the Nodes, it deletes nothing
+// and returns a *LiveRunError, unless Force. Deletions go as in Fleet.Cleanup; what is left is a
+// *LeftError.
+func DeleteFleet(ctx context.Context, client kubernetes.Interface, o CleanupOptions) (Deleted, error) {
+	if o.QPS == 0 {
+		o.QPS = DefaultCleanupQPS
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	var deleted Deleted
-	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: fleet}).String()
 	var nodes []corev1.Node
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
+	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{agent.FleetLabel: o.Fleet}).String(), Limit: 500}
 	for {
 		list, err := client.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {
-			return deleted, fmt.Errorf("list fleet %s's nodes: %w", fleet, err)
+			return deleted, fmt.Errorf("list fleet %s's nodes: %w", o.Fleet, err)
 		}
 		for _, n := range list.Items {
-			if mine == nil || mine(n.Name) {
+			if o.Mine == nil || o.Mine(n.Name) {
 				nodes = append(nodes, n)
 			}
 		}
@@ -72,113 +111,60 @@ func deleteFleet(ctx context.Context, client kubernetes.Interface, fleet string,
 		}
 		opts.Continue = list.Continue
 	}
-	owners := make(map[types.UID]bool, len(nodes))
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	names := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
-		owners[n.UID] = true
+		names[n.Name] = true
 	}
-	leases, err := ownedLeases(ctx, client, owners)
+	leases, err := nodeLeases(ctx, client, names)
 	if err != nil {
 		return deleted, err
 	}
-	var pods []corev1.Pod
-	if withPods {
-		names := make(map[string]bool, len(nodes))
-		for _, n := range nodes {
-			names[n.Name] = true
-		}
-		if pods, err = fleetPods(ctx, client, fleet, names); err != nil {
-			return deleted, err
-		}
+	if live := liveHolders(o.Fleet, "", nodes, leases, o.Clock.Now()); live != nil && !o.Force {
+		return deleted, live
 	}
-
-	// Each deletion returns the name it deleted, or "" if the object was already gone.
-	work := make(chan func() (string, error))
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for range cleanupWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for del := range work {
-				name, err := del()
-				mu.Lock()
-				switch {
-				case err != nil:
-					errs = append(errs, err)
-				case strings.HasPrefix(name, "lease/"):
-					deleted.Leases = append(deleted.Leases, strings.TrimPrefix(name, "lease/"))
-				case strings.HasPrefix(name, "pod/"):
-					deleted.Pods = append(deleted.Pods, strings.TrimPrefix(name, "pod/"))
-				case name != "":
-					deleted.Nodes = append(deleted.Nodes, name)
-				}
-				mu.Unlock()
-			}
-		}()
+	pods, err := fleetPods(ctx, client, o.Fleet, names)
+	if err != nil {
+		return deleted, err
 	}
+	podsOf := map[string][]corev1.Pod{}
 	for _, p := range pods {
-		work <- func() (string, error) {
-			ok, err := deletePod(ctx, client, p.Name, p.UID)
-			if !ok {
-				return "", err
+		podsOf[p.Spec.NodeName] = append(podsOf[p.Spec.NodeName], p)
+	}
+	var items []deletion
+	for i := range nodes {
+		n := &nodes[i]
+		for _, p := range podsOf[n.Name] {
+			items = append(items, deletion{kindPod, p.Name, p.UID})
+		}
+		if l := leases[n.Name]; l != nil && ownedBy(l, n) {
+			items = append(items, deletion{kindLease, l.Name, l.UID})
+		}
+		items = append(items, deletion{kindNode, n.Name, n.UID})
+	}
+	if o.DryRun {
+		for _, d := range items {
+			switch d.kind {
+			case kindPod:
+				deleted.Pods = append(deleted.Pods, d.name)
+			case kindLease:
+				deleted.Leases = append(deleted.Leases, d.name)
+			default:
+				deleted.Nodes = append(deleted.Nodes, d.name)
 			}
-			return "pod/" + p.Name, nil
 		}
+		sort.Strings(deleted.Pods)
+		return deleted, nil
 	}
-	for _, l := range leases {
-		work <- func() (string, error) {
-			err := client.CoordinationV1().Leases(agent.LeaseNamespace).Delete(ctx, l.Name, uidPrecondition(l.UID))
-			return deletedName(err, "lease/"+l.Name, "delete lease "+l.Name)
-		}
-	}
-	for _, n := range nodes {
-		work <- func() (string, error) {
-			err := client.CoreV1().Nodes().Delete(ctx, n.Name, uidPrecondition(n.UID))
-			return deletedName(err, n.Name, "delete node "+n.Name)
-		}
-	}
-	close(work)
-	wg.Wait()
-	sort.Strings(deleted.Nodes)
-	sort.Strings(deleted.Leases)
-	sort.Strings(deleted.Pods)
-	if len(errs) > 0 {
-		return deleted, fmt.Errorf("clean up fleet %s: %d deletions failed, first: %w", fleet, len(errs), errors.Join(errs[0]))
+	deadline := CleanupDeadline(len(items), o.QPS)
+	ctx, cancel := context.WithTimeoutCause(ctx, deadline,
+		fmt.Errorf("the cleanup's deadline (%v for %d objects at %v a second) passed", deadline, len(items), o.QPS))
+	defer cancel()
+	deleted = deleteAll(ctx, client, items, o.QPS, o.Log, o.Clock)
+	if deleted.Left.Count() > 0 {
+		return deleted, &LeftError{Fleet: o.Fleet, Left: deleted.Left}
 	}
 	return deleted, nil
-}
-
-// deletedName is name if a delete succeeded, "" if the object was gone or replaced, or the error.
-func deletedName(err error, name, what string) (string, error) {
-	if err == nil {
-		return name, nil
-	}
-	return "", ignoreGone(err, what)
-}
-
-// ownedLeases lists the node leases whose owner is one of owners.
-func ownedLeases(ctx context.Context, client kubernetes.Interface, owners map[types.UID]bool) ([]coordinationv1.Lease, error) {
-	var out []coordinationv1.Lease
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := client.CoordinationV1().Leases(agent.LeaseNamespace).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list node leases: %w", err)
-		}
-		for _, l := range list.Items {
-			for _, o := range l.OwnerReferences {
-				if o.Kind == "Node" && owners[o.UID] {
-					out = append(out, l)
-					break
-				}
-			}
-		}
-		if list.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = list.Continue
-	}
 }
 
 func uidPrecondition(uid types.UID) metav1.DeleteOptions {

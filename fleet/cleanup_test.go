@@ -36,7 +36,7 @@ func TestDeleteFleetReportsWhatItDeletedAndNothingElse(t *testing.T) {
 		node("fakelet-00003", "u3", map[string]string{agent.FleetLabel: "green"}), lease("fakelet-00003", "u3"),
 		lease("fakelet-00004", ""), // a lease with our prefix and no owner
 	)
-	deleted, err := DeleteFleet(context.Background(), client, "blue", nil)
+	deleted, err := DeleteFleet(context.Background(), client, CleanupOptions{Fleet: "blue"})
 	if err != nil {
 		t.Fatal(err)
 	}

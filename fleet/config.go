@@ -4,7 +4,10 @@
 package fleet
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -45,6 +48,13 @@ type Config struct {
 	PodTolerationSeconds *int64
 	// PodQPS is how many pods the fleet creates per second at most.
 	PodQPS float64
+	// RunID names this run on every object it creates or adopts (agent.RunAnnotation); empty picks
+	// a new one (NewRunID).
+	RunID string
+	// CleanupQPS is how many deletions a second the cleanup at the end of the run sends.
+	CleanupQPS float64
+	// CleanupLog, if set, receives the end-of-run cleanup's progress lines.
+	CleanupLog io.Writer
 }
 
 // Defaults for a Config's zero fields.
@@ -53,6 +63,10 @@ const (
 	DefaultFleet       = "fakelet"
 	DefaultRegisterQPS = 100
 	DefaultPodQPS      = 100
+	// DefaultCleanupQPS sends the 20,000 deletions of 10,000 Nodes and their Leases in 200 s, a
+	// small share of what an apiserver serves, so that a shared control plane's other clients
+	// keep their room.
+	DefaultCleanupQPS = 100
 	// MaxPodsPerNode is the pod capacity the nodes report.
 	MaxPodsPerNode = 110
 	// MaxNodes bounds a fleet's node numbers, as a profile's spec.nodes is bounded: group selection and
@@ -86,8 +100,15 @@ func (c Config) WithDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
+	if c.RunID == "" {
+		c.RunID = NewRunID(c.Clock.Now())
+	}
+	if c.CleanupQPS == 0 {
+		c.CleanupQPS = DefaultCleanupQPS
+	}
 	c.Heartbeat = c.Heartbeat.WithDefaults()
 	c.Template.Fleet = c.Fleet
+	c.Template.RunID = c.RunID
 	return c
 }
 
@@ -120,6 +141,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("pod toleration seconds must not be negative, got %d", *c.PodTolerationSeconds)
 	case !(c.PodQPS > 0) || math.IsInf(c.PodQPS, 1):
 		return fmt.Errorf("pod QPS must be positive and finite, got %v", c.PodQPS)
+	case !(c.CleanupQPS > 0) || math.IsInf(c.CleanupQPS, 1):
+		return fmt.Errorf("cleanup QPS must be positive and finite, got %v", c.CleanupQPS)
+	case len(c.RunID) > 63 || !dnsLabel.MatchString(c.RunID):
+		return fmt.Errorf("run ID %q must be a lower-case DNS label", c.RunID)
 	}
 	if _, err := ParseIdentity(string(c.Identity)); err != nil {
 		return err
@@ -158,5 +183,10 @@ func (c *Config) zone(index int) string {
 	return fmt.Sprintf("zone-%d", index%c.Zones+1)
 }
 
-// shutdownTimeout bounds the cleanup after a run.
-const shutdownTimeout = 2 * time.Minute
+// NewRunID returns a new run's ID: when it started, to the second, and random hex against two runs
+// started in one second.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}

@@ -186,8 +186,8 @@ func (f *Fleet) Scheduler() *scheduler.Scheduler { return f.sched }
 func (f *Fleet) Tally() *Tally { return f.tally }
 
 // Run checks the cluster (Preflight, unless it passed already), starts the agents at the register
-// rate and heartbeats until ctx ends; then it stops every agent and, unless Keep, deletes the Nodes
-// and Leases it created. Nothing is written if the check fails.
+// rate and heartbeats until ctx ends; then it stops every agent and, unless Keep, deletes the Nodes,
+// Leases and pods it created or adopted (Cleanup). Nothing is written if the check fails.
 func (f *Fleet) Run(ctx context.Context) error {
 	if !f.checked.Load() {
 		if err := f.Preflight(ctx); err != nil {
@@ -223,9 +223,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	if f.cfg.Keep {
 		return nil
 	}
-	cleanCtx, cancelClean := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancelClean()
-	return f.Cleanup(cleanCtx)
+	return f.Cleanup(context.WithoutCancel(ctx))
 }
 
 func (f *Fleet) stopAll() {

@@ -204,6 +204,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Nodes: 1, NamePrefix: "Bad_Prefix"}, "name prefix"},
 		{Config{Nodes: 1, Fleet: "no spaces"}, "fleet name"},
 		{Config{Nodes: 1, RegisterQPS: -1}, "register QPS"},
+		{Config{Nodes: 1, CleanupQPS: -1}, "cleanup QPS"},
+		{Config{Nodes: 1, RunID: "Not A Label"}, "run ID"},
 		{Config{Nodes: 1, Identity: "root"}, "unknown identity"},
 		{Config{Nodes: 1, Heartbeat: agent.Heartbeat{Mode: "gossip"}}, "heartbeat mode"},
 		{Config{Nodes: 1, Heartbeat: agent.Heartbeat{LeaseDurationSeconds: 40, RenewInterval: time.Minute}}, "shorter than the lease duration"},

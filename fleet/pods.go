@@ -240,9 +240,10 @@ func (p *podSet) create(ctx context.Context, node string, i int) error {
 func (f *Fleet) newPod(node string, i int) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      PodName(node, i),
-			Namespace: PodNamespace,
-			Labels:    map[string]string{agent.FleetLabel: f.cfg.Fleet},
+			Name:        PodName(node, i),
+			Namespace:   PodNamespace,
+			Labels:      map[string]string{agent.FleetLabel: f.cfg.Fleet},
+			Annotations: map[string]string{agent.RunAnnotation: f.cfg.RunID},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:                     node,

@@ -297,6 +297,8 @@ func TestPodsOfAKeptRunAreAdopted(t *testing.T) {
 	if err != nil || len(before.Items) != 4 {
 		t.Fatalf("%d pods kept (%v), want 4", len(before.Items), err)
 	}
+	// The kept run holds its Nodes until their heartbeats expire.
+	kept.clock.Step(41 * time.Second)
 
 	cfg := Config{Nodes: 2, PodsPerNode: 2, Clock: kept.clock}
 	cfg.Template.Images = 3

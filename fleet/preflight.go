@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
@@ -29,6 +30,7 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 		}
 	}
 	var foreign []string
+	var adoptable []corev1.Node // the fleet's own, left by earlier runs or held by a live one
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		lctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -39,7 +41,11 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 		}
 		for i := range list.Items {
 			n := &list.Items[i]
-			if !f.holds(n.Name) || n.Labels[agent.FleetLabel] == f.cfg.Fleet {
+			if !f.holds(n.Name) {
+				continue
+			}
+			if n.Labels[agent.FleetLabel] == f.cfg.Fleet {
+				adoptable = append(adoptable, *n)
 				continue
 			}
 			owner := "no fleet label"
@@ -54,6 +60,9 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 		opts.Continue = list.Continue
 	}
 	if len(foreign) == 0 {
+		if err := f.checkNotHeld(ctx, adoptable); err != nil {
+			return err
+		}
 		f.checked.Store(true)
 		return nil
 	}
@@ -65,4 +74,30 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 	return fmt.Errorf("%d node(s) with the fleet's names already exist and are not fleet %q's: %s; "+
 		"choose another --name-prefix, or remove them yourself: fakelet never touches what it did not create",
 		len(foreign), f.cfg.Fleet, strings.Join(shown, ", "))
+}
+
+// checkNotHeld fails if another run that is still alive holds one of nodes, the fleet's own Nodes
+// with this run's names: taking them over would have two runs heartbeat for one Node, and the first
+// to end would delete what the other still runs. What a finished or crashed run left is adopted once
+// its Leases have expired.
+func (f *Fleet) checkNotHeld(ctx context.Context, nodes []corev1.Node) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	names := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		names[n.Name] = true
+	}
+	lctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	leases, err := nodeLeases(lctx, f.admin, names)
+	cancel()
+	if err != nil {
+		return explainUnreachable(fmt.Errorf("list node leases to check that no live run holds the fleet's nodes: %w", err))
+	}
+	live := liveHolders(f.cfg.Fleet, f.cfg.RunID, nodes, leases, f.cfg.Clock.Now())
+	if live == nil {
+		return nil
+	}
+	return fmt.Errorf("%w; refusing to start: stop that run, or if it has stopped wait %v for its Leases to expire; "+
+		"or choose another --fleet or --name-prefix (shards of one fleet: give each its own --shard i/n of one n)", live, live.ExpiresIn())
 }

@@ -17,6 +17,8 @@ func TestInvalidCleanupFlagsAreRefusedClearly(t *testing.T) {
 		{nil, ""}, // the default fleet: fine, and no control plane is up in the directory
 		{[]string{"--kubeconfig=" + filepath.Join(t.TempDir(), "missing")}, "load kubeconfig"},
 		{[]string{"extra"}, `unknown command "extra" for "fakelet cleanup"`},
+		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be positive and finite, got 0"},
+		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be positive and finite, got NaN"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			root := newRootCommand()
@@ -35,5 +37,22 @@ func TestInvalidCleanupFlagsAreRefusedClearly(t *testing.T) {
 				t.Fatalf("fakelet cleanup %s: error %v, want one containing %q", strings.Join(tc.args, " "), err, tc.want)
 			}
 		})
+	}
+}
+
+// What is left after a cleanup is named with the command that removes it, for the same cluster.
+func TestCleanupCommandTargetsTheSameCluster(t *testing.T) {
+	for _, tc := range []struct {
+		target targetFlags
+		want   string
+	}{
+		{targetFlags{controlPlaneDir: ".fakelet/controlplane"}, "fakelet cleanup --fleet blue"},
+		{targetFlags{controlPlaneDir: "/tmp/cp"}, "fakelet cleanup --fleet blue --controlplane-dir /tmp/cp"},
+		{targetFlags{kubeconfig: "/home/me/my kube", context: "kind", insecure: true},
+			"fakelet cleanup --fleet blue --kubeconfig '/home/me/my kube' --context kind --insecure-skip-tls-verify"},
+	} {
+		if got := cleanupCommand("blue", tc.target); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.target, got, tc.want)
+		}
 	}
 }

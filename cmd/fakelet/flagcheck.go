@@ -24,6 +24,8 @@ func (rf *runFlags) checkFleetFlags() error {
 		return fmt.Errorf("--connections must not be negative, got %d (0 picks one per 1000 nodes)", c.Connections)
 	case !(c.RegisterQPS > 0) || !finite(c.RegisterQPS):
 		return fmt.Errorf("--register-qps must be positive and finite, got %v", c.RegisterQPS)
+	case !(c.CleanupQPS > 0) || !finite(c.CleanupQPS):
+		return fmt.Errorf("--cleanup-qps must be positive and finite, got %v", c.CleanupQPS)
 	case c.Coalesce < 0 || c.Coalesce > time.Second:
 		return fmt.Errorf("--coalesce must be between 0 and 1s, got %v", c.Coalesce)
 	}

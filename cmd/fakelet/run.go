@@ -89,6 +89,7 @@ Ready, and the run ends after the last one.`,
 	f.DurationVar(&rf.fleet.Coalesce, "coalesce", 0, "send the heartbeats due within each step of this length together at its end: about half the fleet's CPU at 1000 nodes, but the control plane batches them too and costs less than under kubelets' independent timing (docs/performance.md); 0: each at its own time")
 	f.Float64Var(&rf.fleet.RegisterQPS, "register-qps", fleet.DefaultRegisterQPS, "kubelets started (and so Nodes registered) per second")
 	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
+	addCleanupQPSFlag(f, &rf.fleet.CleanupQPS)
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.procs, "gomaxprocs", 0, "threads running Go code at once (0: one per 500 heartbeats a second, at most the CPUs fakelet may use; the GOMAXPROCS environment variable overrides this default)")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
@@ -209,13 +210,14 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 	if err != nil {
 		return err
 	}
+	cfg.CleanupLog = log
 	f, err := fleet.New(cfg, tgt.config)
 	if err != nil {
 		return err
 	}
 	m.RegisterFleet(f)
-	fmt.Fprintf(log, "fleet %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
-		cfg.Fleet, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
+	fmt.Fprintf(log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
+		cfg.Fleet, f.Config().RunID, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
 		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS, procs)
 
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -288,6 +290,10 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 	}
 	if runErr == nil && ctx.Err() == nil {
 		rf.afterRun.hold(ctx, log, m.served())
+	}
+	var left *fleet.LeftError
+	if errors.As(runErr, &left) {
+		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Fleet, rf.target))
 	}
 	return runErr
 }

@@ -62,6 +62,8 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--connections=11", "--nodes=10"}, "--connections 11: more than the fleet's 10 nodes"},
 		{[]string{"--metrics-addr=9464"}, `--metrics-addr "9464": want HOST:PORT`},
 		{[]string{"--profile=steady", "--status-update-frequency=10ms"}, "--status-update-frequency 10ms: at least 1s"},
+		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be positive and finite, got 0"},
+		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be positive and finite, got NaN"},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"extra"}, `unknown command "extra" for "fakelet run"`},
 	} {

@@ -1,0 +1,231 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// objectKind is what a deletion deletes.
+type objectKind int
+
+const (
+	kindPod objectKind = iota
+	kindLease
+	kindNode
+)
+
+func (k objectKind) String() string { return [...]string{"pod", "lease", "node"}[k] }
+
+// deletion is one object to delete, conditional on the UID fakelet created or adopted.
+type deletion struct {
+	kind objectKind
+	name string
+	uid  types.UID
+}
+
+// send deletes the object on its UID. Pods go at once: their kubelet is fakelet, and no one else
+// would confirm a graceful deletion.
+func (d deletion) send(ctx context.Context, client kubernetes.Interface) error {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.uid}}
+	switch d.kind {
+	case kindPod:
+		opts.GracePeriodSeconds = ptr.To[int64](0)
+		return client.CoreV1().Pods(PodNamespace).Delete(ctx, d.name, opts)
+	case kindLease:
+		return client.CoordinationV1().Leases(agent.LeaseNamespace).Delete(ctx, d.name, opts)
+	default:
+		return client.CoreV1().Nodes().Delete(ctx, d.name, opts)
+	}
+}
+
+// Deleted is what a cleanup deleted, by name, and what it left. An object found gone, or replaced by
+// another of the same name (whose UID is not the one fakelet had), counts as neither: it is no longer
+// fakelet's.
+type Deleted struct {
+	Nodes, Leases, Pods []string
+	// Left is what the cleanup meant to delete and did not: its delete failed, or the deadline came
+	// first. Err says why.
+	Left Left
+}
+
+// Left names the objects a cleanup did not delete.
+type Left struct {
+	Nodes, Leases, Pods []string
+	Err                 error // the first failure, or the deadline
+}
+
+// Count is how many objects are left.
+func (l Left) Count() int { return len(l.Nodes) + len(l.Leases) + len(l.Pods) }
+
+// LeftError is a cleanup that left objects behind: it names how many of each kind, a few of them, and
+// the first reason.
+type LeftError struct {
+	Fleet string
+	Left  Left
+}
+
+func (e *LeftError) Error() string {
+	var parts []string
+	for _, k := range []struct {
+		what  string
+		names []string
+	}{{"nodes", e.Left.Nodes}, {"leases", e.Left.Leases}, {"pods", e.Left.Pods}} {
+		if len(k.names) > 0 {
+			parts = append(parts, strconv.Itoa(len(k.names))+" "+k.what+" ("+examples(k.names, 3)+")")
+		}
+	}
+	return fmt.Sprintf("clean up fleet %s: left %s: %v", e.Fleet, strings.Join(parts, ", "), e.Left.Err)
+}
+
+func (e *LeftError) Unwrap() error { return e.Left.Err }
+
+// examples lists the first n names and how many more there are.
+func examples(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + " and " + strconv.Itoa(len(names)-n) + " more"
+}
+
+// CleanupDeadline is how long a cleanup of objects deletions at qps a second may take: twice the time
+// the rate itself needs, for a slow server, and a minute more for a small fleet.
+func CleanupDeadline(objects int, qps float64) time.Duration {
+	return time.Minute + time.Duration(2*float64(objects)/qps*float64(time.Second))
+}
+
+// cleanupProgressEvery is how often a cleanup prints a progress line.
+const cleanupProgressEvery = 5 * time.Second
+
+// deleteAll sends the deletions in order, at most qps a second from a pool of workers, until all are
+// done or ctx ends, and says what it deleted and what it left. A failed delete does not stop the
+// others: a pod that cannot be deleted does not keep its Node and Lease in the cluster. While it runs,
+// it writes a progress line to log (if set) every cleanupProgressEvery on clk.
+func deleteAll(ctx context.Context, client kubernetes.Interface, items []deletion, qps float64, log io.Writer, clk clock.Clock) Deleted {
+	var out Deleted
+	if len(items) == 0 {
+		return out
+	}
+	// Enough workers that a request taking a quarter of a second still sends qps a second.
+	workers := min(len(items), max(4, min(128, int(math.Ceil(qps/4)))))
+	limit := rate.NewLimiter(rate.Limit(qps), max(1, int(qps/10)))
+	work := make(chan deletion)
+	var mu sync.Mutex
+	var firstErr error
+	done, failed := 0, 0
+	left := func(d deletion) {
+		switch d.kind {
+		case kindPod:
+			out.Left.Pods = append(out.Left.Pods, d.name)
+		case kindLease:
+			out.Left.Leases = append(out.Left.Leases, d.name)
+		default:
+			out.Left.Nodes = append(out.Left.Nodes, d.name)
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range work {
+				err := limit.Wait(ctx)
+				if err == nil {
+					err = d.send(ctx, client)
+				}
+				mu.Lock()
+				done++
+				switch {
+				case err == nil:
+					switch d.kind {
+					case kindPod:
+						out.Pods = append(out.Pods, d.name)
+					case kindLease:
+						out.Leases = append(out.Leases, d.name)
+					default:
+						out.Nodes = append(out.Nodes, d.name)
+					}
+				case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+					// Gone, or replaced by someone else's: not ours to delete.
+				default:
+					failed++
+					left(d)
+					if firstErr == nil {
+						firstErr = fmt.Errorf("delete %s %s: %w", d.kind, d.name, err)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+
+	var stopProgress chan struct{}
+	var progressDone sync.WaitGroup
+	if log != nil {
+		stopProgress = make(chan struct{})
+		begin := clk.Now()
+		progressDone.Add(1)
+		go func() {
+			defer progressDone.Done()
+			for {
+				timer := clk.NewTimer(cleanupProgressEvery)
+				select {
+				case <-stopProgress:
+					timer.Stop()
+					return
+				case <-timer.C():
+				}
+				mu.Lock()
+				d, n, f, p, l := done, len(out.Nodes), failed, len(out.Pods), len(out.Leases)
+				mu.Unlock()
+				fmt.Fprintf(log, "cleanup: %d of %d deletions sent (%d nodes, %d leases, %d pods deleted), %d failed, %v\n",
+					d, len(items), n, l, p, f, clk.Since(begin).Round(time.Second))
+			}
+		}()
+	}
+
+	next := 0
+feed:
+	for ; next < len(items); next++ {
+		select {
+		case work <- items[next]:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if stopProgress != nil {
+		close(stopProgress)
+		progressDone.Wait()
+	}
+	for _, d := range items[next:] {
+		left(d)
+	}
+	if next < len(items) && firstErr == nil {
+		firstErr = fmt.Errorf("%d deletions not sent: %w", len(items)-next, context.Cause(ctx))
+	} else if next < len(items) {
+		firstErr = fmt.Errorf("%d deletions not sent (%w); first failure: %w", len(items)-next, context.Cause(ctx), firstErr)
+	}
+	out.Left.Err = firstErr
+	for _, s := range [][]string{out.Nodes, out.Leases, out.Pods, out.Left.Nodes, out.Left.Leases, out.Left.Pods} {
+		sort.Strings(s)
+	}
+	return out
+}

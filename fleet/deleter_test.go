@@ -1,0 +1,188 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// leftFleet is n Nodes of fleet blue with their Leases, renewed at renewed, and a pod on each: what
+// a --keep run left.
+func leftFleet(n int, renewed time.Time) *fake.Clientset {
+	var objs []runtime.Object
+	for i := range n {
+		name := NodeName(DefaultNamePrefix, i)
+		uid := types.UID("node-" + name)
+		objs = append(objs,
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Labels: map[string]string{agent.FleetLabel: "blue"},
+				Annotations: map[string]string{agent.RunAnnotation: "run-a"}}},
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agent.LeaseNamespace, UID: types.UID("lease-" + name),
+				Annotations:     map[string]string{agent.RunAnnotation: "run-a"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40),
+					RenewTime: &metav1.MicroTime{Time: renewed}}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: PodName(name, 0), Namespace: PodNamespace, UID: types.UID("pod-" + name),
+				Labels: map[string]string{agent.FleetLabel: "blue"}}, Spec: corev1.PodSpec{NodeName: name}},
+		)
+	}
+	return fake.NewClientset(objs...)
+}
+
+func count(t *testing.T, c *fake.Clientset) (nodes, leases, pods int) {
+	t.Helper()
+	n, err1 := c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	l, err2 := c.CoordinationV1().Leases(agent.LeaseNamespace).List(context.Background(), metav1.ListOptions{})
+	p, err3 := c.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{})
+	if err := errors.Join(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	return len(n.Items), len(l.Items), len(p.Items)
+}
+
+// TestCleanupRefusesALiveFleetUnlessForced: Leases renewed 10 s ago (within their 40 s) belong to a
+// live run: fakelet cleanup deletes nothing and names the run; --dry-run lists what it would delete
+// and deletes nothing; --force deletes. Before, cleanup deleted a live fleet from under its run.
+func TestCleanupRefusesALiveFleetUnlessForced(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	c := leftFleet(3, t0.Add(-10*time.Second))
+	ctx := context.Background()
+	_, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk})
+	var live *LiveRunError
+	if !errors.As(err, &live) || !strings.Contains(err.Error(), "run run-a holds fakelet-00000, fakelet-00001, fakelet-00002") {
+		t.Fatalf("cleanup of a live fleet: %v, want a refusal naming run-a", err)
+	}
+	if live.ExpiresIn() != 30*time.Second {
+		t.Errorf("expires in %v, want 30s", live.ExpiresIn())
+	}
+	if n, l, p := count(t, c); n != 3 || l != 3 || p != 3 {
+		t.Fatalf("the refused cleanup left %d nodes, %d leases, %d pods, want 3 of each", n, l, p)
+	}
+	dry, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, Force: true, DryRun: true})
+	if err != nil || len(dry.Nodes) != 3 || len(dry.Leases) != 3 || len(dry.Pods) != 3 {
+		t.Fatalf("dry run: %+v, %v; want 3 of each listed", dry, err)
+	}
+	if n, l, p := count(t, c); n != 3 || l != 3 || p != 3 {
+		t.Fatalf("the dry run deleted: %d nodes, %d leases, %d pods left", n, l, p)
+	}
+	if _, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n, l, p := count(t, c); n+l+p != 0 {
+		t.Errorf("--force left %d nodes, %d leases, %d pods", n, l, p)
+	}
+
+	// Leases that expired are a stopped run's: no --force needed.
+	c = leftFleet(2, t0.Add(-40*time.Second))
+	if d, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk}); err != nil || len(d.Nodes) != 2 {
+		t.Errorf("cleanup of a stopped run's fleet: %+v, %v", d, err)
+	}
+}
+
+// TestCleanupDeletesNodesAndLeasesWhenPodsFail: every pod delete fails. The Nodes and Leases are
+// deleted all the same, and the error says how many pods are left, names a few and gives the first
+// failure once. Before, pods went first and one at a time, and their failures came one line each.
+func TestCleanupDeletesNodesAndLeasesWhenPodsFail(t *testing.T) {
+	c := leftFleet(10, t0.Add(-time.Hour))
+	c.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd is sad"))
+	})
+	d, err := DeleteFleet(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0)})
+	var left *LeftError
+	if !errors.As(err, &left) {
+		t.Fatalf("error %v, want a LeftError", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "left 10 pods (fakelet-00000-0, fakelet-00001-0, fakelet-00002-0 and 7 more)") || strings.Count(msg, "etcd is sad") != 1 {
+		t.Errorf("error %q, want the count of pods left, three examples and one failure", msg)
+	}
+	if len(d.Nodes) != 10 || len(d.Leases) != 10 {
+		t.Errorf("deleted %d nodes and %d leases, want 10 and 10", len(d.Nodes), len(d.Leases))
+	}
+	if n, l, _ := count(t, c); n+l != 0 {
+		t.Errorf("%d nodes and %d leases left", n, l)
+	}
+}
+
+// TestCleanupDeletesInParallel: each node delete waits until four are in flight at once, so a cleanup
+// that sends one at a time never finishes. Before, fakelet cleanup's client sent at client-go's
+// default 5 a second, and the end-of-run cleanup deleted pods one by one. (The fake clientset runs its
+// reactors one at a time, so the wait is in a wrapper around it.)
+func TestCleanupDeletesInParallel(t *testing.T) {
+	c := leftFleet(8, t0.Add(-time.Hour))
+	var mu sync.Mutex
+	inFlight := 0
+	four := make(chan struct{})
+	wait := func() error {
+		mu.Lock()
+		inFlight++
+		if inFlight == 4 {
+			close(four)
+		}
+		mu.Unlock()
+		select {
+		case <-four:
+			return nil
+		case <-time.After(10 * time.Second):
+			return apierrors.NewTimeoutError("no other delete came", 0)
+		}
+	}
+	client := blockingDeletes{Interface: c, core: blockingCore{CoreV1Interface: c.CoreV1(), wait: wait}}
+	if _, err := DeleteFleet(context.Background(), client, CleanupOptions{Fleet: "blue", QPS: 1000, Clock: testingclock.NewFakeClock(t0)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockingDeletes is a clientset whose node deletes call wait first.
+type blockingDeletes struct {
+	kubernetes.Interface
+	core blockingCore
+}
+
+func (b blockingDeletes) CoreV1() corev1client.CoreV1Interface { return b.core }
+
+type blockingCore struct {
+	corev1client.CoreV1Interface
+	wait func() error
+}
+
+func (b blockingCore) Nodes() corev1client.NodeInterface {
+	return blockingNodes{NodeInterface: b.CoreV1Interface.Nodes(), wait: b.wait}
+}
+
+type blockingNodes struct {
+	corev1client.NodeInterface
+	wait func() error
+}
+
+func (b blockingNodes) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	if err := b.wait(); err != nil {
+		return err
+	}
+	return b.NodeInterface.Delete(ctx, name, opts)
+}
+
+func TestCleanupDeadlineScalesWithTheFleet(t *testing.T) {
+	small, large := CleanupDeadline(10, 100), CleanupDeadline(20000, 100)
+	if small < time.Minute || large < 2*200*time.Second {
+		t.Errorf("deadlines %v for 10 objects and %v for 20,000 at 100/s: want at least a minute, and twice the 200 s the rate needs", small, large)
+	}
+}
