@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/headtail"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -278,7 +279,7 @@ spec:
     actions:
     - {group: flappers, do: flap, period: 1s, duty: 0.5}
 `)
-	r := &Runner{plan: plan, counts: make([]phaseCounts, 1), log: io.Discard}
+	r := &Runner{plan: plan, counts: make([]phaseCounts, 1), log: io.Discard, applied: headtail.Sample[Applied]{Keep: AppliedKept}}
 	total := 0
 	var all []profiles.Event
 	for ev := range plan.Schedule().All() {
