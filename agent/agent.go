@@ -137,6 +137,15 @@ func (a *Agent) Stop() {
 	}
 }
 
+// Forget drops what a stopped agent keeps of its Node and its pods. A fleet keeps the agent of a node
+// it removed, for its statistics and the UIDs its cleanup deletes; without Forget, a churn that
+// removes many nodes would keep a Node and its pods for each of them for the rest of the run.
+func (a *Agent) Forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.server, a.pods = nil, nil
+}
+
 // Running reports whether the kubelet runs.
 func (a *Agent) Running() bool {
 	a.mu.Lock()

@@ -27,6 +27,32 @@ func TestStoppedAgentSendsNothing(t *testing.T) {
 	}
 }
 
+// TestForgetDropsTheNodeAndPods: a removed node's agent keeps its statistics and UIDs, not its Node
+// and pods. Before Forget, a churn's removed agents kept both for the rest of the run.
+func TestForgetDropsTheNodeAndPods(t *testing.T) {
+	h := newHarness(t)
+	a := h.agent("fakelet-00000", 0)
+	a.Start(h.ctx)
+	h.advance(30 * time.Second)
+	a.ObservePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", ResourceVersion: "1"}})
+	a.Stop()
+	if a.serverNode() == nil {
+		t.Fatal("the agent kept no Node to forget")
+	}
+	node, lease := a.Owned()
+	renewals := a.Stats().LeaseRenewals
+	a.Forget()
+	if a.serverNode() != nil {
+		t.Error("the Node is kept after Forget")
+	}
+	if known, _ := a.Pods(); known != 0 {
+		t.Errorf("%d pods kept after Forget", known)
+	}
+	if n, l := a.Owned(); n != node || l != lease || a.Stats().LeaseRenewals != renewals {
+		t.Errorf("after Forget: owned %s %s, %d renewals; want %s %s, %d", n, l, a.Stats().LeaseRenewals, node, lease, renewals)
+	}
+}
+
 func TestRestartPatchesReadyAtOnce(t *testing.T) {
 	h := newHarness(t)
 	a := h.agent("fakelet-00000", 0)

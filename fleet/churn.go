@@ -87,6 +87,7 @@ func (f *Fleet) RemoveNodes(ctx context.Context, indexes []int) error {
 			continue
 		}
 		a.Stop()
+		a.Forget()
 		if err := f.deleteNodePods(ctx, name); err != nil {
 			errs = append(errs, fmt.Errorf("remove node %s: %w", name, err))
 		}
