@@ -17,7 +17,8 @@ import (
 //go:embed builtin/*.yaml
 var builtinFS embed.FS
 
-// DefaultProfile is the profile a run uses when none is named (`make run`).
+// DefaultProfile is the profile `make run` plays (RUN_ARGS in the Makefile), marked so by `fakelet
+// profiles list`. `fakelet run` without --profile plays none: its nodes heartbeat until it ends.
 const DefaultProfile = "stop-10pct"
 
 // maxProfileBytes bounds the size of a profile file: a profile is a page of YAML, and a file much
