@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -68,6 +69,7 @@ func TestCompactLeaseSharesCommonStrings(t *testing.T) {
 	name := "fakelet-00003"
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: LeaseNamespace, UID: "u",
+			Annotations:     map[string]string{RunAnnotation: "run-1"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "n"}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "coordination.k8s.io/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
@@ -81,9 +83,13 @@ func TestCompactLeaseSharesCommonStrings(t *testing.T) {
 	if err := json.Unmarshal(b, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	got := compactLease(&decoded, name)
+	runAnnotations := map[string]string{RunAnnotation: "run-1"}
+	got := compactLease(&decoded, name, runAnnotations)
 	if !equality.Semantic.DeepEqual(got, l) {
 		t.Fatalf("compactLease changed the Lease:\n%+v\nwant\n%+v", got, l)
+	}
+	if reflect.ValueOf(got.Annotations).UnsafePointer() != reflect.ValueOf(runAnnotations).UnsafePointer() {
+		t.Error("the run's annotations are the decoded copy, not the shared one")
 	}
 	m, o := got.ManagedFields[0], got.OwnerReferences[0]
 	for what, pair := range map[string][2]string{

@@ -56,7 +56,7 @@ func (l *leaseLoop) sync() {
 		}
 	}
 	lease, created := l.backoffEnsure()
-	l.latest = compactLease(lease, l.r.a.name)
+	l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template.leaseAnnotations)
 	if !created && lease != nil {
 		_ = l.retryUpdate(lease)
 	}
@@ -162,7 +162,7 @@ func (l *leaseLoop) retryUpdate(base *coordinationv1.Lease) error {
 			l.r.a.heartbeat(KindLease, err)
 			if err == nil {
 				l.own(lease)
-				l.latest = compactLease(lease, l.r.a.name)
+				l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template.leaseAnnotations)
 				l.renewed()
 				return nil
 			}
@@ -228,10 +228,14 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 
 // compactLease shares what every node's Lease spells alike with one copy, as Template.Compact does
 // for Nodes: the agent keeps the server's Lease from one renewal to the next. lease is the server's
-// answer, decoded for this agent alone.
-func compactLease(lease *coordinationv1.Lease, name string) *coordinationv1.Lease {
+// answer, decoded for this agent alone; annotations, the run's, are shared when the Lease has just
+// those (newLease copies them before it writes).
+func compactLease(lease *coordinationv1.Lease, name string, annotations map[string]string) *coordinationv1.Lease {
 	if lease == nil {
 		return nil
+	}
+	if annotations != nil && maps.Equal(lease.Annotations, annotations) {
+		lease.Annotations = annotations
 	}
 	lease.Name = shared(lease.Name, name)
 	lease.Namespace = shared(lease.Namespace, LeaseNamespace)
