@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"fakelet.dev/fakelet/bench"
+	"fakelet.dev/fakelet/internal/bench"
 )
 
 func init() { subcommandFactories = append(subcommandFactories, newBenchCommand) }

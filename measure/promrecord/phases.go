@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"fakelet.dev/fakelet/observe"
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/observe"
+	"fakelet.dev/fakelet/measure/reaction"
 )
 
 // phaseStep is the resolution at which the phase info series are read: fine enough to see every

@@ -314,7 +314,7 @@ fakelet_request_bytes_total{code="200",resource="leases",verb="update"} 300
 
 // docs/metrics.md has a row for every metric, with its type, and no row for a metric that is not.
 func TestDocsListEveryMetric(t *testing.T) {
-	b, err := os.ReadFile("../docs/metrics.md")
+	b, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}

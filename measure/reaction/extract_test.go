@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/observe"
+	"fakelet.dev/fakelet/measure/observe"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"fakelet.dev/fakelet/observe"
+	"fakelet.dev/fakelet/measure/observe"
 )
 
 // Result is what followed one action on one node, up to the end of the action's phase or the next

@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 // components are the load components, in the order of their snapshots.

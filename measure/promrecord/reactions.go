@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/report"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 // Increase is how much a counter grew over values taken in order of time: the sum of the differences

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 func TestIncrease(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 // Point is a set of values for the interval between two consecutive scrapes, at the later one.

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 // Component names, as the local control plane and FleetSource name them.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 // process is one component's CPU and memory over snaps, if it exports them.

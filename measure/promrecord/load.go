@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scrape"
 )
 
 // timelineFamilies are what load.ComputeTimeline reads, by component.

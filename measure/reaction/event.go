@@ -3,7 +3,7 @@ package reaction
 import (
 	"strings"
 
-	"fakelet.dev/fakelet/observe"
+	"fakelet.dev/fakelet/measure/observe"
 )
 
 // Event names of reactions, in the words of fakelet's metrics: ready_unknown, memory_pressure_true,

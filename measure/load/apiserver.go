@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 // keyLess orders request lines of equal count by verb, resource, subresource and code.

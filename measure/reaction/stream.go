@@ -4,7 +4,7 @@ import (
 	"maps"
 	"time"
 
-	"fakelet.dev/fakelet/observe"
+	"fakelet.dev/fakelet/measure/observe"
 )
 
 // Tracker pairs actions with the reactions that follow them as both arrive, as Extract does for a

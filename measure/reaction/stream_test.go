@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/observe"
+	"fakelet.dev/fakelet/measure/observe"
 )
 
 // TestTrackerMatchesExtract: actions and transitions fed to a Tracker in order of time, with the

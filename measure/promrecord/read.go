@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"fakelet.dev/fakelet/deploy"
-	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/report"
 )
 
