@@ -36,6 +36,9 @@ type Config struct {
 	// Coalesce is the step of the fleet's timers: work due within one step runs together at its end
 	// (scheduler.Coalesce); 0 runs everything at its own time.
 	Coalesce time.Duration
+	// LegacyWire sends lease renewals over net/http and status patches through client-go, as before
+	// the wire package did, to compare the two (fakelet run's hidden --legacy-wire).
+	LegacyWire bool
 	// ZoneOf names node index's zone; nil uses zone-(index mod Zones + 1).
 	ZoneOf func(index, zones int) string
 	// Recorder, if set, receives every agent's requests and heartbeats besides the fleet's Tally.

@@ -31,8 +31,8 @@ type answer struct {
 	retryAfter string
 }
 
-// wire is what the server saw of one request.
-type wire struct {
+// onWire is what the server saw of one request.
+type onWire struct {
 	method, url, proto string
 	header             http.Header
 	body               []byte
@@ -42,13 +42,13 @@ type wire struct {
 type scriptServer struct {
 	mu     sync.Mutex
 	script []answer
-	seen   []wire
+	seen   []onWire
 }
 
 func (s *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.seen = append(s.seen, wire{r.Method, r.URL.String(), r.Proto, r.Header.Clone(), body})
+	s.seen = append(s.seen, onWire{r.Method, r.URL.String(), r.Proto, r.Header.Clone(), body})
 	a := s.script[min(len(s.seen), len(s.script))-1]
 	s.mu.Unlock()
 	for k, v := range a.header {
@@ -67,7 +67,7 @@ func (s *scriptServer) play(script ...answer) {
 	s.script, s.seen = script, nil
 }
 
-func (s *scriptServer) requests() []wire {
+func (s *scriptServer) requests() []onWire {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.seen
@@ -82,7 +82,7 @@ func leaseClients(tb testing.TB, h http.Handler) leanCoordination {
 	ts.StartTLS()
 	tb.Cleanup(ts.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second))
+	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second), false)
 	if err != nil {
 		tb.Fatal(err)
 	}
