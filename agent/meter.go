@@ -65,3 +65,6 @@ func (m *Meter) Count(sent, received int64) {
 		m.received.Add(received)
 	}
 }
+
+// Counted returns the bytes counted so far, for transports' tests.
+func (m *Meter) Counted() (sent, received int64) { return m.sent.Load(), m.received.Load() }
