@@ -86,7 +86,7 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, legac
 		}
 		u := coord.RESTClient().Put().URL()
 		s := &heartbeatSender{http: hc, wire: wc, host: u.Scheme + "://" + u.Host, timeout: cfg.Timeout,
-			header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}},
+			header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}, {Name: "content-type", Value: protobuf}},
 			node:   id == IdentityNode, tally: tally}
 		if u.RawQuery != "" {
 			s.query = "?" + u.RawQuery

@@ -26,7 +26,7 @@ type heartbeatSender struct {
 	host    string       // scheme://host[:port], for the legacy path's URLs
 	query   string       // "?timeout=10s", as client-go adds its client timeout to every URL
 	timeout time.Duration
-	header  []wire.Field // Accept and User-Agent
+	header  []wire.Field // Accept, User-Agent and the protobuf Content-Type
 	node    bool         // impersonate the agent of each request (IdentityNode)
 	tally   *Tally       // nil counts no 429s
 }
@@ -81,16 +81,25 @@ func (s *heartbeatSender) send(ctx context.Context, method, path, contentType st
 }
 
 func (s *heartbeatSender) overWire(ctx context.Context, method, path, contentType string, body []byte) (exchange, error) {
-	var fields [6]wire.Field
-	h := append(fields[:0], s.header...)
-	h = append(h, wire.Field{Name: "content-type", Value: contentType})
-	if user, groups, ok := agent.IdentityFrom(ctx); ok && s.node {
-		h = append(h, wire.Field{Name: "impersonate-user", Value: user})
-		for _, g := range groups {
-			h = append(h, wire.Field{Name: "impersonate-group", Value: g})
+	h := s.header
+	if contentType != protobuf {
+		var fields [4]wire.Field
+		h = append(fields[:0], s.header...)
+		for i := range h {
+			if h[i].Name == "content-type" {
+				h[i].Value = contentType
+			}
 		}
 	}
-	resp, err := s.wire.Do(ctx, &wire.Request{Method: method, Path: path, Header: h, Body: body})
+	var own []wire.Field
+	if user, groups, ok := agent.IdentityFrom(ctx); ok && s.node {
+		var ownFields [2]wire.Field
+		own = append(ownFields[:0], wire.Field{Name: "impersonate-user", Value: user})
+		for _, g := range groups {
+			own = append(own, wire.Field{Name: "impersonate-group", Value: g})
+		}
+	}
+	resp, err := s.wire.Do(ctx, &wire.Request{Method: method, Path: path, Header: h, Own: own, Body: body})
 	m := agent.MeterFrom(ctx)
 	if m != nil {
 		m.Count(int64(len(body)), 0)

@@ -23,10 +23,17 @@ type Field struct{ Name, Value string }
 
 // Request is one request: its method, its path and query below the Client's host, its headers
 // besides the pseudo-headers, credentials, Content-Length and Accept-Encoding, and its body.
+//
+// Header holds the fields many requests repeat (Accept, User-Agent, Content-Type): the connection's
+// HPACK table indexes them, so each is a byte or two after its first time. Own holds the fields of
+// one agent (an impersonated user), sent as literals never indexed, as the path is: with thousands
+// of agents on a connection they would only evict each other and the shared fields from the table
+// (BenchmarkHeaderBlock measures the choices).
 type Request struct {
 	Method string
 	Path   string // with its query, e.g. /apis/coordination.k8s.io/v1/namespaces/n/leases/x?timeout=10s
 	Header []Field
+	Own    []Field
 	Body   []byte
 }
 

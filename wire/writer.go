@@ -232,17 +232,21 @@ func (w *writer) encode(req *Request) error {
 	field(e, ":method", method)
 	field(e, ":scheme", "https")
 	field(e, ":authority", c.authority)
-	field(e, ":path", req.Path)
+	literal(e, ":path", req.Path)
+	own := hasImpersonation(req.Header) || hasImpersonation(req.Own)
 	for _, f := range w.auth {
-		if !impersonates(f.Name) || !hasImpersonation(req.Header) {
+		if !impersonates(f.Name) || !own {
 			field(e, f.Name, f.Value)
 		}
 	}
 	for _, f := range req.Header {
 		field(e, f.Name, f.Value)
 	}
+	for _, f := range req.Own {
+		literal(e, f.Name, f.Value)
+	}
 	if len(req.Body) > 0 {
-		field(e, "content-length", strconv.Itoa(len(req.Body)))
+		literal(e, "content-length", strconv.Itoa(len(req.Body)))
 	}
 	if !c.cfg.DisableCompression {
 		field(e, "accept-encoding", "gzip")
@@ -252,6 +256,11 @@ func (w *writer) encode(req *Request) error {
 
 func field(e *hpack.Encoder, name, value string) {
 	_ = e.WriteField(hpack.HeaderField{Name: name, Value: value}) // writes to a byte slice: no error
+}
+
+// literal writes a field as a literal that is never indexed.
+func literal(e *hpack.Encoder, name, value string) {
+	_ = e.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: true})
 }
 
 func impersonates(name string) bool { return len(name) > 12 && name[:12] == "impersonate-" }
