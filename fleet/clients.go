@@ -49,7 +49,9 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 // Lease renewals and status patches go over a wire.Client of their own (one per set) when the
 // server speaks TLS, unless legacy: then over net/http (renewals) and client-go (patches), as before
 // the wire package, for comparison.
-func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, legacy bool) ([]agent.Clients, error) {
+//
+// wirePath says which way, and the wire connections' flush window (Config.FlushWindow).
+func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path wirePath) ([]agent.Clients, error) {
 	out := make([]agent.Clients, n)
 	for i := range out {
 		cfg := rest.CopyConfig(base)
@@ -62,9 +64,9 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, legac
 		// of its own gives each config its own transport, so its own connection.
 		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		var wc *wire.Client
-		if !legacy {
+		if !path.legacy {
 			var err error
-			if wc, err = wireClient(cfg); err != nil {
+			if wc, err = wireClient(cfg, path.flushWindow); err != nil {
 				return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 			}
 		}
@@ -99,6 +101,12 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, legac
 	return out, nil
 }
 
+// wirePath is how heartbeat requests reach the apiserver.
+type wirePath struct {
+	legacy      bool          // Config.LegacyWire
+	flushWindow time.Duration // Config.FlushWindow
+}
+
 // closeWire closes the wire.Clients of heartbeat clients: their connections' goroutines end with
 // the run.
 func closeWire(clients []agent.Clients) {
@@ -111,13 +119,17 @@ func closeWire(clients []agent.Clients) {
 
 // wireClient is the wire.Client of cfg, or nil if the wire package cannot reach its server (plain
 // HTTP, a proxy): then everything goes the legacy way.
-func wireClient(cfg *rest.Config) (*wire.Client, error) {
+func wireClient(cfg *rest.Config, flushWindow time.Duration) (*wire.Client, error) {
 	if u, _, err := rest.DefaultServerUrlFor(cfg); err != nil || u.Scheme != "https" || cfg.Proxy != nil {
 		return nil, nil
 	}
 	wc, err := wire.ForConfig(cfg)
 	if err != nil {
 		return nil, err
+	}
+	wc.FlushWindow = max(0, flushWindow)
+	if flushWindow == 0 {
+		wc.FlushWindow = wire.MaxFlushWindow
 	}
 	return wire.New(wc)
 }

@@ -59,7 +59,7 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
 	}
 	tally := NewTally(cfg.Heartbeat.WithDefaults().RenewInterval)
-	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally, cfg.LegacyWire)
+	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally, wirePath{cfg.LegacyWire, cfg.FlushWindow})
 	if err != nil {
 		return nil, err
 	}

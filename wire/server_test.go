@@ -186,7 +186,9 @@ func pattern(n int) []byte {
 }
 
 // goServer serves echo with Go's own HTTP/2 server over TLS.
-func goServer(t *testing.T) *httptest.Server {
+func goServer(t *testing.T) *httptest.Server { return goServerTB(t) }
+
+func goServerTB(t testing.TB) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(echo))
 	ts.EnableHTTP2 = true
@@ -195,7 +197,7 @@ func goServer(t *testing.T) *httptest.Server {
 	return ts
 }
 
-func goClient(t *testing.T, ts *httptest.Server, cfg Config) *Client {
+func goClient(t testing.TB, ts *httptest.Server, cfg Config) *Client {
 	t.Helper()
 	roots := x509.NewCertPool()
 	roots.AddCert(ts.Certificate())
