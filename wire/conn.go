@@ -239,8 +239,7 @@ func (cn *conn) readLoop() {
 			err = cn.handle(f)
 		}
 		if err != nil {
-			cn.fail(err)
-			// The writer ends on closed; a stream whose writer still holds it is ended by fail.
+			cn.fail(err) // ends every stream, and the writer with closed
 			return
 		}
 	}

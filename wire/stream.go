@@ -10,7 +10,8 @@ import (
 // Handlers receive a stream's answer on the connection's reader goroutine, in order: OnResponse
 // once its headers are in (Body empty), OnData for each piece of its body, then OnEnd once, with nil
 // at the end of the body or the error that ended it (the context's, a reset, a lost connection, one
-// of the handlers' own). A handler must not block: the connection's other streams wait for it. The
+// of the handlers' own). OnData's bytes are the reader's buffer: valid only during the call. A
+// handler must not block: the connection's other streams wait for it. The
 // server may send more only as the handlers return (flow control), so a slow handler slows its
 // stream, not memory.
 type Handlers struct {
