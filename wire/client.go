@@ -58,6 +58,12 @@ func New(cfg Config) (*Client, error) {
 	if w == 0 {
 		w = defaultStreamWindow
 	}
+	if cfg.ReadIdleTimeout == 0 {
+		cfg.ReadIdleTimeout = defaultReadIdleTimeout
+	}
+	if cfg.PingTimeout == 0 {
+		cfg.PingTimeout = defaultPingTimeout
+	}
 	return &Client{cfg: cfg, tls: t, addr: addr, authority: u.Host, streamWindow: w}, nil
 }
 

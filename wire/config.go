@@ -30,6 +30,11 @@ type Config struct {
 	// FlushWindow is how long the writer may hold written frames for more to come before it flushes
 	// them with one write: 0 flushes as soon as its queue is empty. At most MaxFlushWindow.
 	FlushWindow time.Duration
+	// ReadIdleTimeout is how long a connection may read nothing before it sends a PING, and
+	// PingTimeout how long it then waits for the answer before it fails its requests and closes: a
+	// server gone without a word (a partition, a stopped process) would otherwise hold every
+	// request to its timeout, forever. 0: client-go's 30 s and 15 s.
+	ReadIdleTimeout, PingTimeout time.Duration
 	// DisableCompression leaves out Accept-Encoding: gzip, which net/http's transport (so client-go)
 	// sends by default.
 	DisableCompression bool
@@ -42,6 +47,12 @@ const MaxFlushWindow = time.Millisecond
 const AuthRefresh = time.Minute
 
 const defaultStreamWindow = 1 << 20
+
+// client-go's health check of its HTTP/2 connections (k8s.io/apimachinery/pkg/util/net).
+const (
+	defaultReadIdleTimeout = 30 * time.Second
+	defaultPingTimeout     = 15 * time.Second
+)
 
 func (c Config) validate() error {
 	if !strings.HasPrefix(c.Host, "https://") {

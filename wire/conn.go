@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -36,6 +37,10 @@ type conn struct {
 	initialWindow int32  // the server's initial stream window
 	maxFrame      int    // the server's MAX_FRAME_SIZE
 	nextID        uint32 // the writer's next stream ID; read by reserve
+
+	lastRead atomic.Int64 // when the reader last read a frame, in Unix nanoseconds
+	pingSent atomic.Int64 // when the health check's PING went out; 0: none waiting
+	health   *time.Timer  // the health check: a timer, not a goroutine; under mu
 
 	// The reader's alone.
 	dec         *hpack.Decoder
@@ -115,6 +120,10 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		tc.Close()
 		return nil, err
 	}
+	cn.lastRead.Store(time.Now().UnixNano())
+	cn.mu.Lock()
+	cn.health = time.AfterFunc(c.cfg.PingTimeout, cn.checkHealth)
+	cn.mu.Unlock()
 	go cn.readLoop()
 	go cn.writeLoop()
 	return cn, nil
@@ -203,6 +212,7 @@ func (cn *conn) fail(err error) {
 		err = io.ErrUnexpectedEOF
 	}
 	cn.err = err
+	cn.health.Stop()
 	var open []*stream
 	for _, s := range cn.streams {
 		open = append(open, s)
@@ -236,6 +246,7 @@ func (cn *conn) readLoop() {
 	for {
 		f, err := cn.fr.ReadFrame()
 		if err == nil {
+			cn.lastRead.Store(time.Now().UnixNano())
 			err = cn.handle(f)
 		}
 		if err != nil {
@@ -278,7 +289,9 @@ func (cn *conn) handle(f http2.Frame) error {
 	case *http2.WindowUpdateFrame:
 		cn.windowUpdate(f)
 	case *http2.PingFrame:
-		if !f.IsAck() {
+		if f.IsAck() {
+			cn.pingSent.Store(0)
+		} else {
 			cn.enqueue(item{kind: itemPingAck, ping: f.Data})
 		}
 	case *http2.GoAwayFrame:
@@ -433,6 +446,30 @@ func (cn *conn) windowUpdate(f *http2.WindowUpdateFrame) {
 		s.sendWindow += int32(f.Increment)
 	}
 	cn.enqueueLocked(item{kind: itemKick})
+	cn.mu.Unlock()
+}
+
+// errConnLost is net/http's error for a connection whose health check PING went unanswered.
+var errConnLost = errors.New("http2: client connection lost")
+
+// checkHealth runs every PingTimeout: it sends a PING when the connection has read nothing for
+// ReadIdleTimeout, and fails the connection when the PING is not answered within PingTimeout, as
+// client-go's HTTP/2 transport does.
+func (cn *conn) checkHealth() {
+	cfg := &cn.client.cfg
+	now := time.Now().UnixNano()
+	switch sent := cn.pingSent.Load(); {
+	case sent != 0 && now-sent >= int64(cfg.PingTimeout):
+		cn.fail(errConnLost)
+		return
+	case sent == 0 && now-cn.lastRead.Load() >= int64(cfg.ReadIdleTimeout):
+		cn.pingSent.Store(now)
+		cn.enqueue(item{kind: itemPing})
+	}
+	cn.mu.Lock()
+	if cn.err == nil {
+		cn.health.Reset(cfg.PingTimeout)
+	}
 	cn.mu.Unlock()
 }
 

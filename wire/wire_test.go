@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -426,3 +427,34 @@ func TestTimeoutResetsTheStream(t *testing.T) {
 }
 
 func itoa(i int) string { return strconvItoa(i) }
+
+// TestSilentServerIsDetected: a server that stops answering anything, PINGs included, fails the
+// requests waiting on it with net/http's "client connection lost" once the health check's PING
+// goes unanswered, long before their own timeout, and the next request dials again.
+func TestSilentServerIsDetected(t *testing.T) {
+	var first atomic.Bool
+	srv := newRawServer(t, nil, func(rc *rawConn) {
+		if first.CompareAndSwap(false, true) {
+			rc.next()
+			_, _ = io.Copy(io.Discard, rc.nc) // reads on, answers nothing
+			return
+		}
+		for {
+			r, ok := rc.next()
+			if !ok {
+				return
+			}
+			rc.respond(r.id, 200, nil)
+		}
+	})
+	c := srv.client(t, Config{ReadIdleTimeout: 50 * time.Millisecond, PingTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.Do(ctx, &Request{Path: "/x"})
+	if err == nil || !strings.HasSuffix(err.Error(), "http2: client connection lost") {
+		t.Fatalf("got %v, want the connection lost", err)
+	}
+	if _, err := c.Do(ctx, &Request{Path: "/y"}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -25,6 +25,7 @@ const (
 	itemKick                        // the send windows grew: write what waits for them
 	itemReset                       // RST_STREAM of a stream its caller gave up on
 	itemWindow                      // WINDOW_UPDATE: what a stream (id 0: the connection) consumed
+	itemPing                        // the health check's PING
 	itemPingAck                     // answer the server's PING
 	itemSettingsAck                 // acknowledge the server's SETTINGS
 	itemTableSize                   // the server's HEADER_TABLE_SIZE
@@ -131,6 +132,8 @@ func (w *writer) write(it *item) error {
 		return fr.WriteRSTStream(it.id, it.code)
 	case itemWindow:
 		return fr.WriteWindowUpdate(it.id, it.incr)
+	case itemPing:
+		return fr.WritePing(false, [8]byte{'f', 'a', 'k', 'e', 'l', 'e', 't'})
 	case itemPingAck:
 		return fr.WritePing(true, it.ping)
 	case itemSettingsAck:
