@@ -14,6 +14,7 @@ const module = "fakelet.dev/fakelet/"
 var tiers = [][]string{
 	{"internal/headtail", "internal/scheduler", "internal/fleettest", "internal/layout", "profiles"},
 	{"agent"},
+	{"wire"},
 	{"fleet"},
 	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench"},
 	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load"},
