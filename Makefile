@@ -13,7 +13,7 @@ KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg
 RUN_ARGS ?= --profile stop-10pct
 BENCH_ARGS ?= --sizes 1000,2000,5000,10000 --out docs/performance-table.md
 
-.PHONY: build test unit run bench lint controlplane clean
+.PHONY: build test unit run bench lint controlplane kwok clean
 
 build:
 	$(GO) build -o $(BIN)/fakelet ./cmd/fakelet
@@ -33,6 +33,16 @@ $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum
 	@mkdir -p $(BIN)
 	cd tools/etcd && time $(GO) build -trimpath -o $(BIN)/etcd go.etcd.io/etcd/server/v3
 	@touch $(BIN)/etcd
+
+# kwok, the peer `fakelet bench --peer kwok` measures fakelet against; neither `make test` nor
+# `make controlplane` builds it, and plain `make bench` does not use it.
+kwok: $(BIN)/kwok
+
+$(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum
+	@echo ">> building kwok $$(awk '$$1=="require" && $$2=="sigs.k8s.io/kwok" {print $$3}' tools/kwok/go.mod) from the Go module proxy (a few minutes the first time)"
+	@mkdir -p $(BIN)
+	cd tools/kwok && time $(GO) build -trimpath -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+	@touch $(BIN)/kwok
 
 # unit tests only: no control plane needed.
 unit:
