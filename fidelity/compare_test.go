@@ -55,27 +55,42 @@ func TestCompareAndTable(t *testing.T) {
 	if rows[0].Class != csi || rows[0].Explained != "no CSI plugin manager" || rows[0].Fakelet != 0 {
 		t.Errorf("row 0 %+v", rows[0])
 	}
-	if rows[1].Class != put || rows[1].Reference != 4 || rows[1].Fakelet != 4.5 || rows[1].Differs(0.15) {
+	if rows[1].Class != put || rows[1].Reference != 4 || rows[1].Fakelet != 4.5 || rows[1].Differs(DefaultBound) {
 		t.Errorf("row 1 %+v: 4.5 against 4 is within 15%%", rows[1])
 	}
-	if rows[2].Class != get || rows[2].Explained != "" || !rows[2].Differs(0.15) {
+	if rows[2].Class != get || rows[2].Explained != "" || !rows[2].Differs(DefaultBound) {
 		t.Errorf("row 2 %+v: the known difference is for the restart window only", rows[2])
 	}
-	bad := Unexplained(rows, 0.15)
+	bad := Unexplained(rows, DefaultBound)
 	if len(bad) != 1 || bad[0].Class != get {
 		t.Errorf("unexplained %+v, want get nodes alone", bad)
 	}
-	if r := (Row{Reference: 0, Fakelet: 0}); !math.IsNaN(r.Ratio()) || r.Differs(0) {
-		t.Errorf("neither sent: ratio %v, differs %v", r.Ratio(), r.Differs(0))
+	if r := (Row{Reference: 0, Fakelet: 0}); !math.IsNaN(r.Ratio()) || r.Differs(Bound{}) {
+		t.Errorf("neither sent: ratio %v, differs %v", r.Ratio(), r.Differs(Bound{}))
+	}
+	for _, tc := range []struct {
+		ref, fl float64
+		differs bool
+	}{
+		{2, 2.5, false}, // within one request per node: a renewal on the other side of an edge
+		{2, 3.5, true},
+		{20, 22.5, false}, // within 15%
+		{20, 23.5, true},
+		{1, 0, true}, // one side never sent it: no slack
+		{0, 0.5, true},
+	} {
+		if got := (Row{Reference: tc.ref, Fakelet: tc.fl}).Differs(DefaultBound); got != tc.differs {
+			t.Errorf("%v against %v: differs %v, want %v", tc.fl, tc.ref, got, tc.differs)
+		}
 	}
 
 	var b bytes.Buffer
-	WriteTable(&b, rows, 0.15)
+	WriteTable(&b, rows, DefaultBound)
 	out := b.String()
 	for _, want := range []string{
 		"| startup | create csinodes | 1 | 0 | 0.00 | known (1) |",
 		"| startup | update leases | 4 | 4.5 | 1.12 | ok |",
-		"| startup | get nodes | 6 | 2 | 0.33 | **differs by more than 15%** |",
+		"| startup | get nodes | 6 | 2 | 0.33 | **differs** |",
 		"1. no CSI plugin manager",
 	} {
 		if !strings.Contains(out, want) {

@@ -8,9 +8,9 @@ import (
 )
 
 // WriteTable writes rows as a Markdown table: requests per node of the reference and of fakelet, the
-// ratio, and whether the row is within tolerance, a known difference (numbered, with its reason
-// below the table) or an unexplained one.
-func WriteTable(w io.Writer, rows []Row, tolerance float64) {
+// ratio, and whether the row is within b, a known difference (numbered, with its reason below the
+// table) or an unexplained one.
+func WriteTable(w io.Writer, rows []Row, b Bound) {
 	fmt.Fprintln(w, "| window | request | hollow kubelet / node | fakelet / node | fakelet ÷ hollow | |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
 	var reasons []string
@@ -26,8 +26,8 @@ func WriteTable(w io.Writer, rows []Row, tolerance float64) {
 				number[r.Explained] = n
 			}
 			verdict = fmt.Sprintf("known (%d)", n)
-		case r.Differs(tolerance):
-			verdict = fmt.Sprintf("**differs by more than %.0f%%**", tolerance*100)
+		case r.Differs(b):
+			verdict = "**differs**"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Window, r.Class, number2(r.Reference), number2(r.Fakelet), ratio(r.Ratio()), verdict)
 	}
