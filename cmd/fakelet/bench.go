@@ -17,6 +17,7 @@ func init() { subcommandFactories = append(subcommandFactories, newBenchCommand)
 func newBenchCommand() *cobra.Command {
 	o := bench.Options{}
 	var sizes, out string
+	ref := referenceFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure what fleets of several sizes cost fakelet and the control plane",
@@ -24,9 +25,18 @@ func newBenchCommand() *cobra.Command {
 until every node is Ready, let registration settle, then measure a steady window: CPU time and
 memory of fakelet, kube-apiserver, etcd and kube-controller-manager from /proc, lease PUTs and
 their latency from the apiserver's metrics, and the fleet's own heartbeat counts and lease
-renewal intervals. Prints a Markdown table (and writes it to --out).`,
+renewal intervals. Prints a Markdown table (and writes it to --out).
+
+With --reference kubemark, compare fakelet's agents with the real kubelet instead: on one fresh
+control plane whose apiserver audits node requests, run --nodes kubemark hollow kubelets and as
+many fakelet agents, through a startup, a steady, a pods and a restart window (--windows), and
+print each node's requests per window and class, hollow kubelet against fakelet, with the known
+differences and their reasons (docs/fidelity.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ref.name != "" || ref.flagsUsed(cmd) {
+				return ref.run(cmd, o.Dir, o.BinDir, out)
+			}
 			var err error
 			if o.Sizes, err = bench.ParseSizes(sizes); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
@@ -74,5 +84,6 @@ renewal intervals. Prints a Markdown table (and writes it to --out).`,
 	f.StringArrayVar(&o.RunEnv, "run-env", nil, "extra NAME=VALUE in the environment of each fleet's process, not the control plane's, such as --run-env GOGC=200 (repeatable)")
 	f.StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag (repeatable)")
 	f.StringVar(&out, "out", "", "also write the table to this file")
+	ref.add(f)
 	return cmd
 }
