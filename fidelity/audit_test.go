@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,48 @@ func TestClassString(t *testing.T) {
 	}
 	if _, ok := ParseClass("get"); ok {
 		t.Error(`ParseClass("get") succeeded`)
+	}
+}
+
+// testdata/audit.log holds lines of a reference run's audit log as kube-apiserver v1.37.2 wrote
+// them: a hollow kubelet's Lease GET (404), a fakelet agent's status patch (impersonated), the
+// hollow kubelet's streaming list of its pods (logged when it started and when it ended), the
+// fleet's watch of its Nodes and the apiserver's own discovery GET.
+func TestReadRecordedAudit(t *testing.T) {
+	f, err := os.Open("testdata/audit.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	reqs, err := ReadAudit(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		node         string
+		impersonated bool
+		class        string
+		code         int
+		userAgent    string
+	}
+	want := []seen{
+		{"hollow-00000", false, "get leases", 404, "hollow-kubelet"},
+		{"fakelet-00000", true, "patch nodes/status", 200, "kubelet/v1.37.2 (linux/amd64) fakelet"},
+		{"hollow-00000", false, "watch-list pods", 200, "hollow-kubelet"},
+		{"", false, "watch-list nodes", 200, "fakelet"},
+		{"", false, "get /openapi/v3", 200, "kube-apiserver/v1.37.2 (linux/amd64) kubernetes/unknown"},
+	}
+	if len(reqs) != len(want) {
+		t.Fatalf("%d requests, want %d (the watch once): %+v", len(reqs), len(want), reqs)
+	}
+	for i, w := range want {
+		r := reqs[i]
+		got := seen{r.Node, r.Impersonated, r.Class.String(), r.Code, r.UserAgent}
+		if got != w {
+			t.Errorf("request %d: got %+v, want %+v", i, got, w)
+		}
+		if r.At.IsZero() || r.At.Year() != 2026 {
+			t.Errorf("request %d: received at %v", i, r.At)
+		}
 	}
 }
