@@ -32,9 +32,8 @@ var FootprintDifferences = []FootprintDifference{
 		"status patch reports NotReady until its runtime and network are up, and a fast update then reports Ready; " +
 		"the agent's first patch reports Ready at once"},
 	{Verb: "patch", Resource: "nodes", Subresource: "status", Windows: []string{"pods"}, Reason: "a kubelet patches its " +
-		"status when the images it pulled for new pods change its image list; the agent's images are fixed at registration"},
-	{Resource: "events", Reason: "kubemark's hollow kubelet sends no Events (a stub recorder: a real kubelet's reads /dev/kmsg), " +
-		"so any Event the agent sends has no reference to be held to"},
+		"status once about 30 s after its first pods start, when something it reports changed (the audit log at Metadata " +
+		"level does not show what); the agent's status does not change with its pods"},
 	{Verb: "get", Resource: "pods", Windows: []string{"pods"}, Reason: "a kubelet's status manager GETs a pod before " +
 		"each status patch; the agent patches from the pod its watch showed it"},
 	{Verb: "patch", Resource: "pods", Subresource: "status", Windows: []string{"pods"}, Reason: "the agent reports a pod " +

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -65,6 +66,15 @@ func TestFootprintDifferencesAreWellFormed(t *testing.T) {
 			if !slices.Contains(WindowNames, w) {
 				t.Errorf("%+v: window %q is none of %v", d, w, WindowNames)
 			}
+		}
+	}
+	doc, err := os.ReadFile("../docs/fidelity.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range agent.FootprintDifferences {
+		if !strings.Contains(string(doc), d.Reason) {
+			t.Errorf("docs/fidelity.md does not give the reason %q", d.Reason)
 		}
 	}
 	if n := len(KnownDifferences()); n != len(agent.FootprintDifferences) {
