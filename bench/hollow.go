@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"syscall"
 	"time"
@@ -14,8 +17,10 @@ import (
 
 // A hollow node is one kubemark process in --morph=kubelet: the real kubelet code over kubemark's
 // fake runtime, image service, cadvisor and container manager. Each runs in a work directory of its
-// own (its root directory and runtime socket are temporary directories, made under TMPDIR), with a
-// kubeconfig holding a system:node certificate of its own, and dies with the process that started it.
+// own (its log, its kubeconfig holding a system:node certificate of its own, and TMPDIR for its
+// runtime's socket), and dies with the process that started it. kubemark makes the kubelet's root
+// directory under /tmp whatever TMPDIR says (test/utils.MakeTempDirOrDie); the reference removes
+// each one its processes logged once the process is gone.
 
 // hollowNode is one hollow kubelet the reference started.
 type hollowNode struct {
@@ -25,7 +30,10 @@ type hollowNode struct {
 	port       int // the kubelet's --kubelet-port, picked free once and kept across restarts
 	cmd        *exec.Cmd
 	done       chan struct{} // closed when cmd has exited
+	logFrom    int64         // the size of kubemark.log when cmd started: its own lines follow
 }
+
+func (h *hollowNode) logPath() string { return filepath.Join(h.dir, "kubemark.log") }
 
 func newHollowNode(kubemark, dir, name, kubeconfig string) (*hollowNode, error) {
 	port, err := freePort()
@@ -41,11 +49,16 @@ func (h *hollowNode) start() error {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("hollow node %s: %w", h.name, err)
 	}
-	log, err := os.OpenFile(filepath.Join(h.dir, "kubemark.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	log, err := os.OpenFile(h.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("hollow node %s: %w", h.name, err)
 	}
 	defer log.Close()
+	st, err := log.Stat()
+	if err != nil {
+		return fmt.Errorf("hollow node %s: %w", h.name, err)
+	}
+	h.logFrom = st.Size()
 	cmd := exec.Command(h.kubemark,
 		"--morph=kubelet",
 		"--name="+h.name,
@@ -92,10 +105,33 @@ func (h *hollowNode) kill() error {
 	select {
 	case <-h.done:
 		h.cmd = nil
-		return nil
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("hollow node %s (pid %d) still running 10 s after SIGKILL", h.name, h.cmd.Process.Pid)
 	}
+	return h.removeRootDir()
+}
+
+// rootDirLine is how kubemark logs the root directory it made (pkg/kubemark/hollow_kubelet.go).
+var rootDirLine = regexp.MustCompile(`Using (/tmp/hollow-kubelet\.[0-9]+) as root dir for hollow-kubelet`)
+
+// removeRootDir removes the root directory the process that just ended logged making.
+func (h *hollowNode) removeRootDir() error {
+	f, err := os.Open(h.logPath())
+	if err != nil {
+		return fmt.Errorf("hollow node %s: %w", h.name, err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(h.logFrom, io.SeekStart); err != nil {
+		return fmt.Errorf("hollow node %s: %w", h.name, err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if m := rootDirLine.FindSubmatch(sc.Bytes()); m != nil {
+			return os.RemoveAll(string(m[1]))
+		}
+	}
+	return sc.Err()
 }
 
 func freePort() (int, error) {

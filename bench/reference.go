@@ -161,6 +161,14 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 		return res, err
 	}
 	cpDir := filepath.Join(o.Dir, "controlplane")
+	// A fresh control plane and fresh work directories: one left by an interrupted run holds its
+	// Nodes and its audit log, which would count in this one. Both are the reference's own.
+	if err := controlplane.Down(ctx, cpDir); err != nil {
+		return res, fmt.Errorf("stop the control plane a reference run left in %s: %w", cpDir, err)
+	}
+	if err := os.RemoveAll(filepath.Join(o.Dir, "hollow")); err != nil {
+		return res, err
+	}
 	fmt.Fprintf(o.Log, "== reference: starting a control plane with an audit log in %s\n", cpDir)
 	cp, err := controlplane.Up(ctx, controlplane.Options{Dir: cpDir, BinDir: o.BinDir, AuditNodes: true})
 	if err != nil {
