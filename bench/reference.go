@@ -215,11 +215,8 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 		res.Hollow = append(res.Hollow, name)
 		res.Fakelet = append(res.Fakelet, fleet.NodeName(FakeletPrefix, i))
 	}
-	f, err := fleet.New(fleet.Config{
-		Nodes: o.Nodes, NamePrefix: FakeletPrefix, Fleet: referenceFleet,
-		// One connection: the agents are as many as the hollow kubelets, each of which has its own.
-		Connections: 1,
-	}, cp.AdminConfig())
+	// The fleet fakelet run would start, with its defaults: the agents share its connections.
+	f, err := fleet.New(fleet.Config{Nodes: o.Nodes, NamePrefix: FakeletPrefix, Fleet: referenceFleet}, cp.AdminConfig())
 	if err != nil {
 		return res, err
 	}
