@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
-CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
+CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/kubemark
 # The version the control plane reports (/version, kubectl version, reports), stamped as Kubernetes'
 # own build stamps it; a plain go build would report v0.0.0-master.
 KUBE_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' tools/kube/go.mod)
@@ -27,6 +27,15 @@ $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kube/go.mod tools/
 	@mkdir -p $(BIN)
 	cd tools/kube && time $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 	@touch $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
+
+# kubemark's hollow kubelet (the real kubelet over a fake runtime) is the reference fakelet's agents are
+# compared with (fakelet bench --reference kubemark, docs/fidelity.md). After the control plane's
+# build it takes about 2 more minutes on 2 cores: the kubelet's own packages are new to the cache.
+$(BIN)/kubemark: tools/kube/go.mod tools/kube/go.sum
+	@echo ">> building kubemark $(KUBE_VERSION) (the hollow kubelet of fakelet bench --reference kubemark)"
+	@mkdir -p $(BIN)
+	cd tools/kube && time $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/kubemark k8s.io/kubernetes/cmd/kubemark
+	@touch $(BIN)/kubemark
 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum
 	@echo ">> building etcd $$(awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' tools/etcd/go.mod) from the Go module proxy (about a minute)"

@@ -134,6 +134,10 @@ func wireClient(cfg *rest.Config, flushWindow time.Duration) (*wire.Client, erro
 	return wire.New(wc)
 }
 
+// AdminUserAgent is the user agent of the fleet's own client (adminClient), by which an audit log
+// tells the fleet's shared requests from its agents' (UserAgent) and anyone else's.
+const AdminUserAgent = "fakelet"
+
 // adminClient is the fleet's own client, for what no kubelet does: the shared watch, checks and
 // cleanup.
 func adminClient(base *rest.Config) (kubernetes.Interface, error) {
@@ -141,7 +145,7 @@ func adminClient(base *rest.Config) (kubernetes.Interface, error) {
 	cfg.ContentType = protobuf
 	cfg.AcceptContentTypes = protobuf + ",application/json"
 	cfg.QPS, cfg.Burst = 200, 400
-	cfg.UserAgent = "fakelet"
+	cfg.UserAgent = AdminUserAgent
 	return kubernetes.NewForConfig(cfg)
 }
 

@@ -18,6 +18,7 @@ func newBenchCommand() *cobra.Command {
 	o := bench.Options{}
 	var sizes, out, peer string
 	var peerArgs []string
+	ref := referenceFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure what fleets of several sizes cost fakelet and the control plane",
@@ -30,9 +31,21 @@ renewal intervals. Prints a Markdown table (and writes it to --out).
 With --peer kwok, each size goes on: the fleet stops and leaves its Nodes and Leases, kwok (built
 by make kwok) takes them over on the same control plane, renewing the Leases as the kubelet does
 (40 s, every 10 s), and is measured over a window as long; a second table sets the two side by
-side: CPU per lease PUT, CPU as a share of the apiserver's, RSS.`,
+side: CPU per lease PUT, CPU as a share of the apiserver's, RSS.
+
+With --reference kubemark, compare fakelet's agents with the real kubelet instead: on one fresh
+control plane whose apiserver audits node requests, run --nodes kubemark hollow kubelets and as
+many fakelet agents, through a startup, a steady, a pods and a restart window (--windows), and
+print each node's requests per window and class, hollow kubelet against fakelet, with the known
+differences and their reasons (docs/fidelity.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ref.name != "" || ref.flagsUsed(cmd) {
+				if peer != "" || len(peerArgs) > 0 {
+					return fmt.Errorf("--reference and --peer are two benches: give one")
+				}
+				return ref.run(cmd, o.Dir, o.BinDir, out)
+			}
 			var err error
 			if o.Sizes, err = bench.ParseSizes(sizes); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
@@ -123,5 +136,6 @@ side: CPU per lease PUT, CPU as a share of the apiserver's, RSS.`,
 	f.StringVar(&out, "out", "", "also write the table to this file")
 	f.StringVar(&peer, "peer", "", "after each fleet's window, hand its Nodes to this other fake kubelet and measure it the same way: "+strings.Join(bench.Peers, ", "))
 	f.StringArrayVar(&peerArgs, "peer-arg", nil, "extra flag for the peer (repeatable), such as --peer-arg=--v=INFO")
+	ref.add(f)
 	return cmd
 }

@@ -16,7 +16,7 @@ var tiers = [][]string{
 	{"agent"},
 	{"wire"},
 	{"fleet"},
-	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench"},
+	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
 	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load"},
 	{"report"},
 	{"measure", "measure/promrecord"},
