@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // Config describes a fleet.
@@ -26,7 +27,7 @@ type Config struct {
 	NamePrefix  string // node i is PREFIX-NNNNN
 	Fleet       string // value of the fakelet.dev/fleet label
 	Zones       int    // nodes get topology.kubernetes.io/zone zone-1..zone-Zones round-robin; 0 sets none
-	Heartbeat   agent.Heartbeat
+	Heartbeat   heartbeat.Config
 	Template    agent.TemplateOptions // Fleet is taken from Fleet
 	Identity    Identity
 	Connections int     // HTTP/2 connections the agents share; 0 picks one per 1000 nodes

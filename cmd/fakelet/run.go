@@ -15,6 +15,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -79,11 +80,11 @@ Ready, and the run ends after the last one.`,
 	f.StringVar(&rf.fleet.NamePrefix, "name-prefix", fleet.DefaultNamePrefix, "node i is named PREFIX-NNNNN")
 	f.StringVar(&rf.fleet.Fleet, "fleet", fleet.DefaultFleet, "fleet name, the value of the "+agent.FleetLabel+" label on every Node fakelet creates")
 	f.IntVar(&rf.fleet.Zones, "zones", 0, "label nodes with topology.kubernetes.io/zone zone-1..zone-N round-robin (0: no zone label)")
-	f.StringVar(&rf.mode, "mode", string(agent.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
-	f.DurationVar(&rf.leaseDuration, "lease-duration", agent.DefaultLeaseDurationSeconds*time.Second, "lease duration (whole seconds); the lease is renewed every quarter of it")
+	f.StringVar(&rf.mode, "mode", string(heartbeat.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
+	f.DurationVar(&rf.leaseDuration, "lease-duration", heartbeat.DefaultLeaseDurationSeconds*time.Second, "lease duration (whole seconds); the lease is renewed every quarter of it")
 	f.DurationVar(&rf.renewInterval, "renew-interval", 0, "lease renew interval (default: a quarter of --lease-duration)")
-	f.DurationVar(&rf.statusUpdateFrequency, "status-update-frequency", agent.DefaultStatusUpdateFrequency, "how often each kubelet recomputes its node status")
-	f.DurationVar(&rf.statusReportFrequency, "status-report-frequency", agent.DefaultStatusReportFrequency, "how often an unchanged status is patched in lease mode")
+	f.DurationVar(&rf.statusUpdateFrequency, "status-update-frequency", heartbeat.DefaultStatusUpdateFrequency, "how often each kubelet recomputes its node status")
+	f.DurationVar(&rf.statusReportFrequency, "status-report-frequency", heartbeat.DefaultStatusReportFrequency, "how often an unchanged status is patched in lease mode")
 	f.DurationVar(&rf.duration, "duration", 0, "how long to run (0: until Ctrl-C)")
 	f.IntVar(&rf.fleet.Connections, "connections", 0, "HTTP/2 connections the fleet's kubelets share (0: one per 1000 nodes)")
 	f.DurationVar(&rf.fleet.Coalesce, "coalesce", 0, "send the heartbeats due within each step of this length together at its end: about half the fleet's CPU at 1000 nodes, but the control plane batches them too and costs less than under kubelets' independent timing (docs/performance.md); 0: each at its own time")
@@ -109,7 +110,7 @@ func (rf *runFlags) config() (fleet.Config, error) {
 		return rf.fleet, err
 	}
 	cfg := rf.fleet
-	mode, err := agent.ParseMode(rf.mode)
+	mode, err := heartbeat.ParseMode(rf.mode)
 	if err != nil {
 		return cfg, fmt.Errorf("--mode: %w", err)
 	}
@@ -155,7 +156,7 @@ func (rf *runFlags) config() (fleet.Config, error) {
 	if rf.images < 0 || rf.images > agent.MaxImages {
 		return cfg, fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, rf.images)
 	}
-	cfg.Heartbeat = agent.Heartbeat{
+	cfg.Heartbeat = heartbeat.Config{
 		Mode:                  mode,
 		LeaseDurationSeconds:  int32(rf.leaseDuration / time.Second),
 		RenewInterval:         rf.renewInterval,
