@@ -78,6 +78,13 @@ const (
 // dnsLabel is what a node name prefix and a label value must look like.
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
+// Resolve returns c with its defaults, or the first setting that cannot work: the one check of a
+// fleet's configuration, its heartbeat's included (heartbeat.Config.Resolve).
+func (c Config) Resolve() (Config, error) {
+	c = c.WithDefaults()
+	return c, c.Validate()
+}
+
 // WithDefaults returns c with zero fields set.
 func (c Config) WithDefaults() Config {
 	if c.NamePrefix == "" {

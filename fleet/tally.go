@@ -124,7 +124,7 @@ func RenewalBuckets(renewInterval time.Duration) []float64 {
 // renewInterval (0 means the kubelet's 10 s).
 func NewTally(renewInterval time.Duration) *Tally {
 	if renewInterval <= 0 {
-		renewInterval = heartbeat.Config{}.WithDefaults().RenewInterval
+		renewInterval = heartbeat.RenewInterval(heartbeat.DefaultLeaseDurationSeconds)
 	}
 	t := &Tally{extra: map[[3]string]*cell{}}
 	for v := range t.cells {

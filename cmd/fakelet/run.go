@@ -104,42 +104,19 @@ Ready, and the run ends after the last one.`,
 	return cmd
 }
 
-// config checks the flags and turns them into a fleet configuration.
-func (rf *runFlags) config() (fleet.Config, error) {
+// config checks the flags and turns them into a fleet configuration, whose heartbeat is base (a
+// profile's, or the kubelet's defaults) with every heartbeat flag given laid over it.
+func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
 	if err := rf.checkFleetFlags(); err != nil {
 		return rf.fleet, err
 	}
 	cfg := rf.fleet
-	mode, err := heartbeat.ParseMode(rf.mode)
+	hb, err := rf.heartbeat(base)
 	if err != nil {
-		return cfg, fmt.Errorf("--mode: %w", err)
+		return cfg, err
 	}
 	if cfg.Identity, err = fleet.ParseIdentity(rf.identity); err != nil {
 		return cfg, fmt.Errorf("--identity: %w", err)
-	}
-	if rf.leaseDuration <= 0 || rf.leaseDuration%time.Second != 0 {
-		return cfg, fmt.Errorf("%s must be a positive whole number of seconds, got %v", rf.flag("lease-duration"), rf.leaseDuration)
-	}
-	if rf.leaseDuration > maxLeaseDuration {
-		return cfg, fmt.Errorf("%s %ds: at most %ds, since a Lease holds its duration in seconds as a 32-bit integer",
-			rf.flag("lease-duration"), rf.leaseDuration/time.Second, maxLeaseDuration/time.Second)
-	}
-	for _, d := range []struct {
-		name  string
-		value time.Duration
-	}{
-		{"renew-interval", rf.renewInterval}, {"duration", rf.duration},
-		{"status-update-frequency", rf.statusUpdateFrequency}, {"status-report-frequency", rf.statusReportFrequency},
-	} {
-		if d.value < 0 {
-			return cfg, fmt.Errorf("%s must not be negative, got %v", rf.flag(d.name), d.value)
-		}
-	}
-	if rf.renewInterval != 0 && rf.renewInterval < minRenewInterval {
-		return cfg, fmt.Errorf("%s %v: at least %v, a kubelet's shortest (a quarter of a one-second lease)", rf.flag("renew-interval"), rf.renewInterval, minRenewInterval)
-	}
-	if rf.statusUpdateFrequency != 0 && rf.statusUpdateFrequency < minStatusUpdateFrequency {
-		return cfg, fmt.Errorf("%s %v: at least %v, since a status's heartbeat times have whole seconds", rf.flag("status-update-frequency"), rf.statusUpdateFrequency, minStatusUpdateFrequency)
 	}
 	if rf.report.scrapeInterval < minScrapeInterval {
 		return cfg, fmt.Errorf("--scrape-interval %v: at least %v, since each scrape reads every component's /metrics and more would measure the scrapes",
@@ -156,19 +133,12 @@ func (rf *runFlags) config() (fleet.Config, error) {
 	if rf.images < 0 || rf.images > agent.MaxImages {
 		return cfg, fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, rf.images)
 	}
-	cfg.Heartbeat = heartbeat.Config{
-		Mode:                  mode,
-		LeaseDurationSeconds:  int32(rf.leaseDuration / time.Second),
-		RenewInterval:         rf.renewInterval,
-		StatusUpdateFrequency: rf.statusUpdateFrequency,
-		StatusReportFrequency: rf.statusReportFrequency,
-	}
+	cfg.Heartbeat = hb
 	cfg.Template.Images = rf.images
 	if rf.images == 0 {
 		cfg.Template.Images = -1
 	}
-	cfg = cfg.WithDefaults()
-	return cfg, cfg.Validate()
+	return cfg.Resolve()
 }
 
 // flag names a flag for an error: --name, and the profile when the value is the profile's.
