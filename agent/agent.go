@@ -28,6 +28,15 @@
 // UID of the Node it registered or adopted as metadata.uid, which the apiserver refuses (422, the UID
 // is immutable) on any other Node of that name, so a Node replaced mid-run is never written to; the
 // request is otherwise the kubelet's (statuspatch.go, withUID).
+//
+// Where the requests go: an agent sends every request through the Clients it is given, after its
+// faults apply (request.go, caller), and knows nothing of what is behind them. Its timing is a
+// resolved heartbeat.Config (Config.Heartbeat). In a fleet, Clients.Coordination is the fleet's
+// leanCoordination (fleet/leaseput.go, handed out by fleet/clients.go): a lease renewal's Update is
+// not client-go's but the fleet's leaseWriter (fleet/leaseput.go), which encodes the Lease as
+// protobuf and PUTs it on a heartbeat connection, impersonating the node unless the fleet runs as
+// its own identity; everything else, the Lease's GET and POST included, goes through client-go on
+// the same connections. Tests give an agent client-go's fake clientset instead.
 package agent
 
 import (
