@@ -129,10 +129,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("first node index must not be negative, got %d", c.FirstIndex)
 	case c.Nodes > MaxNodes || c.FirstIndex > MaxNodes-c.Nodes:
 		return fmt.Errorf("node numbers %d..%d go beyond the largest fleet fakelet runs (%d nodes)", c.FirstIndex, c.FirstIndex+min(c.Nodes, MaxNodes)-1, MaxNodes)
-	case len(c.NamePrefix) > 40 || !dnsLabel.MatchString(c.NamePrefix):
-		return fmt.Errorf("name prefix %q must be a lower-case DNS label of at most 40 characters", c.NamePrefix)
-	case len(c.Fleet) > 63 || !dnsLabel.MatchString(c.Fleet):
-		return fmt.Errorf("fleet name %q must be a lower-case DNS label (it is a label value)", c.Fleet)
+	case CheckNamePrefix(c.NamePrefix) != nil:
+		return CheckNamePrefix(c.NamePrefix)
+	case CheckFleetName(c.Fleet) != nil:
+		return CheckFleetName(c.Fleet)
 	case c.Zones < 0:
 		return fmt.Errorf("zones must not be negative, got %d", c.Zones)
 	case c.Connections < 0:
@@ -159,6 +159,22 @@ func (c Config) Validate() error {
 	}
 	if err := c.Heartbeat.Validate(); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
+	}
+	return nil
+}
+
+// CheckNamePrefix reports why prefix cannot begin the names of a fleet's nodes.
+func CheckNamePrefix(prefix string) error {
+	if len(prefix) > 40 || !dnsLabel.MatchString(prefix) {
+		return fmt.Errorf("name prefix %q must be a lower-case DNS label of at most 40 characters", prefix)
+	}
+	return nil
+}
+
+// CheckFleetName reports why name cannot name a fleet.
+func CheckFleetName(name string) error {
+	if len(name) > 63 || !dnsLabel.MatchString(name) {
+		return fmt.Errorf("fleet name %q must be a lower-case DNS label (it is a label value)", name)
 	}
 	return nil
 }
