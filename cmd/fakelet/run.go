@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -149,124 +148,20 @@ func (rf *runFlags) flag(name string) string {
 	return "--" + name
 }
 
+// runFleet runs the fleet in three stages: set up what it needs, play it until the run ends, and
+// finish with the summary, the report and the cleanup's outcome. What set-up started is released at
+// the end, in reverse order.
 func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config, plan *profiles.Plan) error {
-	out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	procs := sizeProcs(rf.procs, cfg)
-	m, err := startMetrics(rf.metrics, &cfg, log)
-	if err != nil {
+	r := &fleetRun{rf: rf, cfg: cfg, plan: plan, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr()}
+	defer r.release()
+	if err := r.setUp(ctx); err != nil {
 		return err
 	}
-	defer m.stop(log)
-	tgt, err := resolveTarget(ctx, rf.target, log)
+	p, err := r.play(ctx)
 	if err != nil {
-		return err
+		return err // refused before anything was written: no summary to give
 	}
-	defer func() {
-		if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintln(log, "stop the local control plane:", err)
-		}
-	}()
-	fmt.Fprintf(log, "target: %s\n", tgt.description)
-	start, err := rf.shard.coordinate(ctx, tgt.config, cfg, plan, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// A signal stops every shard (kubectl delete, Ctrl-C): the start Lease goes with the run.
-		if err := start.Release(context.WithoutCancel(ctx), ctx.Err() != nil); err != nil {
-			fmt.Fprintln(log, "start:", err)
-		}
-	}()
-	rr, err := startReport(rf.report, &cfg, tgt, m)
-	if err != nil {
-		return err
-	}
-	cfg.CleanupLog = log
-	f, err := fleet.New(cfg, tgt.config)
-	if err != nil {
-		return err
-	}
-	m.RegisterFleet(f)
-	fmt.Fprintf(log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
-		cfg.Fleet, f.Config().RunID, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS, procs)
-
-	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if rf.duration > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, rf.duration)
-	}
-	defer cancel()
-	runCtx, endRun := context.WithCancel(runCtx) // a profile ends the run after its last phase
-	defer endRun()
-	var pr *profileRun
-	if plan != nil {
-		onPhase, onApplied := rr.profileHooks(plan, f)
-		pr, err = startProfile(runCtx, endRun, f, plan, rf.scenarioConfig(), log,
-			metricsHooks(m), profileHooks{onPhase, onApplied})
-		if err != nil {
-			return err
-		}
-	}
-	begin := time.Now()
-	progressDone := make(chan struct{})
-	progressCtx, stopProgress := context.WithCancel(runCtx)
-	go func() {
-		defer close(progressDone)
-		select {
-		case <-f.Running():
-			showProgress(progressCtx, log, f, 30*time.Second)
-		case <-progressCtx.Done():
-		}
-	}()
-	// Check the cluster before the report's watches start: a cluster that cannot be reached, a
-	// credential that may not do what the run does, or a foreign Node with our names fails at once
-	// with what is wrong, instead of as a watch that never syncs.
-	runErr := f.Preflight(runCtx)
-	if runErr == nil {
-		runErr = rr.begin(runCtx, f)
-	}
-	if runErr == nil {
-		runErr = f.Run(runCtx)
-	}
-	stopProgress()
-	<-progressDone
-	elapsed := time.Since(begin)
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		select {
-		case <-f.Running():
-		default:
-			return runErr // refused before anything was written: no summary to give
-		}
-	}
-	summary := summarize(tgt.description, f, elapsed)
-	var profileErr error
-	if pr != nil {
-		endRun()
-		profileErr = pr.wait()
-		summary.Profile = pr.summary(profileErr)
-	}
-	summary.render(out)
-	if err := rr.finish(out, log, rf, cfg); err != nil {
-		fmt.Fprintln(log, "report:", err)
-	}
-	if !cfg.Keep && runErr == nil {
-		what := "Nodes and Leases"
-		if cfg.PodsPerNode > 0 {
-			what = "pods, Nodes and Leases"
-		}
-		fmt.Fprintf(log, "deleted the fleet's %s (use --keep to leave them)\n", what)
-	}
-	if runErr == nil && profileErr != nil && !errors.Is(profileErr, context.Canceled) && !errors.Is(profileErr, context.DeadlineExceeded) {
-		runErr = profileErr // a profile that failed (not one cut short by a signal or --duration) fails the run
-	}
-	if runErr == nil && ctx.Err() == nil {
-		rf.afterRun.hold(ctx, log, m.served())
-	}
-	var left *fleet.LeftError
-	if errors.As(runErr, &left) {
-		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Fleet, rf.target))
-	}
-	return runErr
+	return r.finish(ctx, p)
 }
 
 // signalContext ends on the first SIGINT or SIGTERM; a second one exits at once.
