@@ -33,18 +33,9 @@ type compareCluster struct {
 // clusterOf is the cluster of tgt, with every metrics endpoint it has: all of a local control
 // plane's, else the apiserver's.
 func clusterOf(tgt *target) (*compareCluster, error) {
-	var sources []scrape.Source
-	if tgt.local != nil {
-		var err error
-		if sources, err = scrape.ControlPlaneSources(tgt.local); err != nil {
-			return nil, err
-		}
-	} else {
-		hc, err := rest.HTTPClientFor(tgt.config)
-		if err != nil {
-			return nil, fmt.Errorf("metrics client for %s: %w", tgt.config.Host, err)
-		}
-		sources = []scrape.Source{measure.APIServerSource(tgt.config.Host, hc)}
+	sources, err := measure.TargetSources(tgt.config, tgt.local)
+	if err != nil {
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(rest.CopyConfig(tgt.config))
 	if err != nil {
