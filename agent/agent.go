@@ -28,6 +28,15 @@
 // UID of the Node it registered or adopted as metadata.uid, which the apiserver refuses (422, the UID
 // is immutable) on any other Node of that name, so a Node replaced mid-run is never written to; the
 // request is otherwise the kubelet's (statuspatch.go, withUID).
+//
+// Where the requests go: an agent sends every request through the Clients it is given, after its
+// faults apply (request.go, caller), and knows nothing of what is behind them. Its timing is a
+// resolved heartbeat.Config (Config.Heartbeat). In a fleet, Clients.Coordination is the fleet's
+// leanCoordination (fleet/leaseput.go, handed out by fleet/clients.go): a lease renewal's Update is
+// not client-go's but the fleet's leaseWriter (fleet/leaseput.go), which encodes the Lease as
+// protobuf and PUTs it on a heartbeat connection, impersonating the node unless the fleet runs as
+// its own identity; everything else, the Lease's GET and POST included, goes through client-go on
+// the same connections. Tests give an agent client-go's fake clientset instead.
 package agent
 
 import (
@@ -38,6 +47,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"fakelet.dev/fakelet/heartbeat"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -67,7 +77,7 @@ type Agent struct {
 	mu          sync.Mutex
 	run         *run // nil while stopped
 	health      Health
-	mode        Mode
+	mode        heartbeat.Mode
 	latency     time.Duration
 	partitioned bool
 	server      *corev1.Node           // the newest Node the server returned or the fleet saw; never written to
@@ -120,7 +130,7 @@ func (a *Agent) Start(ctx context.Context) {
 	r := newRun(a, ctx)
 	a.run = r
 	a.cfg.Scheduler.After(0, &r.status)
-	if a.mode == ModeLease {
+	if a.mode == heartbeat.ModeLease {
 		r.lease.active = true
 		a.cfg.Scheduler.After(0, &r.lease)
 	}
@@ -195,18 +205,18 @@ func (a *Agent) SetLatency(d time.Duration) {
 func (a *Agent) SetAuthDenied(on bool) { a.denied.Store(on) }
 
 // SetMode switches the heartbeat mode; a switch to lease starts the lease loop at once.
-func (a *Agent) SetMode(m Mode) {
+func (a *Agent) SetMode(m heartbeat.Mode) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.mode = m
-	if r := a.run; r != nil && m == ModeLease && !r.lease.active {
+	if r := a.run; r != nil && m == heartbeat.ModeLease && !r.lease.active {
 		r.lease.active = true
 		a.cfg.Scheduler.After(0, &r.lease)
 	}
 }
 
 // Mode returns the agent's heartbeat mode.
-func (a *Agent) Mode() Mode {
+func (a *Agent) Mode() heartbeat.Mode {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.mode

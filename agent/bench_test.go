@@ -13,6 +13,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/scheduler"
 )
 
@@ -56,7 +57,7 @@ func benchAgent(b *testing.B) (*Agent, *run) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := &Config{Template: tmpl, Heartbeat: Heartbeat{}.WithDefaults(), Scheduler: scheduler.New(fc)}
+	cfg := &Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: scheduler.New(fc)}
 	a := New(cfg, Clients{}, "fakelet-00042", 42, "zone-1")
 	now := metav1.NewTime(t0)
 	node := tmpl.initialNode(a, now, a.health.conditions(nil, now))

@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/scheduler"
 )
 
@@ -22,7 +23,7 @@ func TestCompactSharesWhatEqualsTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &Config{Template: tmpl, Heartbeat: Heartbeat{}.WithDefaults(), Scheduler: scheduler.New(testingclock.NewFakeClock(t0))}
+	cfg := &Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: scheduler.New(testingclock.NewFakeClock(t0))}
 	a := New(cfg, Clients{}, "fakelet-00003", 3, "")
 	now := metav1.NewTime(t0)
 	sent := tmpl.initialNode(a, now, a.health.conditions(nil, now))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/heartbeat"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -179,12 +180,12 @@ func TestLatencyDelaysEachRequest(t *testing.T) {
 }
 
 func TestModeSwitchStartsAndStopsTheLease(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Heartbeat.Mode = ModeStatus })
+	h := newHarness(t, func(c *Config) { c.Heartbeat.Mode = heartbeat.ModeStatus })
 	a := h.agent("fakelet-00000", 0)
 	a.Start(h.ctx)
 	h.advance(time.Minute)
 	h.take()
-	a.SetMode(ModeLease)
+	a.SetMode(heartbeat.ModeLease)
 	h.advance(2 * time.Minute)
 	// The lease controller starts at once: GET (404), the Node for the owner, POST; then a PUT every
 	// 10.2 s. The status was reported at 50.9 s and is unchanged: no patch for 5 minutes.
@@ -192,7 +193,7 @@ func TestModeSwitchStartsAndStopsTheLease(t *testing.T) {
 	if got := summary(h.take()); got != want {
 		t.Fatalf("after switching to lease mode: %s\nwant %s", got, want)
 	}
-	a.SetMode(ModeStatus)
+	a.SetMode(heartbeat.ModeStatus)
 	h.advance(4 * time.Minute)
 	calls := h.take()
 	for _, c := range calls {

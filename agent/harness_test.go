@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/scheduler"
 )
 
@@ -60,7 +61,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	// rand 0.5: every jittered period is 1.02 x its base and the report delay is zero, so the test
 	// can state exact times.
-	h.cfg = &Config{Template: tmpl, Heartbeat: Heartbeat{}.WithDefaults(), Scheduler: h.sched, Rand: func() float64 { return 0.5 }}
+	h.cfg = &Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: h.sched, Rand: func() float64 { return 0.5 }}
 	for _, o := range opts {
 		o(h.cfg)
 	}

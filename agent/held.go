@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"fakelet.dev/fakelet/heartbeat"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -53,7 +54,7 @@ func (a *Agent) nodeHeldElsewhere(node *corev1.Node) error {
 		return nil
 	}
 	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && a.cfg.Scheduler.Clock().Since(c.LastHeartbeatTime.Time) < DefaultLeaseDurationSeconds*time.Second {
+		if c.Type == corev1.NodeReady && a.cfg.Scheduler.Clock().Since(c.LastHeartbeatTime.Time) < heartbeat.DefaultLeaseDurationSeconds*time.Second {
 			if run == "" {
 				run = noRunID
 			}

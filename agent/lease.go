@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"fakelet.dev/fakelet/heartbeat"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +36,7 @@ func (l *leaseLoop) Run() {
 		return
 	}
 	a.mu.Lock()
-	if a.mode != ModeLease {
+	if a.mode != heartbeat.ModeLease {
 		l.active = false
 		a.mu.Unlock()
 		return

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	"fakelet.dev/fakelet/heartbeat"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,7 +86,7 @@ func (s *statusLoop) tryUpdate(try int) error {
 		}
 	}
 	report := a.cfg.Heartbeat.StatusReportFrequency
-	if a.Mode() == ModeStatus {
+	if a.Mode() == heartbeat.ModeStatus {
 		report = a.cfg.Heartbeat.StatusUpdateFrequency
 	}
 	if s.delayFor != report {

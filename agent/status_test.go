@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/heartbeat"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,7 +71,7 @@ func TestFiveMinutePatchCarriesHeartbeatTimesOnly(t *testing.T) {
 }
 
 func TestStatusModePatchesEveryUpdatePeriodWithoutLease(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Heartbeat.Mode = ModeStatus })
+	h := newHarness(t, func(c *Config) { c.Heartbeat.Mode = heartbeat.ModeStatus })
 	h.agent("fakelet-00000", 0).Start(h.ctx)
 	h.advance(time.Minute + 50*time.Millisecond)
 	calls := h.take()

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/wire"
 )
 
@@ -27,7 +28,7 @@ type Config struct {
 	NamePrefix  string // node i is PREFIX-NNNNN
 	Fleet       string // value of the fakelet.dev/fleet label
 	Zones       int    // nodes get topology.kubernetes.io/zone zone-1..zone-Zones round-robin; 0 sets none
-	Heartbeat   agent.Heartbeat
+	Heartbeat   heartbeat.Config
 	Template    agent.TemplateOptions // Fleet is taken from Fleet
 	Identity    Identity
 	Connections int     // HTTP/2 connections the agents share; 0 picks one per 1000 nodes
@@ -85,6 +86,13 @@ const (
 // dnsLabel is what a node name prefix and a label value must look like.
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
+// Resolve returns c with its defaults, or the first setting that cannot work: the one check of a
+// fleet's configuration, its heartbeat's included (heartbeat.Config.Resolve).
+func (c Config) Resolve() (Config, error) {
+	c = c.WithDefaults()
+	return c, c.Validate()
+}
+
 // WithDefaults returns c with zero fields set.
 func (c Config) WithDefaults() Config {
 	if c.NamePrefix == "" {
@@ -129,10 +137,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("first node index must not be negative, got %d", c.FirstIndex)
 	case c.Nodes > MaxNodes || c.FirstIndex > MaxNodes-c.Nodes:
 		return fmt.Errorf("node numbers %d..%d go beyond the largest fleet fakelet runs (%d nodes)", c.FirstIndex, c.FirstIndex+min(c.Nodes, MaxNodes)-1, MaxNodes)
-	case len(c.NamePrefix) > 40 || !dnsLabel.MatchString(c.NamePrefix):
-		return fmt.Errorf("name prefix %q must be a lower-case DNS label of at most 40 characters", c.NamePrefix)
-	case len(c.Fleet) > 63 || !dnsLabel.MatchString(c.Fleet):
-		return fmt.Errorf("fleet name %q must be a lower-case DNS label (it is a label value)", c.Fleet)
+	case CheckNamePrefix(c.NamePrefix) != nil:
+		return CheckNamePrefix(c.NamePrefix)
+	case CheckFleetName(c.Fleet) != nil:
+		return CheckFleetName(c.Fleet)
 	case c.Zones < 0:
 		return fmt.Errorf("zones must not be negative, got %d", c.Zones)
 	case c.Connections < 0:
@@ -161,6 +169,22 @@ func (c Config) Validate() error {
 	}
 	if err := c.Heartbeat.Validate(); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
+	}
+	return nil
+}
+
+// CheckNamePrefix reports why prefix cannot begin the names of a fleet's nodes.
+func CheckNamePrefix(prefix string) error {
+	if len(prefix) > 40 || !dnsLabel.MatchString(prefix) {
+		return fmt.Errorf("name prefix %q must be a lower-case DNS label of at most 40 characters", prefix)
+	}
+	return nil
+}
+
+// CheckFleetName reports why name cannot name a fleet.
+func CheckFleetName(name string) error {
+	if len(name) > 63 || !dnsLabel.MatchString(name) {
+		return fmt.Errorf("fleet name %q must be a lower-case DNS label (it is a label value)", name)
 	}
 	return nil
 }

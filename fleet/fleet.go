@@ -50,15 +50,15 @@ type Fleet struct {
 
 // New builds a fleet against the cluster of restConfig.
 func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.Resolve()
+	if err != nil {
 		return nil, err
 	}
 	admin, err := adminClient(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
 	}
-	tally := NewTally(cfg.Heartbeat.WithDefaults().RenewInterval)
+	tally := NewTally(cfg.Heartbeat.RenewInterval)
 	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally, wirePath{cfg.LegacyWire, cfg.FlushWindow})
 	if err != nil {
 		return nil, err
@@ -74,14 +74,15 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 // NewWithClients builds a fleet on given clients: admin for the fleet's own requests, heartbeat for
 // the agents, spread round-robin.
 func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients) (*Fleet, error) {
-	return newFleet(cfg, admin, heartbeat, NewTally(cfg.Heartbeat.WithDefaults().RenewInterval))
-}
-
-func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients, tally *Tally) (*Fleet, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.Resolve()
+	if err != nil {
 		return nil, err
 	}
+	return newFleet(cfg, admin, heartbeat, NewTally(cfg.Heartbeat.RenewInterval))
+}
+
+// newFleet builds a fleet of a resolved cfg (Config.Resolve).
+func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients, tally *Tally) (*Fleet, error) {
 	if len(heartbeat) == 0 {
 		return nil, errors.New("no heartbeat clients")
 	}

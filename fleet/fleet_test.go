@@ -17,6 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/fleettest"
 )
 
@@ -207,8 +208,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Nodes: 1, CleanupQPS: -1}, "cleanup QPS"},
 		{Config{Nodes: 1, RunID: "Not A Label"}, "run ID"},
 		{Config{Nodes: 1, Identity: "root"}, "unknown identity"},
-		{Config{Nodes: 1, Heartbeat: agent.Heartbeat{Mode: "gossip"}}, "heartbeat mode"},
-		{Config{Nodes: 1, Heartbeat: agent.Heartbeat{LeaseDurationSeconds: 40, RenewInterval: time.Minute}}, "shorter than the lease duration"},
+		{Config{Nodes: 1, Heartbeat: heartbeat.Config{Mode: "gossip"}}, "heartbeat mode"},
+		{Config{Nodes: 1, Heartbeat: heartbeat.Config{LeaseDurationSeconds: 40, RenewInterval: time.Minute}}, "shorter than the lease duration"},
 	} {
 		err := tc.cfg.WithDefaults().Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // LiveRunError is why a run or a cleanup leaves a fleet's Nodes alone: another run still renews
@@ -63,7 +64,7 @@ func liveHolders(fleet, self string, nodes []corev1.Node, leases map[string]*coo
 	var e *LiveRunError
 	for i := range nodes {
 		n := &nodes[i]
-		renewed, expires, run := heartbeat(n, leases[n.Name])
+		renewed, expires, run := lastHeartbeat(n, leases[n.Name])
 		if renewed.IsZero() || !now.Before(expires) {
 			continue
 		}
@@ -89,11 +90,11 @@ func liveHolders(fleet, self string, nodes []corev1.Node, leases map[string]*coo
 
 // statusHeartbeatWindow is how long a Node's status heartbeat shows a live run when its Lease does
 // not: the kubelet's default lease duration.
-const statusHeartbeatWindow = agent.DefaultLeaseDurationSeconds * time.Second
+const statusHeartbeatWindow = heartbeat.DefaultLeaseDurationSeconds * time.Second
 
-// heartbeat is the latest sign of life of node's kubelet (zero for none), until when it counts, and
+// lastHeartbeat is the latest sign of life of node's kubelet (zero for none), until when it counts, and
 // the run that gave it: its Lease's renewal, or else its Ready condition's heartbeat.
-func heartbeat(node *corev1.Node, lease *coordinationv1.Lease) (at, expires time.Time, run string) {
+func lastHeartbeat(node *corev1.Node, lease *coordinationv1.Lease) (at, expires time.Time, run string) {
 	run = agent.HeldBy(node)
 	if lease != nil && ownedBy(lease, node) && lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil {
 		at = lease.Spec.RenewTime.Time

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // Tally is the fleet's one record of what its agents send: requests by verb, resource and HTTP code
@@ -123,7 +124,7 @@ func RenewalBuckets(renewInterval time.Duration) []float64 {
 // renewInterval (0 means the kubelet's 10 s).
 func NewTally(renewInterval time.Duration) *Tally {
 	if renewInterval <= 0 {
-		renewInterval = agent.Heartbeat{}.WithDefaults().RenewInterval
+		renewInterval = heartbeat.RenewInterval(heartbeat.DefaultLeaseDurationSeconds)
 	}
 	t := &Tally{extra: map[[3]string]*cell{}}
 	for v := range t.cells {

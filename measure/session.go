@@ -6,14 +6,17 @@ package measure
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/headtail"
 	"fakelet.dev/fakelet/measure/observe"
@@ -299,6 +302,20 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		Snapshots:         s.scraper.Snapshots(),
 		LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
 	}
+}
+
+// TargetSources returns every metrics endpoint a measurement can read on the cluster of restConfig:
+// each component's of the local control plane local, or with none (a cluster given by a kubeconfig)
+// the apiserver's.
+func TargetSources(restConfig *rest.Config, local *controlplane.ControlPlane) ([]scrape.Source, error) {
+	if local != nil {
+		return scrape.ControlPlaneSources(local)
+	}
+	client, err := rest.HTTPClientFor(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("metrics client for %s: %w", restConfig.Host, err)
+	}
+	return []scrape.Source{APIServerSource(restConfig.Host, client)}, nil
 }
 
 // APIServerSource scrapes the /metrics of the apiserver at host with client (from

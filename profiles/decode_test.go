@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // issueExample is the example of the format from the issue that introduced profiles.
@@ -46,7 +48,7 @@ func TestParseIssueExample(t *testing.T) {
 		Nodes: 1000,
 		Zones: 3,
 		Heartbeat: Heartbeat{
-			Mode:                  ModeLease,
+			Mode:                  heartbeat.ModeLease,
 			LeaseDurationSeconds:  40,
 			StatusUpdateFrequency: Duration{10 * time.Second},
 			StatusReportFrequency: Duration{5 * time.Minute},
@@ -92,7 +94,7 @@ phases:
 		t.Errorf("zones = %d, want 1", p.Spec.Zones)
 	}
 	hb := p.Spec.Heartbeat
-	if hb.Mode != ModeLease || hb.LeaseDurationSeconds != 40 || hb.StatusUpdateFrequency.Duration != 10*time.Second ||
+	if hb.Mode != heartbeat.ModeLease || hb.LeaseDurationSeconds != 40 || hb.StatusUpdateFrequency.Duration != 10*time.Second ||
 		hb.StatusReportFrequency.Duration != 5*time.Minute {
 		t.Errorf("heartbeat = %+v, want the kubelet's defaults", hb)
 	}

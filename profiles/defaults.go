@@ -1,15 +1,12 @@
 package profiles
 
-import "time"
+import "fakelet.dev/fakelet/heartbeat"
 
-// Defaults. Heartbeat defaults are the kubelet's, so that a profile that says nothing about heartbeats
-// loads the control plane the way real kubelets do.
+// Defaults. Heartbeat defaults are the kubelet's (package heartbeat), so that a profile that says
+// nothing about heartbeats loads the control plane the way real kubelets do.
 const (
-	defaultZones                 = 1
-	defaultLeaseDurationSeconds  = 40               // kubelet nodeLeaseDurationSeconds
-	defaultStatusUpdateFrequency = 10 * time.Second // kubelet nodeStatusUpdateFrequency
-	defaultStatusReportFrequency = 5 * time.Minute  // kubelet nodeStatusReportFrequency
-	defaultFlapDuty              = 0.5
+	defaultZones    = 1
+	defaultFlapDuty = 0.5
 	// What a kubelet reports when its container runtime is down: the commonest real cause of a node
 	// that renews its Lease but is not Ready.
 	defaultNotReadyReason  = "KubeletNotReady"
@@ -27,16 +24,16 @@ func (p *Profile) SetDefaults() {
 	}
 	hb := &s.Heartbeat
 	if hb.Mode == "" {
-		hb.Mode = ModeLease
+		hb.Mode = heartbeat.DefaultMode
 	}
 	if hb.LeaseDurationSeconds == 0 {
-		hb.LeaseDurationSeconds = defaultLeaseDurationSeconds
+		hb.LeaseDurationSeconds = heartbeat.DefaultLeaseDurationSeconds
 	}
 	if hb.StatusUpdateFrequency.Duration == 0 {
-		hb.StatusUpdateFrequency.Duration = defaultStatusUpdateFrequency
+		hb.StatusUpdateFrequency.Duration = heartbeat.DefaultStatusUpdateFrequency
 	}
 	if hb.StatusReportFrequency.Duration == 0 {
-		hb.StatusReportFrequency.Duration = defaultStatusReportFrequency
+		hb.StatusReportFrequency.Duration = heartbeat.DefaultStatusReportFrequency
 	}
 	for i := range s.Phases {
 		for j := range s.Phases[i].Actions {

@@ -1,6 +1,10 @@
 package profiles
 
-import "time"
+import (
+	"time"
+
+	"fakelet.dev/fakelet/heartbeat"
+)
 
 // The document header every profile carries, so that a file of another kind (or a future version of
 // this one) is refused rather than half understood.
@@ -67,22 +71,10 @@ func (s *Spec) Duration() time.Duration {
 	return d
 }
 
-// HeartbeatMode is how a fake kubelet tells the control plane it is alive.
-type HeartbeatMode string
-
-const (
-	// ModeLease renews a Lease every leaseDurationSeconds/4 and patches node status only on a change or
-	// every statusReportFrequency: the kubelet's behaviour since Kubernetes 1.17.
-	ModeLease HeartbeatMode = "lease"
-	// ModeStatus keeps no Lease and patches node status every statusUpdateFrequency: the kubelet's
-	// behaviour before Leases (KEP-589), kept to measure what Leases save.
-	ModeStatus HeartbeatMode = "status"
-)
-
 // Heartbeat holds the agent's heartbeat settings. The defaults are the kubelet's.
 type Heartbeat struct {
 	// Mode is lease (default) or status.
-	Mode HeartbeatMode `json:"mode" yaml:"mode"`
+	Mode heartbeat.Mode `json:"mode" yaml:"mode"`
 	// LeaseDurationSeconds is written into the Lease; the renew interval is a quarter of it, as in the
 	// kubelet. Default 40.
 	LeaseDurationSeconds int32 `json:"leaseDurationSeconds" yaml:"leaseDurationSeconds"`
@@ -94,10 +86,19 @@ type Heartbeat struct {
 	StatusReportFrequency Duration `json:"statusReportFrequency" yaml:"statusReportFrequency"`
 }
 
-// RenewInterval is how often the Lease is renewed: a quarter of its duration, as the kubelet does
-// (nodeLeaseRenewIntervalFraction = 0.25).
+// RenewInterval is how often the Lease is renewed: a quarter of its duration, as the kubelet does.
 func (h Heartbeat) RenewInterval() time.Duration {
-	return time.Duration(h.LeaseDurationSeconds) * time.Second / 4
+	return heartbeat.RenewInterval(h.LeaseDurationSeconds)
+}
+
+// Config is the heartbeat configuration the profile asks for: the run's, unless a flag overrides it.
+func (h Heartbeat) Config() heartbeat.Config {
+	return heartbeat.Config{
+		Mode:                  h.Mode,
+		LeaseDurationSeconds:  h.LeaseDurationSeconds,
+		StatusUpdateFrequency: h.StatusUpdateFrequency.Duration,
+		StatusReportFrequency: h.StatusReportFrequency.Duration,
+	}
 }
 
 // Group selects a subset of the fleet by exactly one of its fields. Groups are chosen over the whole
@@ -149,7 +150,7 @@ type Action struct {
 	Delay *Duration `json:"delay,omitempty" yaml:"delay"`
 
 	// mode
-	Mode HeartbeatMode `json:"mode,omitempty" yaml:"mode"`
+	Mode heartbeat.Mode `json:"mode,omitempty" yaml:"mode"`
 
 	// churn
 	Add    int      `json:"add,omitempty" yaml:"add"`

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"time"
+
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // Op is what happens to one node at one moment of a run. Most ops are an action's verb applied to one
@@ -62,7 +64,7 @@ type Args struct {
 	// latency: how long each request waits before it is sent; 0 clears the delay.
 	Delay time.Duration
 	// mode: the heartbeat mode to switch to.
-	Mode HeartbeatMode
+	Mode heartbeat.Mode
 }
 
 func (a *Args) String() string {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 func collect(s *Schedule, phase int) []Event {
@@ -216,7 +218,7 @@ phases:
 		{Reason: "RuntimeDown", Message: "containerd is gone"},
 		{Condition: PIDPressure, Status: ConditionFalse},
 		{Delay: 250 * time.Millisecond},
-		{Mode: ModeStatus},
+		{Mode: heartbeat.ModeStatus},
 	}
 	if len(evs) != 8 {
 		t.Fatalf("%d events, want 8", len(evs))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"fakelet.dev/fakelet/heartbeat"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -124,8 +125,8 @@ const maxZones = 1000
 const nameRule = "start with a letter, then letters, digits, '-' or '_', at most 63 characters"
 
 func (h *Heartbeat) validate(ps *problems, path string) {
-	if h.Mode != ModeLease && h.Mode != ModeStatus {
-		ps.addf(joinPath(path, "mode"), "must be %s or %s, got %q", ModeLease, ModeStatus, h.Mode)
+	if h.Mode != heartbeat.ModeLease && h.Mode != heartbeat.ModeStatus {
+		ps.addf(joinPath(path, "mode"), "must be %s or %s, got %q", heartbeat.ModeLease, heartbeat.ModeStatus, h.Mode)
 	}
 	if h.LeaseDurationSeconds < 1 {
 		ps.addf(joinPath(path, "leaseDurationSeconds"), "must be at least 1, got %d", h.LeaseDurationSeconds)

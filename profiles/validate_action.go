@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // minFlapPeriod bounds flap periods from below: the agent's heartbeat works in seconds, and a shorter
@@ -80,9 +82,9 @@ func (s *Spec) validateAction(ps *problems, path string, ph *Phase, a *Action) {
 		}
 	case VerbMode:
 		if a.Mode == "" {
-			ps.addf(joinPath(path, paramMode), "is required (%s or %s)", ModeLease, ModeStatus)
-		} else if a.Mode != ModeLease && a.Mode != ModeStatus {
-			ps.addf(joinPath(path, paramMode), "must be %s or %s, got %q", ModeLease, ModeStatus, a.Mode)
+			ps.addf(joinPath(path, paramMode), "is required (%s or %s)", heartbeat.ModeLease, heartbeat.ModeStatus)
+		} else if a.Mode != heartbeat.ModeLease && a.Mode != heartbeat.ModeStatus {
+			ps.addf(joinPath(path, paramMode), "must be %s or %s, got %q", heartbeat.ModeLease, heartbeat.ModeStatus, a.Mode)
 		}
 	case VerbChurn:
 		validateChurn(ps, path, a, phaseLen)

@@ -82,7 +82,7 @@ func (r *Runner) apply(ev profiles.Event, now time.Time) {
 	case profiles.OpLatency:
 		a.SetLatency(ev.Args.Delay)
 	case profiles.OpMode:
-		a.SetMode(agent.Mode(ev.Args.Mode))
+		a.SetMode(ev.Args.Mode)
 	default:
 		err = fmt.Errorf("op %s is not known to the runner", ev.Op)
 	}

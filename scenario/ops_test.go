@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/headtail"
 	"fakelet.dev/fakelet/profiles"
 )
@@ -83,7 +84,7 @@ func TestEachOpReachesItsAgent(t *testing.T) {
 	if agents[0].Running() {
 		t.Error("stop: node 0 still runs")
 	}
-	if m := agents[6].Mode(); m != agent.ModeStatus {
+	if m := agents[6].Mode(); m != heartbeat.ModeStatus {
 		t.Errorf("mode: node 6 heartbeats in mode %s, want status", m)
 	}
 	// Node 5's requests now wait 2 s: its next renewal, due 10.0-10.4 s after its last one, comes
@@ -135,7 +136,7 @@ func TestEachOpReachesItsAgent(t *testing.T) {
 			t.Errorf("node %d has not renewed its lease since recovery began", i)
 		}
 	}
-	if m := agents[6].Mode(); m != agent.ModeLease {
+	if m := agents[6].Mode(); m != heartbeat.ModeLease {
 		t.Errorf("mode: node 6 in mode %s after recovery, want lease", m)
 	}
 	n2 := h.node("fakelet-00002")

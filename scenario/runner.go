@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/headtail"
 	"fakelet.dev/fakelet/internal/scheduler"
 	"fakelet.dev/fakelet/profiles"
@@ -329,7 +329,7 @@ func (r *Runner) readyOrTimedOut(now time.Time) bool {
 func (r *Runner) leaseless() int {
 	n := 0
 	for _, a := range r.fleet.Agents() {
-		if a.Running() && a.Mode() == agent.ModeLease && a.Stats().LastLeaseRenewal.IsZero() {
+		if a.Running() && a.Mode() == heartbeat.ModeLease && a.Stats().LastLeaseRenewal.IsZero() {
 			n++
 		}
 	}

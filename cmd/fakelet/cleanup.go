@@ -46,7 +46,7 @@ The cluster is chosen as for fakelet run, except that with neither --kubeconfig 
 local control plane is only cleaned if it is up; it is never started.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkName("--fleet", fleet.Config{Fleet: cf.fleet}); err != nil {
+			if err := checkName("--fleet", cf.fleet, fleet.CheckFleetName); err != nil {
 				return err
 			}
 			if !(cf.qps > 0) || math.IsInf(cf.qps, 0) {

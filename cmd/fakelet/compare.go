@@ -13,6 +13,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
 )
@@ -34,7 +35,7 @@ type compareFlags struct {
 
 // compareModes are the modes fakelet compare measures, in the order it measures them: the ratio
 // column is the second over the first.
-var compareModes = []agent.Mode{agent.ModeLease, agent.ModeStatus}
+var compareModes = []heartbeat.Mode{heartbeat.ModeLease, heartbeat.ModeStatus}
 
 func newCompareCommand() *cobra.Command {
 	var cf compareFlags
@@ -108,7 +109,7 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 		dir = filepath.Join("reports", "compare-"+time.Now().Format("20060102-150405"))
 	}
 	c := &report.Comparison{Nodes: cf.nodes, Duration: cf.duration.String()}
-	var clusterFor func(agent.Mode) (*compareCluster, func(), error)
+	var clusterFor func(heartbeat.Mode) (*compareCluster, func(), error)
 	if cf.sameCluster {
 		tf := cf.target
 		if tf.controlPlaneDir == "" {
@@ -132,7 +133,7 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 			return err
 		}
 		c.Target = tgt.description
-		clusterFor = func(agent.Mode) (*compareCluster, func(), error) { return cl, func() {}, nil }
+		clusterFor = func(heartbeat.Mode) (*compareCluster, func(), error) { return cl, func() {}, nil }
 	} else {
 		work := cf.target.controlPlaneDir
 		if work == "" {
@@ -143,7 +144,7 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 			defer os.RemoveAll(tmp)
 			work = tmp
 		}
-		clusterFor = func(mode agent.Mode) (*compareCluster, func(), error) {
+		clusterFor = func(mode heartbeat.Mode) (*compareCluster, func(), error) {
 			return freshCluster(ctx, log, cf.target, filepath.Join(work, string(mode)))
 		}
 	}
@@ -173,7 +174,7 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 // measureModes measures each of compareModes in turn on the cluster clusterFor gives it, writes its
 // report under dir, and lets the cluster go before the next. On one cluster (--same-cluster),
 // --settle passes between the modes.
-func measureModes(ctx context.Context, log io.Writer, cf compareFlags, dir string, clusterFor func(agent.Mode) (*compareCluster, func(), error)) (reports []*report.Report, notes []string, err error) {
+func measureModes(ctx context.Context, log io.Writer, cf compareFlags, dir string, clusterFor func(heartbeat.Mode) (*compareCluster, func(), error)) (reports []*report.Report, notes []string, err error) {
 	for i, mode := range compareModes {
 		if i > 0 && cf.sameCluster {
 			// The fleet before is gone (measureMode waited for it): let the cluster settle from its

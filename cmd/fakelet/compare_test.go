@@ -16,6 +16,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/scrape"
@@ -72,7 +73,7 @@ func TestCompareOnOneClusterRunsTheModesOneAfterTheOther(t *testing.T) {
 		scrapeInterval: time.Hour, images: 3, sameCluster: true}
 	released := 0
 	dir := t.TempDir()
-	reports, notes, err := measureModes(context.Background(), testWriter{t}, cf, dir, func(agent.Mode) (*compareCluster, func(), error) {
+	reports, notes, err := measureModes(context.Background(), testWriter{t}, cf, dir, func(heartbeat.Mode) (*compareCluster, func(), error) {
 		return cl, func() { released++ }, nil
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
@@ -32,18 +33,9 @@ type compareCluster struct {
 // clusterOf is the cluster of tgt, with every metrics endpoint it has: all of a local control
 // plane's, else the apiserver's.
 func clusterOf(tgt *target) (*compareCluster, error) {
-	var sources []scrape.Source
-	if tgt.local != nil {
-		var err error
-		if sources, err = scrape.ControlPlaneSources(tgt.local); err != nil {
-			return nil, err
-		}
-	} else {
-		hc, err := rest.HTTPClientFor(tgt.config)
-		if err != nil {
-			return nil, fmt.Errorf("metrics client for %s: %w", tgt.config.Host, err)
-		}
-		sources = []scrape.Source{measure.APIServerSource(tgt.config.Host, hc)}
+	sources, err := measure.TargetSources(tgt.config, tgt.local)
+	if err != nil {
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(rest.CopyConfig(tgt.config))
 	if err != nil {
@@ -59,11 +51,11 @@ func clusterOf(tgt *target) (*compareCluster, error) {
 
 // compareFleet names each mode's fleet, and its nodes' prefix: two modes on one cluster never share
 // a node name, so the second fleet's checks never see the first's nodes.
-func compareFleet(mode agent.Mode) string { return "compare-" + string(mode) }
+func compareFleet(mode heartbeat.Mode) string { return "compare-" + string(mode) }
 
 // noFleetsLeft refuses a cluster that already has Nodes of the compare fleets (a compare killed
 // before its cleanup): they would be adopted and measured as part of a mode.
-func noFleetsLeft(ctx context.Context, c kubernetes.Interface, modes []agent.Mode) error {
+func noFleetsLeft(ctx context.Context, c kubernetes.Interface, modes []heartbeat.Mode) error {
 	for _, mode := range modes {
 		name := compareFleet(mode)
 		n, err := fleetNodes(ctx, c, name)
@@ -92,11 +84,11 @@ const fleetGoneTimeout = time.Minute
 
 // measureMode runs the fleet in one mode on cl and returns its report; its one phase, "steady", is the
 // measured stretch. It returns once the fleet is deleted and no Node of it is left.
-func measureMode(ctx context.Context, log io.Writer, cf compareFlags, mode agent.Mode, cl *compareCluster) (_ *report.Report, note string, err error) {
+func measureMode(ctx context.Context, log io.Writer, cf compareFlags, mode heartbeat.Mode, cl *compareCluster) (_ *report.Report, note string, err error) {
 	// No Lease watch: it would add watch events to lease mode only.
 	s := measure.New(measure.Options{Sources: cl.sources, ScrapeInterval: cf.scrapeInterval, Client: cl.client})
 	cfg := fleet.Config{Nodes: cf.nodes, Fleet: compareFleet(mode), NamePrefix: compareFleet(mode),
-		Heartbeat: agent.Heartbeat{Mode: mode}}
+		Heartbeat: heartbeat.Config{Mode: mode}}
 	cfg.Template.Images = cf.images
 	if cf.images == 0 {
 		cfg.Template.Images = -1
@@ -145,7 +137,7 @@ func measureMode(ctx context.Context, log io.Writer, cf compareFlags, mode agent
 
 // steadyWindow waits for the fleet to be Ready, untainted and with its Leases, then --settle, and
 // records --duration of it as the phase "steady".
-func steadyWindow(ctx context.Context, log io.Writer, cf compareFlags, mode agent.Mode, f *fleet.Fleet, s *measure.Session, done <-chan error) (note string, err error) {
+func steadyWindow(ctx context.Context, log io.Writer, cf compareFlags, mode heartbeat.Mode, f *fleet.Fleet, s *measure.Session, done <-chan error) (note string, err error) {
 	cfg := f.Config()
 	// Registration at the register rate, with room for a loaded machine: a tenth of a second a node.
 	readyBy := time.Now().Add(time.Duration(float64(cf.nodes)/cfg.RegisterQPS*float64(time.Second)) + time.Duration(cf.nodes)*100*time.Millisecond + 2*time.Minute)
@@ -170,7 +162,7 @@ func steadyWindow(ctx context.Context, log io.Writer, cf compareFlags, mode agen
 			return false
 		}
 		for _, a := range f.Agents() {
-			if mode == agent.ModeLease && a.Stats().LastLeaseRenewal.IsZero() {
+			if mode == heartbeat.ModeLease && a.Stats().LastLeaseRenewal.IsZero() {
 				return false
 			}
 		}

@@ -29,21 +29,20 @@ func (rf *runFlags) checkFleetFlags() error {
 	case c.Coalesce < 0 || c.Coalesce > time.Second:
 		return fmt.Errorf("--coalesce must be between 0 and 1s, got %v", c.Coalesce)
 	}
-	if err := checkName("--name-prefix", fleet.Config{NamePrefix: c.NamePrefix}); err != nil {
+	if err := checkName("--name-prefix", c.NamePrefix, fleet.CheckNamePrefix); err != nil {
 		return err
 	}
-	return checkName("--fleet", fleet.Config{Fleet: c.Fleet})
+	return checkName("--fleet", c.Fleet, fleet.CheckFleetName)
 }
 
-// checkName checks the one name set in named (NamePrefix or Fleet) as fleet.Config.Validate does,
-// and refuses it empty: an empty value from an unset shell variable must not select the default
-// fleet, whose Nodes a run adopts and a cleanup deletes.
-func checkName(flag string, named fleet.Config) error {
-	if named.NamePrefix == "" && named.Fleet == "" {
+// checkName checks a name as fleet.Config.Validate does, and refuses it empty: an empty value from
+// an unset shell variable must not select the default fleet, whose Nodes a run adopts and a cleanup
+// deletes.
+func checkName(flag, name string, check func(string) error) error {
+	if name == "" {
 		return errors.New(flag + " must not be empty")
 	}
-	named.Nodes = 1
-	if err := named.WithDefaults().Validate(); err != nil {
+	if err := check(name); err != nil {
 		return fmt.Errorf("%s: %w", flag, err)
 	}
 	return nil

@@ -52,18 +52,9 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics) 
 	if rf.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be positive, got %v", rf.scrapeInterval)
 	}
-	var sources []scrape.Source
-	var err error
-	if tgt.local != nil {
-		if sources, err = scrape.ControlPlaneSources(tgt.local); err != nil {
-			return nil, err
-		}
-	} else {
-		client, err := rest.HTTPClientFor(tgt.config)
-		if err != nil {
-			return nil, fmt.Errorf("metrics client for %s: %w", tgt.config.Host, err)
-		}
-		sources = []scrape.Source{measure.APIServerSource(tgt.config.Host, client)}
+	sources, err := measure.TargetSources(tgt.config, tgt.local)
+	if err != nil {
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(rest.CopyConfig(tgt.config))
 	if err != nil {

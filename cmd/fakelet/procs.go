@@ -5,8 +5,8 @@ import (
 	"os"
 	"runtime"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // heartbeatsPerProc is how many heartbeats a second one P (a thread running Go code) serves with
@@ -21,7 +21,7 @@ const heartbeatsPerProc = 500
 // available is the runtime's default, the CPUs the process may use (its cgroup limit included).
 func fleetProcs(cfg fleet.Config, available int) int {
 	every := cfg.Heartbeat.RenewInterval
-	if cfg.Heartbeat.Mode == agent.ModeStatus {
+	if cfg.Heartbeat.Mode == heartbeat.ModeStatus {
 		every = cfg.Heartbeat.StatusUpdateFrequency
 	}
 	perSecond := float64(cfg.Nodes) / every.Seconds()

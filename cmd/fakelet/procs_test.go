@@ -4,16 +4,16 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 func TestFleetProcsFollowTheHeartbeatRate(t *testing.T) {
 	lease := func(nodes int, renew time.Duration) fleet.Config {
-		return fleet.Config{Nodes: nodes, Heartbeat: agent.Heartbeat{Mode: agent.ModeLease, RenewInterval: renew, StatusUpdateFrequency: 10 * time.Second}}
+		return fleet.Config{Nodes: nodes, Heartbeat: heartbeat.Config{Mode: heartbeat.ModeLease, RenewInterval: renew, StatusUpdateFrequency: 10 * time.Second}}
 	}
 	status := func(nodes int, every time.Duration) fleet.Config {
-		return fleet.Config{Nodes: nodes, Heartbeat: agent.Heartbeat{Mode: agent.ModeStatus, RenewInterval: 10 * time.Second, StatusUpdateFrequency: every}}
+		return fleet.Config{Nodes: nodes, Heartbeat: heartbeat.Config{Mode: heartbeat.ModeStatus, RenewInterval: 10 * time.Second, StatusUpdateFrequency: every}}
 	}
 	for _, tc := range []struct {
 		name      string

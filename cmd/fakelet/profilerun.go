@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scenario"
 )
@@ -43,7 +44,11 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 			}
 		}
 	}
-	cfg, err := rf.config()
+	var hb heartbeat.Config // the kubelet's defaults, as the flags' defaults are
+	if p != nil {
+		hb = p.Spec.Heartbeat.Config()
+	}
+	cfg, err := rf.config(hb)
 	var plan *profiles.Plan
 	if err == nil && p != nil {
 		plan, err = resolveProfile(p, cfg, rf.profiles.seed) // over the whole fleet, whatever the shard
@@ -58,8 +63,8 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 }
 
 // applyProfile loads --profile and sets from it every flag the user did not give: --nodes from
-// spec.nodes, --zones from spec.zones, the heartbeat flags from spec.heartbeat, --seed from
-// spec.seed; and the fleet's pods from spec.podsPerNode and spec.podTolerationSeconds. A --zones that disagrees with the profile is refused, since its zone groups depend on it.
+// spec.nodes, --zones from spec.zones, --seed from spec.seed (the heartbeat flags are laid over the
+// profile's heartbeat configuration by runFlags.config); and the fleet's pods from spec.podsPerNode and spec.podTolerationSeconds. A --zones that disagrees with the profile is refused, since its zone groups depend on it.
 func applyProfile(rf *runFlags, flags *pflag.FlagSet) (*profiles.Profile, error) {
 	p, err := profiles.Load(rf.profiles.profile)
 	if err != nil {
@@ -80,18 +85,8 @@ func applyProfile(rf *runFlags, flags *pflag.FlagSet) (*profiles.Profile, error)
 	}
 	rf.fleet.Zones, rf.fleet.ZoneOf = zones, profiles.ZoneOf
 	rf.fleet.PodsPerNode, rf.fleet.PodTolerationSeconds = p.Spec.PodsPerNode, p.Spec.PodTolerationSeconds
-	hb := p.Spec.Heartbeat
-	if !set("mode") {
-		rf.mode = string(hb.Mode)
-	}
-	if !set("lease-duration") {
-		rf.leaseDuration = time.Duration(hb.LeaseDurationSeconds) * time.Second
-	}
-	if !set("status-update-frequency") {
-		rf.statusUpdateFrequency = hb.StatusUpdateFrequency.Duration
-	}
-	if !set("status-report-frequency") {
-		rf.statusReportFrequency = hb.StatusReportFrequency.Duration
+	for _, name := range heartbeatFlags {
+		set(name) // the heartbeat itself is the profile's configuration, which runFlags.config lays the given flags over
 	}
 	if !set("seed") {
 		rf.profiles.seed = p.Spec.Seed

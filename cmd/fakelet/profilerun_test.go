@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scenario"
 )
@@ -48,7 +48,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := agent.Heartbeat{Mode: agent.ModeStatus, LeaseDurationSeconds: 20, RenewInterval: 5 * time.Second,
+	want := heartbeat.Config{Mode: heartbeat.ModeStatus, LeaseDurationSeconds: 20, RenewInterval: 5 * time.Second,
 		StatusUpdateFrequency: 5 * time.Second, StatusReportFrequency: time.Minute}
 	if cfg.Nodes != 30 || cfg.Zones != 3 || cfg.Heartbeat != want || plan.Seed != 7 {
 		t.Errorf("from the profile: %d nodes, %d zones, heartbeat %+v, seed %d; want 30, 3, %+v, 7", cfg.Nodes, cfg.Zones, cfg.Heartbeat, plan.Seed, want)
@@ -66,7 +66,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = agent.Heartbeat{Mode: agent.ModeLease, LeaseDurationSeconds: 60, RenewInterval: 15 * time.Second,
+	want = heartbeat.Config{Mode: heartbeat.ModeLease, LeaseDurationSeconds: 60, RenewInterval: 15 * time.Second,
 		StatusUpdateFrequency: 20 * time.Second, StatusReportFrequency: 2 * time.Minute}
 	if cfg.Nodes != 40 || plan.Nodes != 40 || cfg.Heartbeat != want || plan.Seed != 9 {
 		t.Errorf("with flags: %d nodes (plan %d), heartbeat %+v, seed %d; want 40, %+v, 9", cfg.Nodes, plan.Nodes, cfg.Heartbeat, plan.Seed, want)
@@ -121,7 +121,7 @@ func TestWithoutProfileTheRunIsAsBefore(t *testing.T) {
 	if err != nil || plan != nil {
 		t.Fatalf("plan %v, error %v", plan, err)
 	}
-	if cfg.Nodes != 5 || cfg.Zones != 0 || cfg.ZoneOf != nil || cfg.Heartbeat.Mode != agent.ModeLease {
+	if cfg.Nodes != 5 || cfg.Zones != 0 || cfg.ZoneOf != nil || cfg.Heartbeat.Mode != heartbeat.ModeLease {
 		t.Errorf("config %+v", cfg)
 	}
 }

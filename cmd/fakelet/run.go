@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -79,11 +79,11 @@ Ready, and the run ends after the last one.`,
 	f.StringVar(&rf.fleet.NamePrefix, "name-prefix", fleet.DefaultNamePrefix, "node i is named PREFIX-NNNNN")
 	f.StringVar(&rf.fleet.Fleet, "fleet", fleet.DefaultFleet, "fleet name, the value of the "+agent.FleetLabel+" label on every Node fakelet creates")
 	f.IntVar(&rf.fleet.Zones, "zones", 0, "label nodes with topology.kubernetes.io/zone zone-1..zone-N round-robin (0: no zone label)")
-	f.StringVar(&rf.mode, "mode", string(agent.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
-	f.DurationVar(&rf.leaseDuration, "lease-duration", agent.DefaultLeaseDurationSeconds*time.Second, "lease duration (whole seconds); the lease is renewed every quarter of it")
+	f.StringVar(&rf.mode, "mode", string(heartbeat.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
+	f.DurationVar(&rf.leaseDuration, "lease-duration", heartbeat.DefaultLeaseDurationSeconds*time.Second, "lease duration (whole seconds); the lease is renewed every quarter of it")
 	f.DurationVar(&rf.renewInterval, "renew-interval", 0, "lease renew interval (default: a quarter of --lease-duration)")
-	f.DurationVar(&rf.statusUpdateFrequency, "status-update-frequency", agent.DefaultStatusUpdateFrequency, "how often each kubelet recomputes its node status")
-	f.DurationVar(&rf.statusReportFrequency, "status-report-frequency", agent.DefaultStatusReportFrequency, "how often an unchanged status is patched in lease mode")
+	f.DurationVar(&rf.statusUpdateFrequency, "status-update-frequency", heartbeat.DefaultStatusUpdateFrequency, "how often each kubelet recomputes its node status")
+	f.DurationVar(&rf.statusReportFrequency, "status-report-frequency", heartbeat.DefaultStatusReportFrequency, "how often an unchanged status is patched in lease mode")
 	f.DurationVar(&rf.duration, "duration", 0, "how long to run (0: until Ctrl-C)")
 	f.IntVar(&rf.fleet.Connections, "connections", 0, "HTTP/2 connections the fleet's kubelets share (0: one per 1000 nodes)")
 	f.DurationVar(&rf.fleet.Coalesce, "coalesce", 0, "send the heartbeats due within each step of this length together at its end: about half the fleet's CPU at 1000 nodes, but the control plane batches them too and costs less than under kubelets' independent timing (docs/performance.md); 0: each at its own time")
@@ -107,42 +107,19 @@ Ready, and the run ends after the last one.`,
 	return cmd
 }
 
-// config checks the flags and turns them into a fleet configuration.
-func (rf *runFlags) config() (fleet.Config, error) {
+// config checks the flags and turns them into a fleet configuration, whose heartbeat is base (a
+// profile's, or the kubelet's defaults) with every heartbeat flag given laid over it.
+func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
 	if err := rf.checkFleetFlags(); err != nil {
 		return rf.fleet, err
 	}
 	cfg := rf.fleet
-	mode, err := agent.ParseMode(rf.mode)
+	hb, err := rf.heartbeat(base)
 	if err != nil {
-		return cfg, fmt.Errorf("--mode: %w", err)
+		return cfg, err
 	}
 	if cfg.Identity, err = fleet.ParseIdentity(rf.identity); err != nil {
 		return cfg, fmt.Errorf("--identity: %w", err)
-	}
-	if rf.leaseDuration <= 0 || rf.leaseDuration%time.Second != 0 {
-		return cfg, fmt.Errorf("%s must be a positive whole number of seconds, got %v", rf.flag("lease-duration"), rf.leaseDuration)
-	}
-	if rf.leaseDuration > maxLeaseDuration {
-		return cfg, fmt.Errorf("%s %ds: at most %ds, since a Lease holds its duration in seconds as a 32-bit integer",
-			rf.flag("lease-duration"), rf.leaseDuration/time.Second, maxLeaseDuration/time.Second)
-	}
-	for _, d := range []struct {
-		name  string
-		value time.Duration
-	}{
-		{"renew-interval", rf.renewInterval}, {"duration", rf.duration},
-		{"status-update-frequency", rf.statusUpdateFrequency}, {"status-report-frequency", rf.statusReportFrequency},
-	} {
-		if d.value < 0 {
-			return cfg, fmt.Errorf("%s must not be negative, got %v", rf.flag(d.name), d.value)
-		}
-	}
-	if rf.renewInterval != 0 && rf.renewInterval < minRenewInterval {
-		return cfg, fmt.Errorf("%s %v: at least %v, a kubelet's shortest (a quarter of a one-second lease)", rf.flag("renew-interval"), rf.renewInterval, minRenewInterval)
-	}
-	if rf.statusUpdateFrequency != 0 && rf.statusUpdateFrequency < minStatusUpdateFrequency {
-		return cfg, fmt.Errorf("%s %v: at least %v, since a status's heartbeat times have whole seconds", rf.flag("status-update-frequency"), rf.statusUpdateFrequency, minStatusUpdateFrequency)
 	}
 	if rf.report.scrapeInterval < minScrapeInterval {
 		return cfg, fmt.Errorf("--scrape-interval %v: at least %v, since each scrape reads every component's /metrics and more would measure the scrapes",
@@ -159,19 +136,12 @@ func (rf *runFlags) config() (fleet.Config, error) {
 	if rf.images < 0 || rf.images > agent.MaxImages {
 		return cfg, fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, rf.images)
 	}
-	cfg.Heartbeat = agent.Heartbeat{
-		Mode:                  mode,
-		LeaseDurationSeconds:  int32(rf.leaseDuration / time.Second),
-		RenewInterval:         rf.renewInterval,
-		StatusUpdateFrequency: rf.statusUpdateFrequency,
-		StatusReportFrequency: rf.statusReportFrequency,
-	}
+	cfg.Heartbeat = hb
 	cfg.Template.Images = rf.images
 	if rf.images == 0 {
 		cfg.Template.Images = -1
 	}
-	cfg = cfg.WithDefaults()
-	return cfg, cfg.Validate()
+	return cfg.Resolve()
 }
 
 // flag names a flag for an error: --name, and the profile when the value is the profile's.
@@ -182,124 +152,20 @@ func (rf *runFlags) flag(name string) string {
 	return "--" + name
 }
 
+// runFleet runs the fleet in three stages: set up what it needs, play it until the run ends, and
+// finish with the summary, the report and the cleanup's outcome. What set-up started is released at
+// the end, in reverse order.
 func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config, plan *profiles.Plan) error {
-	out, log := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	procs := sizeProcs(rf.procs, cfg)
-	m, err := startMetrics(rf.metrics, &cfg, log)
-	if err != nil {
+	r := &fleetRun{rf: rf, cfg: cfg, plan: plan, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr()}
+	defer r.release()
+	if err := r.setUp(ctx); err != nil {
 		return err
 	}
-	defer m.stop(log)
-	tgt, err := resolveTarget(ctx, rf.target, log)
+	p, err := r.play(ctx)
 	if err != nil {
-		return err
+		return err // refused before anything was written: no summary to give
 	}
-	defer func() {
-		if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintln(log, "stop the local control plane:", err)
-		}
-	}()
-	fmt.Fprintf(log, "target: %s\n", tgt.description)
-	start, err := rf.shard.coordinate(ctx, tgt.config, cfg, plan, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// A signal stops every shard (kubectl delete, Ctrl-C): the start Lease goes with the run.
-		if err := start.Release(context.WithoutCancel(ctx), ctx.Err() != nil); err != nil {
-			fmt.Fprintln(log, "start:", err)
-		}
-	}()
-	rr, err := startReport(rf.report, &cfg, tgt, m)
-	if err != nil {
-		return err
-	}
-	cfg.CleanupLog = log
-	f, err := fleet.New(cfg, tgt.config)
-	if err != nil {
-		return err
-	}
-	m.RegisterFleet(f)
-	fmt.Fprintf(log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
-		cfg.Fleet, f.Config().RunID, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS, procs)
-
-	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if rf.duration > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, rf.duration)
-	}
-	defer cancel()
-	runCtx, endRun := context.WithCancel(runCtx) // a profile ends the run after its last phase
-	defer endRun()
-	var pr *profileRun
-	if plan != nil {
-		onPhase, onApplied := rr.profileHooks(plan, f)
-		pr, err = startProfile(runCtx, endRun, f, plan, rf.scenarioConfig(), log,
-			metricsHooks(m), profileHooks{onPhase, onApplied})
-		if err != nil {
-			return err
-		}
-	}
-	begin := time.Now()
-	progressDone := make(chan struct{})
-	progressCtx, stopProgress := context.WithCancel(runCtx)
-	go func() {
-		defer close(progressDone)
-		select {
-		case <-f.Running():
-			showProgress(progressCtx, log, f, 30*time.Second)
-		case <-progressCtx.Done():
-		}
-	}()
-	// Check the cluster before the report's watches start: a cluster that cannot be reached, a
-	// credential that may not do what the run does, or a foreign Node with our names fails at once
-	// with what is wrong, instead of as a watch that never syncs.
-	runErr := f.Preflight(runCtx)
-	if runErr == nil {
-		runErr = rr.begin(runCtx, f)
-	}
-	if runErr == nil {
-		runErr = f.Run(runCtx)
-	}
-	stopProgress()
-	<-progressDone
-	elapsed := time.Since(begin)
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		select {
-		case <-f.Running():
-		default:
-			return runErr // refused before anything was written: no summary to give
-		}
-	}
-	summary := summarize(tgt.description, f, elapsed)
-	var profileErr error
-	if pr != nil {
-		endRun()
-		profileErr = pr.wait()
-		summary.Profile = pr.summary(profileErr)
-	}
-	summary.render(out)
-	if err := rr.finish(out, log, rf, cfg); err != nil {
-		fmt.Fprintln(log, "report:", err)
-	}
-	if !cfg.Keep && runErr == nil {
-		what := "Nodes and Leases"
-		if cfg.PodsPerNode > 0 {
-			what = "pods, Nodes and Leases"
-		}
-		fmt.Fprintf(log, "deleted the fleet's %s (use --keep to leave them)\n", what)
-	}
-	if runErr == nil && profileErr != nil && !errors.Is(profileErr, context.Canceled) && !errors.Is(profileErr, context.DeadlineExceeded) {
-		runErr = profileErr // a profile that failed (not one cut short by a signal or --duration) fails the run
-	}
-	if runErr == nil && ctx.Err() == nil {
-		rf.afterRun.hold(ctx, log, m.served())
-	}
-	var left *fleet.LeftError
-	if errors.As(runErr, &left) {
-		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Fleet, rf.target))
-	}
-	return runErr
+	return r.finish(ctx, p)
 }
 
 // signalContext ends on the first SIGINT or SIGTERM; a second one exits at once.

@@ -8,13 +8,14 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // runSummary is what the end of a run prints.
 type runSummary struct {
 	Target    string
 	Profile   string // how the profile's run went; empty without --profile
-	Mode      agent.Mode
+	Mode      heartbeat.Mode
 	Elapsed   time.Duration
 	Progress  fleet.Progress
 	Heartbeat map[string][2]int64 // kind -> ok, failed

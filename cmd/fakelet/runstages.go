@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/profiles"
+)
+
+// fleetRun is one `fakelet run`: its settings, what setUp started for it, and how to release that.
+type fleetRun struct {
+	rf       runFlags
+	cfg      fleet.Config
+	plan     *profiles.Plan
+	out, log io.Writer
+
+	procs int
+	m     *runMetrics
+	tgt   *target
+	rr    *runReport
+	f     *fleet.Fleet
+	undo  []func() // released in reverse order
+}
+
+// played is how the fleet's run ended.
+type played struct {
+	err        error // the fleet's
+	profileErr error // the profile's, if any
+	summary    runSummary
+}
+
+func (r *fleetRun) release() {
+	for i := len(r.undo) - 1; i >= 0; i-- {
+		r.undo[i]()
+	}
+}
+
+// setUp starts the run's metrics, resolves its target (starting the local control plane if need be),
+// agrees on a start with the other shards, starts the report and builds the fleet.
+func (r *fleetRun) setUp(ctx context.Context) error {
+	r.procs = sizeProcs(r.rf.procs, r.cfg)
+	m, err := startMetrics(r.rf.metrics, &r.cfg, r.log)
+	if err != nil {
+		return err
+	}
+	r.m = m
+	r.undo = append(r.undo, func() { m.stop(r.log) })
+	tgt, err := resolveTarget(ctx, r.rf.target, r.log)
+	if err != nil {
+		return err
+	}
+	r.tgt = tgt
+	r.undo = append(r.undo, func() {
+		if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintln(r.log, "stop the local control plane:", err)
+		}
+	})
+	fmt.Fprintf(r.log, "target: %s\n", tgt.description)
+	start, err := r.rf.shard.coordinate(ctx, tgt.config, r.cfg, r.plan, r.log)
+	if err != nil {
+		return err
+	}
+	r.undo = append(r.undo, func() {
+		// A signal stops every shard (kubectl delete, Ctrl-C): the start Lease goes with the run.
+		if err := start.Release(context.WithoutCancel(ctx), ctx.Err() != nil); err != nil {
+			fmt.Fprintln(r.log, "start:", err)
+		}
+	})
+	if r.rr, err = startReport(r.rf.report, &r.cfg, tgt, m); err != nil {
+		return err
+	}
+	r.cfg.CleanupLog = r.log
+	if r.f, err = fleet.New(r.cfg, tgt.config); err != nil {
+		return err
+	}
+	m.RegisterFleet(r.f)
+	cfg := r.cfg
+	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
+		cfg.Fleet, r.f.Config().RunID, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
+		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS, r.procs)
+	return nil
+}
+
+// play checks the cluster, starts the measurement and runs the fleet, and the profile if any, until
+// --duration, a signal, the profile's last phase or a failure ends the run. It returns an error alone
+// when the run was refused before the fleet wrote anything.
+func (r *fleetRun) play(ctx context.Context) (played, error) {
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if r.rf.duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, r.rf.duration)
+	}
+	r.undo = append(r.undo, cancel)
+	runCtx, endRun := context.WithCancel(runCtx) // a profile ends the run after its last phase
+	r.undo = append(r.undo, endRun)
+	var pr *profileRun
+	if r.plan != nil {
+		onPhase, onApplied := r.rr.profileHooks(r.plan, r.f)
+		var err error
+		pr, err = startProfile(runCtx, endRun, r.f, r.plan, r.rf.scenarioConfig(), r.log,
+			metricsHooks(r.m), profileHooks{onPhase, onApplied})
+		if err != nil {
+			return played{}, err
+		}
+	}
+	begin := time.Now()
+	progressDone := make(chan struct{})
+	progressCtx, stopProgress := context.WithCancel(runCtx)
+	go func() {
+		defer close(progressDone)
+		select {
+		case <-r.f.Running():
+			showProgress(progressCtx, r.log, r.f, 30*time.Second)
+		case <-progressCtx.Done():
+		}
+	}()
+	// Check the cluster before the report's watches start: a cluster that cannot be reached, a
+	// credential that may not do what the run does, or a foreign Node with our names fails at once
+	// with what is wrong, instead of as a watch that never syncs.
+	runErr := r.f.Preflight(runCtx)
+	if runErr == nil {
+		runErr = r.rr.begin(runCtx, r.f)
+	}
+	if runErr == nil {
+		runErr = r.f.Run(runCtx)
+	}
+	stopProgress()
+	<-progressDone
+	elapsed := time.Since(begin)
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		select {
+		case <-r.f.Running():
+		default:
+			return played{}, runErr
+		}
+	}
+	p := played{err: runErr, summary: summarize(r.tgt.description, r.f, elapsed)}
+	if pr != nil {
+		endRun()
+		p.profileErr = pr.wait()
+		p.summary.Profile = pr.summary(p.profileErr)
+	}
+	return p, nil
+}
+
+// finish prints the summary, writes the report, says what the cleanup did, and returns the run's
+// outcome: the fleet's error, else a profile's that failed (not one cut short by a signal or
+// --duration).
+func (r *fleetRun) finish(ctx context.Context, p played) error {
+	cfg, runErr := r.cfg, p.err
+	p.summary.render(r.out)
+	if err := r.rr.finish(r.out, r.log, r.rf, cfg); err != nil {
+		fmt.Fprintln(r.log, "report:", err)
+	}
+	if !cfg.Keep && runErr == nil {
+		what := "Nodes and Leases"
+		if cfg.PodsPerNode > 0 {
+			what = "pods, Nodes and Leases"
+		}
+		fmt.Fprintf(r.log, "deleted the fleet's %s (use --keep to leave them)\n", what)
+	}
+	if runErr == nil && p.profileErr != nil && !errors.Is(p.profileErr, context.Canceled) && !errors.Is(p.profileErr, context.DeadlineExceeded) {
+		runErr = p.profileErr
+	}
+	if runErr == nil && ctx.Err() == nil {
+		r.rf.afterRun.hold(ctx, r.log, r.m.served())
+	}
+	var left *fleet.LeftError
+	if errors.As(runErr, &left) {
+		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Fleet, r.rf.target))
+	}
+	return runErr
+}
