@@ -8,7 +8,8 @@
 //
 // What net/http's transport does that matters to an apiserver client, it does too: the server's
 // SETTINGS (a new connection when MAX_CONCURRENT_STREAMS is reached), GOAWAY (requests the server
-// did not take are sent again on a new connection), RST_STREAM, PING, flow control both ways, a
+// did not take are sent again on a new connection), RST_STREAM, PING (answered, and sent after a
+// silence as client-go's health check does), flow control both ways, a
 // request sent again on a new connection when its connection fails before the request was written,
 // and the same errors (a *url.Error naming the method and URL) for what fails on the wire.
 package wire
