@@ -16,7 +16,7 @@ var tiers = [][]string{
 	{"agent"},
 	{"fleet"},
 	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench"},
-	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load"},
+	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm"},
 	{"report"},
 	{"measure", "measure/promrecord"},
 	{"cmd/fakelet", "e2e"},
