@@ -16,6 +16,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/headtail"
+	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/scrape"
@@ -40,6 +41,9 @@ type Options struct {
 	OnReaction func(event, group string, fromAction, fromLastRenewal time.Duration)
 	// Now is the session's clock; nil is time.Now.
 	Now func() time.Time
+	// GracePeriod is the node lifecycle controller's --node-monitor-grace-period: the window before
+	// a false alarm whose requests say what caused it (package falsealarm); 0 is its default, 50 s.
+	GracePeriod time.Duration
 }
 
 // actionsKept is how many of the first and of the last actions a session keeps as samples
@@ -52,6 +56,7 @@ type Session struct {
 	recorder *observe.Recorder
 	fleetSrc *scrape.FleetSource
 	scraper  *scrape.Scraper
+	alarms   *falsealarm.Detector
 
 	mu      sync.Mutex
 	start   time.Time
@@ -79,7 +84,8 @@ func New(opts Options) *Session {
 		opts.Now = time.Now
 	}
 	s := &Session{opts: opts, recorder: observe.NewRecorder(opts.Now), fleetSrc: &scrape.FleetSource{},
-		tracker: reaction.NewTracker(), actions: headtail.Sample[*reaction.Action]{Keep: actionsKept}, latest: map[string]*reaction.Action{}}
+		tracker: reaction.NewTracker(), actions: headtail.Sample[*reaction.Action]{Keep: actionsKept}, latest: map[string]*reaction.Action{},
+		alarms: falsealarm.New(opts.GracePeriod)}
 	s.recorder.OnRenewal(s.renewed)
 	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
 	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
@@ -93,6 +99,7 @@ func New(opts Options) *Session {
 // observed pairs t with the actions before it, and reports it to OnReaction if it is the first of its
 // event after its node's latest action.
 func (s *Session) observed(t observe.Transition) {
+	s.alarms.Observe(t)
 	s.mu.Lock()
 	s.tracker.Observe(t)
 	ev := reaction.EventOf(t)
@@ -116,11 +123,13 @@ func (s *Session) observed(t observe.Transition) {
 }
 
 // Observe records every change the fleet's watches see to its Nodes and (if it runs pods) its pods,
-// and reads the fleet's requests from its tally at every scrape. Call it before the fleet runs.
+// reads the fleet's requests from its tally at every scrape, and keeps each node's last requests for
+// the false alarms. Call it before the fleet runs.
 func (s *Session) Observe(f *fleet.Fleet) {
 	f.OnNode(s.recorder.NodeHandler())
 	f.OnPod(s.recorder.PodHandler())
 	s.fleetSrc.Add(f.Tally())
+	f.Record(s.alarms)
 }
 
 // Start begins the run's record: a first scrape, then scrapes every interval until Stop, and the
@@ -151,6 +160,7 @@ func (s *Session) PhaseBegan(name string, at time.Time) {
 	s.endPhase(at)
 	s.phases = append(s.phases, reaction.Phase{Name: name, Start: at})
 	s.mu.Unlock()
+	s.alarms.PhaseBegan(name, at)
 	s.scrapeSoon()
 }
 
@@ -183,6 +193,7 @@ func (s *Session) scrapeSoon() {
 // Applied records an op applied to a node. It must be called when the op took effect, so that the
 // agent's last heartbeats are those before it: Action fills them in.
 func (s *Session) Applied(a reaction.Action) {
+	s.alarms.Applied(a)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tracker.Applied(a)
@@ -235,6 +246,7 @@ func (s *Session) UsePhases(phases []reaction.Phase) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.phases = append([]reaction.Phase(nil), phases...)
+	s.alarms.UsePhases(phases)
 	for _, p := range phases {
 		if !p.End.IsZero() {
 			s.tracker.PhaseEnded(p.Name, p.End)
@@ -298,6 +310,7 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		TransitionCount:   s.recorder.TransitionCount(),
 		Snapshots:         s.scraper.Snapshots(),
 		LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
+		FalseAlarms:       s.alarms.Counts(),
 	}
 }
 
