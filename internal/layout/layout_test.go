@@ -18,7 +18,7 @@ var tiers = [][]string{
 	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench"},
 	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm"},
 	{"report"},
-	{"measure", "measure/promrecord"},
+	{"measure", "measure/promrecord", "capacity"},
 	{"cmd/fakelet", "e2e"},
 }
 
