@@ -80,7 +80,10 @@ func (c *caller) call(verb, resource string, send func(context.Context) error) e
 		return err
 	}
 	sched := a.cfg.Scheduler
-	ready := sched.Clock().Now()
+	var ready time.Time // when a tick's first request was ready to go: no clock read for the others
+	if !due.IsZero() {
+		ready = sched.Clock().Now()
+	}
 	a.mu.Lock()
 	latency, partitioned := a.latency, a.partitioned
 	a.mu.Unlock()
