@@ -310,8 +310,20 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		TransitionCount:   s.recorder.TransitionCount(),
 		Snapshots:         s.scraper.Snapshots(),
 		LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
-		FalseAlarms:       s.alarms.Counts(),
+		FalseAlarms:       s.falseAlarms(),
 	}
+}
+
+// falseAlarms are the detector's counts; a run without phases has one, "run", as its report does.
+// s.mu must be held.
+func (s *Session) falseAlarms() []falsealarm.Count {
+	counts := s.alarms.Counts()
+	if len(s.phases) == 0 {
+		for i := range counts {
+			counts[i].Phase = "run"
+		}
+	}
+	return counts
 }
 
 // APIServerSource scrapes the /metrics of the apiserver at host with client (from

@@ -132,3 +132,17 @@ func TestRecordCountsFalseAlarms(t *testing.T) {
 		t.Errorf("false alarms %+v: want n0's ready_unknown in steady, cause none", fa)
 	}
 }
+
+// A run without phases counts its false alarms in "run", the one phase its report has.
+func TestFalseAlarmsOfARunWithoutPhasesAreInRun(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	s := New(Options{Now: func() time.Time { return now }})
+	s.recorder.ObserveNode(nil, testNode("n0", corev1.ConditionTrue))
+	now = t0.Add(time.Minute)
+	s.recorder.ObserveNode(testNode("n0", corev1.ConditionTrue), testNode("n0", corev1.ConditionFalse))
+	rec := s.Record("", report.Parameters{}, report.Versions{}, report.Target{})
+	if fa := rec.FalseAlarms; len(fa) != 1 || fa[0].Phase != "run" || fa[0].Event != reaction.ReadyFalse {
+		t.Errorf("false alarms %+v: want a ready_false in run", fa)
+	}
+}

@@ -68,9 +68,9 @@ type countKey struct{ phase, group, event string }
 type node struct {
 	name      string
 	beats     [beatsKept]Beat
-	next, n   int // ring: the slot to write next, and how many are filled
-	firstSeen time.Time
-	ready     bool // seen Ready=True since its first observation
+	next, n   int       // ring: the slot to write next, and how many are filled
+	firstSeen time.Time // the Node's first observation
+	ready     bool      // seen Ready=True
 	op        string
 	opAt      time.Time
 	group     string
@@ -171,12 +171,16 @@ func (d *Detector) Observe(t observe.Transition) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := d.node(t.Node)
-	if n.firstSeen.IsZero() {
-		n.firstSeen = t.At
-	}
-	if t.Kind == observe.Condition && t.Type == "Ready" && t.Status == "True" {
-		n.ready = true
-		return
+	if t.Kind == observe.Condition && t.Type == "Ready" {
+		// Every observation of a Node has its Ready condition: the first one's is its first
+		// observation (its Lease may have been seen before it).
+		if n.firstSeen.IsZero() {
+			n.firstSeen = t.At
+		}
+		if t.Status == "True" {
+			n.ready = true
+			return
+		}
 	}
 	ev := reaction.EventOf(t)
 	if !Alarm(ev) || !n.ready || t.At.Equal(n.firstSeen) || d.profiles(n, t.At) {

@@ -54,9 +54,13 @@ func newFleet(t *testing.T) *fleet {
 	a := agent.New(cfg, agent.Clients{Core: f.client.CoreV1(), Coordination: f.client.CoordinationV1()}, node, 1, "")
 	a.Start(ctx)
 	f.advance(15 * time.Second)
-	// As the fleet's watch sees the Node it registered: Ready, with the admission's not-ready taint.
-	f.observe(100*time.Millisecond, observe.Condition, "Ready", "True")
-	f.observe(100*time.Millisecond, observe.TaintAdded, "node.kubernetes.io/not-ready", "NoSchedule")
+	// The Lease watch may see the Lease before the Node watch delivers the Node, which it sees as
+	// registered: Ready, with the admission's not-ready taint.
+	f.observe(10200*time.Millisecond, observe.LeaseCreated, "", "")
+	f.observe(12*time.Second, observe.Condition, "Ready", "True")
+	f.observe(12*time.Second, observe.Condition, "MemoryPressure", "False")
+	f.observe(12*time.Second, observe.TaintAdded, "node.kubernetes.io/not-ready", "NoSchedule")
+	f.observe(13*time.Second, observe.TaintRemoved, "node.kubernetes.io/not-ready", "NoSchedule")
 	return f
 }
 
