@@ -322,6 +322,9 @@ type caller struct {
 	r     *run
 	ctx   context.Context
 	meter Meter
+	// due is when the loop's current tick was due on the scheduler, until its first request takes it
+	// (call): the send lag is fakelet's own delay in sending a heartbeat. Zero for a tick run at once.
+	due time.Time
 }
 
 func (c *caller) init(r *run) {

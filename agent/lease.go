@@ -27,11 +27,14 @@ type leaseLoop struct {
 	latest *coordinationv1.Lease // the lease the server last returned to us
 	active bool                  // scheduled; guarded by Agent.mu
 	uid    types.UID             // the Lease last created or renewed, as own recorded it
+	due    time.Time             // when the next tick is due; zero when it was scheduled to run at once
 }
 
 // Run is one tick of the loop.
 func (l *leaseLoop) Run() {
 	r, a := l.r, l.r.a
+	due := l.due
+	l.due = time.Time{} // a switch back to lease mode schedules the next tick at once
 	if r.ctx.Err() != nil {
 		return
 	}
@@ -42,11 +45,14 @@ func (l *leaseLoop) Run() {
 		return
 	}
 	a.mu.Unlock()
+	l.c.due = due
 	l.sync()
+	l.c.due = time.Time{}
 	if r.ctx.Err() != nil {
 		return
 	}
-	a.cfg.Scheduler.After(a.cfg.jitter(a.cfg.Heartbeat.RenewInterval, loopJitter), l)
+	l.due = a.cfg.Scheduler.Clock().Now().Add(a.cfg.jitter(a.cfg.Heartbeat.RenewInterval, loopJitter))
+	a.cfg.Scheduler.At(l.due, l)
 }
 
 func (l *leaseLoop) sync() {

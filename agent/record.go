@@ -32,6 +32,16 @@ type Request struct {
 	// RequestBytes and ResponseBytes are the bodies' sizes on the wire (retries included), as the
 	// transport saw them (Meter); 0 on clients that do not count them, such as fakes.
 	RequestBytes, ResponseBytes int64
+	// Node is the agent's node.
+	Node string
+	// Sent is when the request went out, on the fleet's clock (after a latency fault's delay).
+	Sent time.Time
+	// Due is when the loop tick this request is the first of was due on the scheduler; zero for the
+	// other requests of a tick and for ticks run at once (start, restart). SendLag is from Due to
+	// when the agent was ready to send, a latency fault's delay left out: fakelet's own lag, what its
+	// scheduler and workers added to the kubelet's timing.
+	Due     time.Time
+	SendLag time.Duration
 }
 
 // Recorders sends everything to each of its recorders in turn.

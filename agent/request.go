@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,13 +74,19 @@ func (c *caller) updateLease(l *coordinationv1.Lease) (out *coordinationv1.Lease
 // call sends one request as the network and the node's faults allow, and records it.
 func (c *caller) call(verb, resource string, send func(context.Context) error) error {
 	r, a := c.r, c.r.a
+	due := c.due
+	c.due = time.Time{}
 	if err := r.ctx.Err(); err != nil {
 		return err
+	}
+	sched := a.cfg.Scheduler
+	var ready time.Time // when a tick's first request was ready to go: no clock read for the others
+	if !due.IsZero() {
+		ready = sched.Clock().Now()
 	}
 	a.mu.Lock()
 	latency, partitioned := a.latency, a.partitioned
 	a.mu.Unlock()
-	sched := a.cfg.Scheduler
 	if latency > 0 {
 		if err := sched.Sleep(r.ctx, latency); err != nil {
 			return err
@@ -104,8 +111,12 @@ func (c *caller) call(verb, resource string, send func(context.Context) error) e
 	}
 	if rec := a.cfg.Recorder; rec != nil {
 		sent, received := c.meter.take()
-		rec.Request(Request{Verb: verb, Resource: resource, Err: err, Latency: sched.Clock().Since(start),
-			RequestBytes: sent, ResponseBytes: received})
+		req := Request{Verb: verb, Resource: resource, Err: err, Latency: sched.Clock().Since(start),
+			RequestBytes: sent, ResponseBytes: received, Node: a.name, Sent: start, Due: due}
+		if !due.IsZero() {
+			req.SendLag = max(ready.Sub(due), 0)
+		}
+		rec.Request(req)
 	}
 	return err
 }

@@ -21,6 +21,7 @@ type statusLoop struct {
 	lastReport time.Time     // last successful patch; zero after a (re)start
 	delay      time.Duration // the kubelet's delayAfterNodeStatusChange
 	delayFor   time.Duration // the report period delay was drawn for
+	due        time.Time     // when the next tick is due; zero for the first
 	// unchanged remembers the last Node and health whose recomputed status did not change: the
 	// status is a function of the two (and of the time, in heartbeat times only), so while neither
 	// changes the 10 s tick needs no recomputation to know it would send nothing.
@@ -38,13 +39,16 @@ func (s *statusLoop) Run() {
 	if r.ctx.Err() != nil {
 		return
 	}
+	s.c.due = s.due
 	if s.registered || s.register() {
 		s.update()
 	}
+	s.c.due = time.Time{} // a tick that sent nothing has no lag
 	if r.ctx.Err() != nil {
 		return
 	}
-	a.cfg.Scheduler.After(a.cfg.jitter(a.cfg.Heartbeat.StatusUpdateFrequency, loopJitter), s)
+	s.due = a.cfg.Scheduler.Clock().Now().Add(a.cfg.jitter(a.cfg.Heartbeat.StatusUpdateFrequency, loopJitter))
+	a.cfg.Scheduler.At(s.due, s)
 }
 
 // update is updateNodeStatus: up to five tries, the first from the known Node, the others after a GET.

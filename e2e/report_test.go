@@ -105,6 +105,13 @@ func TestReportOfAStopAndAStart(t *testing.T) {
 	if untaint.Reacted != 3 || untaint.FromAction.Max > (monitorPeriod+5*time.Second).Seconds() {
 		t.Errorf("start to untainted: %d of 3, latest after %.1f s; want all within 10 s", untaint.Reacted, untaint.FromAction.Max)
 	}
+	// The victims' reactions are the profile's; the nine others were kept healthy throughout.
+	if len(r.FalseAlarms) > 0 {
+		t.Errorf("false alarms %+v, want none", r.FalseAlarms)
+	}
+	if lag := r.Load.Run.SendLag; lag == nil || lag.Ticks == 0 || r.GeneratorBound {
+		t.Errorf("send lag %+v, generator bound %v: want renewals' lag measured, under a second", lag, r.GeneratorBound)
+	}
 	if end := r.Nodes.Timeline[len(r.Nodes.Timeline)-1]; end.Ready != 12 {
 		t.Errorf("at the end %+v, want 12 Ready", end)
 	}

@@ -186,6 +186,12 @@ func (f *Fleet) Scheduler() *scheduler.Scheduler { return f.sched }
 // Tally returns the fleet's request and heartbeat counts.
 func (f *Fleet) Tally() *Tally { return f.tally }
 
+// Record makes rec receive every agent's requests and heartbeats too, besides the tally and
+// Config.Recorder. Call it before the fleet runs.
+func (f *Fleet) Record(rec agent.Recorder) {
+	f.acfg.Recorder = agent.JoinRecorders(f.acfg.Recorder, rec)
+}
+
 // Run checks the cluster (Preflight, unless it passed already), starts the agents at the register
 // rate and heartbeats until ctx ends; then it stops every agent and, unless Keep, deletes the Nodes,
 // Leases and pods it created or adopted (Cleanup). Nothing is written if the check fails.

@@ -30,6 +30,7 @@ type Tally struct {
 	heartbeats [2][2]atomic.Int64 // [lease, status][ok, failed]
 	renewals   atomic.Int64
 	intervals  histogram // between a node's successive renewals
+	sendLag    histogram // from a loop tick's due time to its first request
 	throttled  atomic.Int64
 }
 
@@ -102,6 +103,11 @@ const (
 // a local apiserver takes about a millisecond, and the kubelet's heartbeat client gives up at 10 s.
 var RequestBuckets = []float64{0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1, 2, 4, 8, 10, 15}
 
+// SendLagBuckets are the upper bounds of the send lag histogram, in seconds: a fleet that keeps up
+// sends within a coalescing step of the due time (milliseconds); past a second the fleet, not the
+// control plane, is what delays its heartbeats, and past the lease duration a node expires.
+var SendLagBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40}
+
 // renewalRatios are the lease renewal interval buckets as multiples of the renew interval: every
 // half percent from 1.0 to 1.06, where a kubelet's intervals fall (jitter up to 4%, plus the request),
 // and coarse steps out to the lease duration (4 renew intervals), past which the node has expired.
@@ -135,6 +141,7 @@ func NewTally(renewInterval time.Duration) *Tally {
 		}
 	}
 	t.intervals.init(RenewalBuckets(renewInterval))
+	t.sendLag.init(SendLagBuckets)
 	return t
 }
 
@@ -152,6 +159,9 @@ func (t *Tally) Request(req agent.Request) {
 		c.respBytes.Add(req.ResponseBytes)
 	}
 	c.latency.observe(req.Latency)
+	if !req.Due.IsZero() {
+		t.sendLag.observe(req.SendLag)
+	}
 }
 
 func (t *Tally) cell(verb, resource string, codeIndex int, code string) *cell {
@@ -297,6 +307,10 @@ func (t *Tally) Heartbeats(kind string) (ok, failed int64) {
 // Renewals returns the successful lease renewals and the histogram of the intervals between a node's
 // successive ones.
 func (t *Tally) Renewals() (int64, Histogram) { return t.renewals.Load(), t.intervals.snapshot() }
+
+// SendLag returns the histogram of the send lag: for each loop tick that sent a request, the time
+// from when the tick was due on the fleet's scheduler to when its first request was ready to go.
+func (t *Tally) SendLag() Histogram { return t.sendLag.snapshot() }
 
 // Throttled returns how many 429 Too Many Requests answers the agents' clients received, those that
 // client-go retried after the server's Retry-After included. Zero for a fleet on given clients.

@@ -19,6 +19,7 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/headtail"
+	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/scrape"
@@ -43,6 +44,9 @@ type Options struct {
 	OnReaction func(event, group string, fromAction, fromLastRenewal time.Duration)
 	// Now is the session's clock; nil is time.Now.
 	Now func() time.Time
+	// GracePeriod is the node lifecycle controller's --node-monitor-grace-period: the window before
+	// a false alarm whose requests say what caused it (package falsealarm); 0 is its default, 50 s.
+	GracePeriod time.Duration
 }
 
 // actionsKept is how many of the first and of the last actions a session keeps as samples
@@ -55,6 +59,7 @@ type Session struct {
 	recorder *observe.Recorder
 	fleetSrc *scrape.FleetSource
 	scraper  *scrape.Scraper
+	alarms   *falsealarm.Detector
 
 	mu      sync.Mutex
 	start   time.Time
@@ -82,7 +87,8 @@ func New(opts Options) *Session {
 		opts.Now = time.Now
 	}
 	s := &Session{opts: opts, recorder: observe.NewRecorder(opts.Now), fleetSrc: &scrape.FleetSource{},
-		tracker: reaction.NewTracker(), actions: headtail.Sample[*reaction.Action]{Keep: actionsKept}, latest: map[string]*reaction.Action{}}
+		tracker: reaction.NewTracker(), actions: headtail.Sample[*reaction.Action]{Keep: actionsKept}, latest: map[string]*reaction.Action{},
+		alarms: falsealarm.New(opts.GracePeriod)}
 	s.recorder.OnRenewal(s.renewed)
 	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
 	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
@@ -96,6 +102,7 @@ func New(opts Options) *Session {
 // observed pairs t with the actions before it, and reports it to OnReaction if it is the first of its
 // event after its node's latest action.
 func (s *Session) observed(t observe.Transition) {
+	s.alarms.Observe(t)
 	s.mu.Lock()
 	s.tracker.Observe(t)
 	ev := reaction.EventOf(t)
@@ -119,11 +126,13 @@ func (s *Session) observed(t observe.Transition) {
 }
 
 // Observe records every change the fleet's watches see to its Nodes and (if it runs pods) its pods,
-// and reads the fleet's requests from its tally at every scrape. Call it before the fleet runs.
+// reads the fleet's requests from its tally at every scrape, and keeps each node's last requests for
+// the false alarms. Call it before the fleet runs.
 func (s *Session) Observe(f *fleet.Fleet) {
 	f.OnNode(s.recorder.NodeHandler())
 	f.OnPod(s.recorder.PodHandler())
 	s.fleetSrc.Add(f.Tally())
+	f.Record(s.alarms)
 }
 
 // Start begins the run's record: a first scrape, then scrapes every interval until Stop, and the
@@ -154,6 +163,7 @@ func (s *Session) PhaseBegan(name string, at time.Time) {
 	s.endPhase(at)
 	s.phases = append(s.phases, reaction.Phase{Name: name, Start: at})
 	s.mu.Unlock()
+	s.alarms.PhaseBegan(name, at)
 	s.scrapeSoon()
 }
 
@@ -186,6 +196,7 @@ func (s *Session) scrapeSoon() {
 // Applied records an op applied to a node. It must be called when the op took effect, so that the
 // agent's last heartbeats are those before it: Action fills them in.
 func (s *Session) Applied(a reaction.Action) {
+	s.alarms.Applied(a)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tracker.Applied(a)
@@ -238,6 +249,7 @@ func (s *Session) UsePhases(phases []reaction.Phase) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.phases = append([]reaction.Phase(nil), phases...)
+	s.alarms.UsePhases(phases)
 	for _, p := range phases {
 		if !p.End.IsZero() {
 			s.tracker.PhaseEnded(p.Name, p.End)
@@ -301,6 +313,7 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		TransitionCount:   s.recorder.TransitionCount(),
 		Snapshots:         s.scraper.Snapshots(),
 		LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
+		FalseAlarms:       s.falseAlarms(),
 	}
 }
 
@@ -316,6 +329,18 @@ func TargetSources(restConfig *rest.Config, local *controlplane.ControlPlane) ([
 		return nil, fmt.Errorf("metrics client for %s: %w", restConfig.Host, err)
 	}
 	return []scrape.Source{APIServerSource(restConfig.Host, client)}, nil
+}
+
+// falseAlarms are the detector's counts; a run without phases has one, "run", as its report does.
+// s.mu must be held.
+func (s *Session) falseAlarms() []falsealarm.Count {
+	counts := s.alarms.Counts()
+	if len(s.phases) == 0 {
+		for i := range counts {
+			counts[i].Phase = "run"
+		}
+	}
+	return counts
 }
 
 // APIServerSource scrapes the /metrics of the apiserver at host with client (from

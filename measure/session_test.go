@@ -109,3 +109,40 @@ func TestACommittedRenewalInFlightAtAStopIsTheLastRenewal(t *testing.T) {
 		t.Errorf("live reaction: from last renewal %v, from action %v: want 100 ms apart", fromRenewal, fromAction)
 	}
 }
+
+// The session passes its transitions, actions and phases to its false alarm detector, and its
+// record holds what it counted: an alarm on a node no op touched, none on the stopped one.
+func TestRecordCountsFalseAlarms(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	s := New(Options{Now: func() time.Time { return now }})
+	s.PhaseBegan("steady", t0)
+	for _, n := range []string{"n0", "n1"} {
+		s.recorder.ObserveNode(nil, testNode(n, corev1.ConditionTrue))
+	}
+	now = t0.Add(time.Minute)
+	s.Applied(reaction.Action{Phase: "steady", Group: "victims", Op: "stop", Node: "n1", At: now})
+	now = t0.Add(2 * time.Minute)
+	for _, n := range []string{"n0", "n1"} {
+		s.recorder.ObserveNode(testNode(n, corev1.ConditionTrue), testNode(n, corev1.ConditionUnknown))
+	}
+	rec := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{})
+	if fa := rec.FalseAlarms; len(fa) != 1 || fa[0].Phase != "steady" || fa[0].Event != reaction.ReadyUnknown ||
+		fa[0].Count != 1 || fa[0].None != 1 || len(fa[0].Nodes) != 1 || fa[0].Nodes[0] != "n0" {
+		t.Errorf("false alarms %+v: want n0's ready_unknown in steady, cause none", fa)
+	}
+}
+
+// A run without phases counts its false alarms in "run", the one phase its report has.
+func TestFalseAlarmsOfARunWithoutPhasesAreInRun(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	s := New(Options{Now: func() time.Time { return now }})
+	s.recorder.ObserveNode(nil, testNode("n0", corev1.ConditionTrue))
+	now = t0.Add(time.Minute)
+	s.recorder.ObserveNode(testNode("n0", corev1.ConditionTrue), testNode("n0", corev1.ConditionFalse))
+	rec := s.Record("", report.Parameters{}, report.Versions{}, report.Target{})
+	if fa := rec.FalseAlarms; len(fa) != 1 || fa[0].Phase != "run" || fa[0].Event != reaction.ReadyFalse {
+		t.Errorf("false alarms %+v: want a ready_false in run", fa)
+	}
+}

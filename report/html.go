@@ -32,7 +32,8 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 </head>
 <body>
 <h1>fakelet report: {{.Title}}</h1>
-<dl>
+{{if .R.GeneratorBound}}<p class="missing"><strong>{{.GeneratorWarning}}</strong></p>
+{{end}}<dl>
 <dt>target</dt><dd>{{.R.Target.Description}}</dd>
 <dt>nodes</dt><dd>{{.R.Parameters.Nodes}}, {{.R.Parameters.Mode}} heartbeats, identity {{.R.Parameters.Identity}}</dd>
 <dt>run</dt><dd>{{.Start}}, {{.Duration}}</dd>
@@ -66,6 +67,13 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 {{end}}</table>
 {{range .R.Reactions}}{{if .Missing}}<p class="missing">never within {{.Phase}}: {{.Event}} of {{.Group}} {{.Op}} on {{range $i, $n := .MissingNodes}}{{if $i}}, {{end}}{{$n}}{{end}}{{if gt .Missing (len .MissingNodes)}} and more ({{.Missing}} in all){{end}}</p>
 {{end}}{{end}}{{end}}
+{{if not .R.Source}}<h2>False alarms</h2>
+{{if .R.FalseAlarms}}<p>Alarms on nodes fakelet kept healthy (no op of the profile had broken them, nor restored them less than a grace period before), by what the node's requests in the grace period before each show.</p>
+<table>
+<tr><th>phase</th><th class="l">group</th><th class="l">event</th><th>count</th><th>send lag</th><th>server latency</th><th>rejection</th><th>none</th><th class="l">nodes</th></tr>
+{{range .R.FalseAlarms}}<tr><td>{{.Phase}}</td><td class="l">{{or .Group "-"}}</td><td class="l">{{.Event}}</td><td class="missing">{{.Count}}</td><td>{{.SendLag}}</td><td>{{.ServerLatency}}</td><td>{{.Rejection}}</td><td>{{.None}}</td><td class="l">{{range $i, $n := .Nodes}}{{if $i}}, {{end}}{{$n}}{{end}}</td></tr>
+{{end}}</table>{{else}}<p>None: no node fakelet kept healthy turned Unknown or False, was tainted not-ready or unreachable, or lost a pod to eviction.</p>{{end}}
+{{end}}
 <h2>Load</h2>
 <table>
 <tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
@@ -76,6 +84,13 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 </body>
 </html>
 `))
+
+func generatorWarningOf(r *Report) string {
+	if !r.GeneratorBound {
+		return ""
+	}
+	return r.generatorWarning()
+}
 
 type htmlRow struct {
 	Label string
@@ -128,7 +143,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	err = htmlPage.Execute(&buf, map[string]any{
 		"R": r, "Title": title, "Charts": svgs, "Cols": names, "Rows": rows,
 		"Start": r.Start.UTC().Format(time.RFC3339), "Duration": r.End.Sub(r.Start).Round(time.Second).String(),
-		"Phases": r.phaseLine(),
+		"Phases": r.phaseLine(), "GeneratorWarning": generatorWarningOf(r),
 	})
 	if err != nil {
 		return fmt.Errorf("render report.html: %w", err)

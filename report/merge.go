@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
@@ -67,11 +68,23 @@ func Merge(shards []*Report) (*Report, error) {
 	}
 	m.Nodes.Timeline = mergeTimelines(shards)
 	m.Reactions = mergeReactions(shards)
+	m.FalseAlarms = mergeFalseAlarms(shards)
+	m.GeneratorBound = false
+	for _, s := range shards {
+		m.GeneratorBound = m.GeneratorBound || s.GeneratorBound
+	}
+	m.Load.Run.SendLag = mergeSendLag(shards, func(r *Report) *load.SendLag { return r.Load.Run.SendLag })
 	m.Load.Run.Fleet = mergeFleet(shards, func(r *Report) []load.FleetRequests { return r.Load.Run.Fleet })
 	for i := range m.Load.Phases {
 		m.Load.Phases[i].Fleet = mergeFleet(shards, func(r *Report) []load.FleetRequests {
 			if i < len(r.Load.Phases) {
 				return r.Load.Phases[i].Fleet
+			}
+			return nil
+		})
+		m.Load.Phases[i].SendLag = mergeSendLag(shards, func(r *Report) *load.SendLag {
+			if i < len(r.Load.Phases) {
+				return r.Load.Phases[i].SendLag
 			}
 			return nil
 		})
@@ -196,6 +209,58 @@ func approximate(parts []reaction.Stats) reaction.Stats {
 	if m.Count > 0 {
 		n := float64(m.Count)
 		m.P50, m.P90, m.P99 = p50/n, p90/n, p99/n
+	}
+	return m
+}
+
+// mergeFalseAlarms adds up the shards' false alarms by phase, group and event; each shard's nodes are
+// its own, so the nodes named are the first few of all by name.
+func mergeFalseAlarms(shards []*Report) []falsealarm.Count {
+	type key struct{ phase, group, event string }
+	var order []key
+	sums := map[key]*falsealarm.Count{}
+	for _, s := range shards {
+		for _, c := range s.FalseAlarms {
+			k := key{c.Phase, c.Group, c.Event}
+			m := sums[k]
+			if m == nil {
+				m = &falsealarm.Count{Phase: c.Phase, Group: c.Group, Event: c.Event}
+				sums[k] = m
+				order = append(order, k)
+			}
+			m.Count += c.Count
+			m.SendLag += c.SendLag
+			m.ServerLatency += c.ServerLatency
+			m.Rejection += c.Rejection
+			m.None += c.None
+			m.Nodes = append(m.Nodes, c.Nodes...)
+		}
+	}
+	var out []falsealarm.Count
+	for _, k := range order {
+		m := *sums[k]
+		slices.Sort(m.Nodes)
+		m.Nodes = slices.Compact(m.Nodes)
+		m.Nodes = m.Nodes[:min(len(m.Nodes), falsealarm.NodesListed)]
+		out = append(out, m)
+	}
+	return out
+}
+
+// mergeSendLag is the shards' ticks with the worst shard's quantiles: a fleet is as late as its
+// slowest shard, and the warning of a generator-bound run must not be averaged away.
+func mergeSendLag(shards []*Report, of func(*Report) *load.SendLag) *load.SendLag {
+	var m *load.SendLag
+	for _, s := range shards {
+		l := of(s)
+		if l == nil {
+			continue
+		}
+		if m == nil {
+			m = &load.SendLag{}
+		}
+		m.Ticks += l.Ticks
+		m.P50, m.P99 = max(m.P50, l.P50), max(m.P99, l.P99)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
@@ -38,9 +39,12 @@ func shardReport(i int, start time.Time) *Report {
 			Phase: "stop", Group: "tenth", Op: "stop", Event: "lease_gone",
 			Actions: 2, Reacted: 1, FromAction: reaction.Summarize([]float64{float64(i)}), Samples: []float64{float64(i)},
 		}},
+		FalseAlarms: []falsealarm.Count{{Phase: "stop", Event: "ready_unknown", Count: 1 + i, None: 1 + i,
+			Nodes: []string{"fakelet-0000" + string(rune('0'+i))}}},
+		GeneratorBound: i == 2,
 		Load: Load{
 			Phases: []load.Phase{{Name: "warmup", Fleet: []load.FleetRequests{{Verb: "PUT", Resource: "leases", OK: 100, Rate: 1, P50: float64(i), P99: 1}}}, {Name: "stop"}},
-			Run:    load.Phase{Name: "run", Seconds: 100, Fleet: []load.FleetRequests{{Verb: "PUT", Resource: "leases", OK: float64(1000 * (i + 1)), Errors: 1, Rate: 10}}},
+			Run:    load.Phase{Name: "run", Seconds: 100, SendLag: &load.SendLag{Ticks: 100, P50: 0.001, P99: 0.5 * float64(i+1)}, Fleet: []load.FleetRequests{{Verb: "PUT", Resource: "leases", OK: float64(1000 * (i + 1)), Errors: 1, Rate: 10}}},
 		},
 	}
 }
@@ -54,6 +58,12 @@ func TestMergeAddsTheShardsUp(t *testing.T) {
 	m, err := Merge(shards)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fa := m.FalseAlarms; len(fa) != 1 || fa[0].Count != 6 || fa[0].None != 6 || len(fa[0].Nodes) != 3 {
+		t.Errorf("false alarms %+v: want the shards' 6, on their 3 nodes", fa)
+	}
+	if l := m.Load.Run.SendLag; !m.GeneratorBound || l == nil || l.Ticks != 300 || l.P99 != 1.5 {
+		t.Errorf("generator bound %v, send lag %+v: want bound, as the third shard, with its p99 and every tick", m.GeneratorBound, l)
 	}
 	if m.Parameters.Nodes != 10+11+12 || m.Nodes.Transitions != 100+200+300 || m.Nodes.LeaseRenewalsSeen != 1000+2000+3000 {
 		t.Errorf("nodes %d, transitions %d, renewals %d; want the shards' sums 33, 600, 6000",

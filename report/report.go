@@ -3,6 +3,7 @@ package report
 import (
 	"time"
 
+	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
@@ -29,7 +30,13 @@ type Report struct {
 	// Reactions summarise the control plane's reactions to the profile's actions, by phase, group,
 	// op and event.
 	Reactions []reaction.Summary `json:"reactions,omitempty"`
-	Load      Load               `json:"load"`
+	// FalseAlarms are the control plane's alarms on nodes fakelet kept healthy, by phase, group and
+	// event, with what caused them (package falsealarm).
+	FalseAlarms []falsealarm.Count `json:"falseAlarms,omitempty"`
+	// GeneratorBound says fakelet's own send lag had a p99 above GeneratorBoundLag over the run: the
+	// fleet, not the control plane, delayed the heartbeats, and the run measured fakelet.
+	GeneratorBound bool `json:"generatorBound,omitempty"`
+	Load           Load `json:"load"`
 	// Source is set when the report was built from a Prometheus server's series (fakelet report
 	// --prometheus) rather than recorded by the run itself.
 	Source *Source `json:"source,omitempty"`
@@ -162,6 +169,8 @@ type Record struct {
 	ReadyTimeline   *observe.ReadyTimeline
 	TransitionCount int
 	Reactions       []reaction.Summary
+	// FalseAlarms are the session's false alarms (falsealarm.Detector.Counts).
+	FalseAlarms []falsealarm.Count
 	// Load, if set, is the load computed window by window elsewhere (from Prometheus, whose
 	// increase() over each window is better than deltas between snapshots of the whole run), instead
 	// of from Snapshots.
@@ -175,6 +184,16 @@ const maxTimelinePoints = 600
 
 // scrapeErrorsListed is how many failed scrapes of each component a report names.
 const scrapeErrorsListed = 3
+
+// GeneratorBoundLag is the send lag p99 above which a run says that fakelet, not the control plane,
+// was the bottleneck: the upstream SLO of a mutating API call is 1 s, and a fleet that adds as much
+// to its own heartbeats measures itself.
+const GeneratorBoundLag = 1.0
+
+// GeneratorBound says whether fakelet's own send lag over p had a p99 above GeneratorBoundLag.
+func GeneratorBound(p load.Phase) bool {
+	return p.SendLag != nil && p.SendLag.P99 > GeneratorBoundLag
+}
 
 // Build computes the report of a recorded run.
 func Build(rec Record) *Report {
@@ -204,6 +223,8 @@ func Build(rec Record) *Report {
 	case len(rec.Actions) > 0:
 		r.Reactions = reaction.SummarizeResults(reaction.Extract(rec.Actions, r.Phases, rec.Transitions), r.Phases)
 	}
+	r.FalseAlarms = rec.FalseAlarms
+	defer func() { r.GeneratorBound = GeneratorBound(r.Load.Run) }()
 	windows := make([]load.Window, len(r.Phases))
 	for i, p := range r.Phases {
 		windows[i] = load.Window{Name: p.Name, Start: p.Start, End: p.End}

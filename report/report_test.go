@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
@@ -77,6 +78,10 @@ func fixture() Record {
 				"process_cpu_seconds_total":     {Type: scrape.Counter, Series: map[string]*scrape.Series{"": {Value: 5 + s*0.05}}},
 				"process_resident_memory_bytes": {Type: scrape.Gauge, Series: map[string]*scrape.Series{"": {Value: 300 << 20}}},
 			}},
+			scrape.Snapshot{Component: load.Fleet, At: at(s), Families: map[string]*scrape.Family{
+				scrape.FleetSendLag: {Type: scrape.Histogram, Series: map[string]*scrape.Series{"": {Value: puts, Sum: puts * 0.002,
+					Bounds: []float64{0.001, 0.005, lagBound, math.Inf(1)}, Buckets: []float64{puts * 0.5, puts * 0.98, puts, puts}}}},
+			}},
 			scrape.Snapshot{Component: load.Etcd, At: at(s), Families: map[string]*scrape.Family{
 				"etcd_disk_wal_write_bytes_total":  {Type: scrape.Counter, Series: map[string]*scrape.Series{"": {Value: 1e6 + puts*600}}},
 				"etcd_mvcc_db_total_size_in_bytes": {Type: scrape.Gauge, Series: map[string]*scrape.Series{"": {Value: 2 << 20}}},
@@ -91,7 +96,46 @@ func fixture() Record {
 		Target:     Target{Server: "https://127.0.0.1:6443", Description: "https://127.0.0.1:6443 (local control plane in /tmp/cp)", Local: true},
 		Start:      at(0), End: at(240),
 		Phases: phases, Actions: actions, Transitions: ts, Snapshots: snaps,
+		FalseAlarms: []falsealarm.Count{{Phase: "outage", Event: "ready_unknown", Count: 1, ServerLatency: 1, Nodes: []string{"node-07"}}},
 	}
+}
+
+// lagBound is the fixture's highest finite send lag bucket: where its slowest 2% fall.
+var lagBound = 0.01
+
+// A run whose own send lag p99 passes a second says so first, in the summary and on the page.
+func TestGeneratorBoundRunSaysSoFirst(t *testing.T) {
+	defer func(b float64) { lagBound = b }(lagBound)
+	lagBound = 30 // p99 in the bucket from 5 ms to 30 s
+	r := Build(fixture())
+	if !r.GeneratorBound {
+		t.Fatalf("send lag %+v: not generator bound", r.Load.Run.SendLag)
+	}
+	var text, page bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(text.String(), "\n"); !strings.HasPrefix(first, "WARNING: fakelet's own send lag p99 was ") ||
+		!strings.HasSuffix(first, "the generator, not the control plane, was the bottleneck of this run") {
+		t.Errorf("first line of the summary: %q", first)
+	}
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	h1 := strings.Index(page.String(), "<h1>")
+	warn := strings.Index(page.String(), "the generator, not the control plane, was the bottleneck")
+	if warn < 0 || warn < h1 || warn > strings.Index(page.String(), "<dl>") {
+		t.Errorf("report.html has no warning under its title")
+	}
+	if Build(fixtureWithLag(0.01)).GeneratorBound {
+		t.Errorf("a send lag p99 under 10 ms is generator bound")
+	}
+}
+
+func fixtureWithLag(bound float64) Record {
+	defer func(b float64) { lagBound = b }(lagBound)
+	lagBound = bound
+	return fixture()
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -200,6 +200,18 @@ var LoadRows = []Row{
 	}, fixed(0)},
 	{"fleet request bytes/s", fleetBytesRate(func(f load.FleetRequests) float64 { return f.RequestBytes }), fixed(0)},
 	{"fleet response bytes/s", fleetBytesRate(func(f load.FleetRequests) float64 { return f.ResponseBytes }), fixed(0)},
+	{"fleet send lag p50 ms", func(p load.Phase) (float64, bool) {
+		if p.SendLag == nil {
+			return 0, false
+		}
+		return p.SendLag.P50, true
+	}, ms},
+	{"fleet send lag p99 ms", func(p load.Phase) (float64, bool) {
+		if p.SendLag == nil {
+			return 0, false
+		}
+		return p.SendLag.P99, true
+	}, ms},
 }
 
 // fleetBytesRate is the fleet's body bytes of one direction per second over a phase.

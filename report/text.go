@@ -16,6 +16,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if name == "" {
 		name = "(no profile)"
 	}
+	if r.GeneratorBound {
+		fmt.Fprintf(tw, "%s\n", r.generatorWarning())
+	}
 	fmt.Fprintf(tw, "fakelet report: %s, %d nodes, %s heartbeats, %s\n", name, p.Nodes, p.Mode, r.End.Sub(r.Start).Round(time.Second))
 	fmt.Fprintf(tw, "  target\t%s\n", r.Target.Description)
 	fmt.Fprintf(tw, "  versions\tfakelet %s, %s, server %s\n", r.Versions.Fakelet, r.Versions.Go, orDash(r.Versions.Server))
@@ -36,12 +39,42 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintln(w)
 		r.writeReactions(w)
 	}
+	if r.Source == nil {
+		fmt.Fprintln(w)
+		r.writeFalseAlarms(w)
+	}
 	fmt.Fprintln(w)
 	r.writeLoad(w)
 	for _, e := range r.Load.ScrapeErrors {
 		fmt.Fprintf(w, "  scrape failed: %s\n", e)
 	}
 	return nil
+}
+
+// generatorWarning says that fakelet's own lag, not the control plane, bounded the run.
+func (r *Report) generatorWarning() string {
+	return fmt.Sprintf("WARNING: fakelet's own send lag p99 was %.1f s (over %.0f s): the generator, not the control plane, was the bottleneck of this run",
+		r.Load.Run.SendLag.P99, GeneratorBoundLag)
+}
+
+// writeFalseAlarms prints the false alarms by phase, group and event, with their causes.
+func (r *Report) writeFalseAlarms(w io.Writer) {
+	total := 0
+	for _, c := range r.FalseAlarms {
+		total += c.Count
+	}
+	if total == 0 {
+		fmt.Fprintln(w, "false alarms: none (no node fakelet kept healthy turned Unknown or False, was tainted not-ready or unreachable, or lost a pod to eviction)")
+		return
+	}
+	fmt.Fprintf(w, "false alarms: %d on nodes fakelet kept healthy, by cause in the grace period before each\n", total)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  phase\tgroup\tevent\tcount\tsend lag\tserver latency\trejection\tnone\tnodes\n")
+	for _, c := range r.FalseAlarms {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", c.Phase, orDash(c.Group), c.Event, c.Count,
+			c.SendLag, c.ServerLatency, c.Rejection, c.None, strings.Join(c.Nodes, ", "))
+	}
+	_ = tw.Flush()
 }
 
 func orDash(s string) string {

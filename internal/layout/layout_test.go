@@ -17,9 +17,9 @@ var tiers = [][]string{
 	{"wire"},
 	{"fleet"},
 	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
-	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load"},
+	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm"},
 	{"report"},
-	{"measure", "measure/promrecord"},
+	{"measure", "measure/promrecord", "capacity"},
 	{"cmd/fakelet", "e2e"},
 }
 

@@ -27,6 +27,7 @@ var documented = map[string]dto.MetricType{
 	"fakelet_request_bytes_total":              dto.MetricType_COUNTER,
 	"fakelet_response_bytes_total":             dto.MetricType_COUNTER,
 	"fakelet_lease_renewal_interval_seconds":   dto.MetricType_HISTOGRAM,
+	"fakelet_heartbeat_send_lag_seconds":       dto.MetricType_HISTOGRAM,
 	"fakelet_profile_info":                     dto.MetricType_GAUGE,
 	"fakelet_profile_phase_start_time_seconds": dto.MetricType_GAUGE,
 	"fakelet_actions_total":                    dto.MetricType_COUNTER,
@@ -309,6 +310,34 @@ fakelet_request_bytes_total{code="200",resource="leases",verb="update"} 300
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "fakelet_request_bytes_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// The send lag counts the first request of each due tick, summed over the fleets' tallies.
+func TestSendLagOfTalliesIsSummed(t *testing.T) {
+	m := New(Options{NoProcessCollectors: true})
+	a, b := fleet.NewTally(0), fleet.NewTally(0)
+	due := time.Unix(1000, 0)
+	a.Request(agent.Request{Verb: "update", Resource: "leases", Due: due, SendLag: 3 * time.Millisecond})
+	b.Request(agent.Request{Verb: "update", Resource: "leases", Due: due, SendLag: 3 * time.Second})
+	b.Request(agent.Request{Verb: "get", Resource: "leases", SendLag: time.Hour}) // not a tick's first: no lag
+	m.RegisterFleet(fakeFleet{"a", fleet.Progress{}, a})
+	m.RegisterFleet(fakeFleet{"b", fleet.Progress{}, b})
+	lag := gatherHistogram(t, m, "fakelet_heartbeat_send_lag_seconds", "", "")
+	if lag.GetSampleCount() != 2 || lag.GetSampleSum() != 3.003 {
+		t.Errorf("send lag histogram count %d sum %v, want 2 and 3.003", lag.GetSampleCount(), lag.GetSampleSum())
+	}
+	for _, bk := range lag.GetBucket() {
+		var want uint64
+		switch {
+		case bk.GetUpperBound() >= 5:
+			want = 2
+		case bk.GetUpperBound() >= 0.005:
+			want = 1
+		}
+		if bk.GetCumulativeCount() != want {
+			t.Errorf("send lag le=%v holds %d, want %d", bk.GetUpperBound(), bk.GetCumulativeCount(), want)
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ const (
 // fleet.Tally at scrape time: the tally is the one recorder on the heartbeat path, and the report's
 // fleet view reads the same counts.
 type requestDescs struct {
-	duration, requestBytes, responseBytes, heartbeats, intervals *prometheus.Desc
+	duration, requestBytes, responseBytes, heartbeats, intervals, sendLag *prometheus.Desc
 }
 
 func newRequestDescs() requestDescs {
@@ -39,6 +39,9 @@ func newRequestDescs() requestDescs {
 		intervals: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "lease_renewal_interval_seconds"),
 			"Time between a node's successive successful lease renewals; a kubelet's is 1.00-1.04 renew intervals plus one request.",
 			nil, nil),
+		sendLag: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "heartbeat_send_lag_seconds"),
+			"Time from when a node's lease or status loop tick was due on the fleet's scheduler to when its first request was ready to go: fakelet's own delay, an injected latency left out.",
+			nil, nil),
 	}
 }
 
@@ -48,6 +51,7 @@ func (d requestDescs) describe(ch chan<- *prometheus.Desc) {
 	ch <- d.responseBytes
 	ch <- d.heartbeats
 	ch <- d.intervals
+	ch <- d.sendLag
 }
 
 // collect sums the tallies (fleets sharded in one process share their label values) and sends them.
@@ -64,6 +68,8 @@ func (d requestDescs) collect(ch chan<- prometheus.Metric, tallies []*fleet.Tall
 	var beats [2][2]int64
 	var intervals *fleet.Histogram
 	intervalBuckets := map[float64]uint64{}
+	var lag fleet.Histogram
+	lagBuckets := map[float64]uint64{}
 	for _, t := range tallies {
 		for _, s := range t.Series() {
 			k := [3]string{s.Verb, s.Resource, s.Code}
@@ -91,6 +97,10 @@ func (d requestDescs) collect(ch chan<- prometheus.Metric, tallies []*fleet.Tall
 		intervals.Count += h.Count
 		intervals.Sum += h.Sum
 		addBuckets(intervalBuckets, h)
+		l := t.SendLag()
+		lag.Count += l.Count
+		lag.Sum += l.Sum
+		addBuckets(lagBuckets, l)
 	}
 	slices.SortFunc(keys, func(a, b [3]string) int { return slices.Compare(a[:], b[:]) })
 	for _, k := range keys {
@@ -104,6 +114,7 @@ func (d requestDescs) collect(ch chan<- prometheus.Metric, tallies []*fleet.Tall
 		ch <- prometheus.MustNewConstMetric(d.heartbeats, prometheus.CounterValue, float64(beats[k][1]), kind, ResultFailure)
 	}
 	ch <- prometheus.MustNewConstHistogram(d.intervals, intervals.Count, intervals.Sum, intervalBuckets)
+	ch <- prometheus.MustNewConstHistogram(d.sendLag, lag.Count, lag.Sum, lagBuckets)
 }
 
 // addBuckets adds h's cumulative counts into buckets, by upper bound. The fleets of one process share

@@ -167,3 +167,12 @@ func fleetRequests(snaps []*scrape.Snapshot) []FleetRequests {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].OK+out[i].Errors > out[j].OK+out[j].Errors })
 	return out
 }
+
+func sendLag(snaps []*scrape.Snapshot) *SendLag {
+	f := Delta(snaps, scrape.FleetSendLag)
+	if f == nil || f.Series[""] == nil || f.Series[""].Value <= 0 {
+		return nil
+	}
+	s := f.Series[""]
+	return &SendLag{Ticks: s.Value, P50: q(0.5, s), P99: q(0.99, s)}
+}

@@ -52,6 +52,16 @@ type Phase struct {
 	NodeCollector *NodeCollector `json:"nodeCollector,omitempty"`
 	// Fleet is the fleet's own view of its requests.
 	Fleet []FleetRequests `json:"fleet,omitempty"`
+	// SendLag is fakelet's own delay in sending its heartbeats, from fakelet_heartbeat_send_lag_seconds.
+	SendLag *SendLag `json:"sendLag,omitempty"`
+}
+
+// SendLag is the quantiles, in seconds, of fakelet's send lag in a window: for each loop tick that
+// sent a request, from when it was due on the fleet's scheduler to when its first request was ready.
+type SendLag struct {
+	Ticks float64 `json:"ticks"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
 }
 
 // Requests is one line of apiserver_request_total.
@@ -212,6 +222,7 @@ func computePhase(byComponent map[string][]*scrape.Snapshot, w Window) Phase {
 	p.Etcd = etcdLoad(window(byComponent[Etcd], w.Start, w.End))
 	p.NodeCollector = nodeCollector(window(byComponent[ControllerManager], w.Start, w.End))
 	p.Fleet = fleetRequests(window(byComponent[Fleet], w.Start, w.End))
+	p.SendLag = sendLag(window(byComponent[Fleet], w.Start, w.End))
 	return p
 }
 

@@ -40,7 +40,7 @@ var families = map[string][]string{
 	},
 	load.Fleet: {
 		scrape.FleetRequests, scrape.FleetRequestDuration, scrape.FleetRequestBytes, scrape.FleetResponseBytes,
-		"process_cpu_seconds_total", "process_resident_memory_bytes",
+		scrape.FleetSendLag, "process_cpu_seconds_total", "process_resident_memory_bytes",
 	},
 }
 

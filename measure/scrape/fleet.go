@@ -16,6 +16,8 @@ const (
 	FleetRequestDuration = "fakelet_request_duration_seconds"
 	FleetRequestBytes    = "fakelet_request_bytes_total"
 	FleetResponseBytes   = "fakelet_response_bytes_total"
+	// FleetSendLag is fakelet's own delay in sending its heartbeats (fleet.Tally.SendLag).
+	FleetSendLag = "fakelet_heartbeat_send_lag_seconds"
 )
 
 // FleetComponent is the component name of the fleet's own snapshots.
@@ -46,6 +48,7 @@ func (f *FleetSource) Scrape(context.Context) (map[string]*Family, error) {
 	}
 	reqs, dur := family(FleetRequests), family(FleetRequestDuration)
 	sent, received := family(FleetRequestBytes), family(FleetResponseBytes)
+	lag := family(FleetSendLag)
 	add := func(fam *Family, v float64, labels ...string) *Series {
 		k := Key(labels...)
 		s := fam.Series[k]
@@ -80,6 +83,22 @@ func (f *FleetSource) Scrape(context.Context) (map[string]*Family, error) {
 			}
 			s.Buckets[len(s.Buckets)-1] += float64(r.Latency.Count)
 		}
+		addHistogram(add(lag, 0), t.SendLag())
 	}
-	return map[string]*Family{FleetRequests: reqs, FleetRequestDuration: dur, FleetRequestBytes: sent, FleetResponseBytes: received}, nil
+	return map[string]*Family{FleetRequests: reqs, FleetRequestDuration: dur, FleetRequestBytes: sent, FleetResponseBytes: received,
+		FleetSendLag: lag}, nil
+}
+
+// addHistogram adds h into s.
+func addHistogram(s *Series, h fleet.Histogram) {
+	s.Value += float64(h.Count)
+	s.Sum += h.Sum
+	if s.Bounds == nil {
+		s.Bounds = append(append([]float64(nil), h.Bounds...), math.Inf(1))
+		s.Buckets = make([]float64, len(s.Bounds))
+	}
+	for i, c := range h.Cumulative {
+		s.Buckets[i] += float64(c)
+	}
+	s.Buckets[len(s.Buckets)-1] += float64(h.Count)
 }

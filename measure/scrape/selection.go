@@ -36,4 +36,5 @@ var Selection = map[string]Metric{
 	FleetRequestDuration: {Histogram, []string{"verb", "resource"}},
 	FleetRequestBytes:    {Counter, []string{"verb", "resource"}},
 	FleetResponseBytes:   {Counter, []string{"verb", "resource"}},
+	FleetSendLag:         {Histogram, nil},
 }

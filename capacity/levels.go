@@ -1,0 +1,105 @@
+package capacity
+
+import (
+	"fmt"
+	"time"
+)
+
+// Level names, as flags, reports and Breach name them.
+const (
+	LevelFalseAlarms      = "false-alarms"
+	LevelMutatingP99      = "mutating-p99"
+	LevelAPFRejections    = "apf-rejections"
+	LevelRenewalP99       = "renewal-p99"
+	LevelFailedHeartbeats = "failed-heartbeats"
+)
+
+// Levels are the service levels a step must hold. The zero value holds nothing: start from
+// DefaultLevels.
+type Levels struct {
+	// FalseAlarms is the most false alarms (package falsealarm) a step may have.
+	FalseAlarms int
+	// MutatingP99 is the highest p99 of the fleet's mutating single-object calls (lease PUT, status
+	// PATCH) as the apiserver measured them: the upstream API call latency SLO is 1 s.
+	MutatingP99 time.Duration
+	// APFRejections is the most requests of the fleet's priority level (node-high) API Priority and
+	// Fairness may reject.
+	APFRejections int
+	// RenewalSlack is how far the p99 of the lease renewal interval may pass the kubelet's renew
+	// interval, as a fraction of it: 0.1 allows 11 s for 10 s.
+	RenewalSlack float64
+	// FailedHeartbeats is the most heartbeats (renewals and status patches) that may fail.
+	FailedHeartbeats int
+}
+
+// DefaultLevels are the issue's: no false alarm, mutating calls' p99 at most 1 s, no APF rejection
+// of node traffic, renewal interval p99 at most the renew interval plus 10%, no failed heartbeat.
+func DefaultLevels() Levels {
+	return Levels{FalseAlarms: 0, MutatingP99: time.Second, APFRejections: 0, RenewalSlack: 0.1, FailedHeartbeats: 0}
+}
+
+// Validate says which level is out of range.
+func (l Levels) Validate() error {
+	switch {
+	case l.FalseAlarms < 0:
+		return fmt.Errorf("--max-%s must not be negative, got %d", LevelFalseAlarms, l.FalseAlarms)
+	case l.MutatingP99 <= 0:
+		return fmt.Errorf("--max-%s must be positive, got %v", LevelMutatingP99, l.MutatingP99)
+	case l.APFRejections < 0:
+		return fmt.Errorf("--max-%s must not be negative, got %d", LevelAPFRejections, l.APFRejections)
+	case !(l.RenewalSlack >= 0) || l.RenewalSlack > 3:
+		// Past 3 renew intervals beyond the first, the lease duration (4 of them) has expired.
+		return fmt.Errorf("--max-%s-slack must be between 0 and 3 (a fraction of the renew interval), got %v", LevelRenewalP99, l.RenewalSlack)
+	case l.FailedHeartbeats < 0:
+		return fmt.Errorf("--max-%s must not be negative, got %d", LevelFailedHeartbeats, l.FailedHeartbeats)
+	}
+	return nil
+}
+
+// Measured is what a step's hold measured, the inputs of the levels.
+type Measured struct {
+	FalseAlarms int
+	// MutatingP99 is in seconds; NaN or negative when the hold had no mutating call.
+	MutatingP99   float64
+	APFRejections float64
+	// RenewalP99 is the lease renewal interval's p99 in seconds (0 in status mode, which renews no
+	// lease: the level does not apply).
+	RenewalP99       float64
+	FailedHeartbeats int64
+}
+
+// Breach is a level a step broke: the measured value against its limit, in the level's unit
+// (a count, or seconds).
+type Breach struct {
+	Level string  `json:"level"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"`
+}
+
+// By is how far the value passed the limit, as a fraction of the limit (for a limit of 0, the value
+// itself).
+func (b Breach) By() float64 {
+	if b.Limit == 0 {
+		return b.Value
+	}
+	return b.Value/b.Limit - 1
+}
+
+// Check returns the levels m breaks, in the order of Levels' fields, for a fleet whose kubelets renew
+// every renewInterval.
+func (l Levels) Check(m Measured, renewInterval time.Duration) []Breach {
+	var out []Breach
+	over := func(level string, value, limit float64) {
+		if value > limit {
+			out = append(out, Breach{Level: level, Value: value, Limit: limit})
+		}
+	}
+	over(LevelFalseAlarms, float64(m.FalseAlarms), float64(l.FalseAlarms))
+	over(LevelMutatingP99, m.MutatingP99, l.MutatingP99.Seconds())
+	over(LevelAPFRejections, m.APFRejections, float64(l.APFRejections))
+	if m.RenewalP99 > 0 {
+		over(LevelRenewalP99, m.RenewalP99, renewInterval.Seconds()*(1+l.RenewalSlack))
+	}
+	over(LevelFailedHeartbeats, float64(m.FailedHeartbeats), float64(l.FailedHeartbeats))
+	return out
+}

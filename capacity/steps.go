@@ -1,0 +1,134 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"fakelet.dev/fakelet/fleet"
+)
+
+// Config is what to grow and what to hold each step to.
+type Config struct {
+	// Start is the first step's nodes, Step how many each next step adds, Max the most: the last
+	// step is Max even when Step does not divide Max - Start.
+	Start, Step, Max int
+	// Settle is how long a step runs before its hold (registration, the node lifecycle controller's
+	// first passes); Hold how long its levels are measured.
+	Settle, Hold time.Duration
+	Levels       Levels
+	// RenewInterval is the fleet's kubelets' renew interval, which the renewal level is relative to.
+	RenewInterval time.Duration
+}
+
+// Validate says what is wrong with c, naming its flag.
+func (c Config) Validate() error {
+	switch {
+	case c.Start <= 0:
+		return fmt.Errorf("--start must be positive, got %d", c.Start)
+	case c.Step <= 0:
+		return fmt.Errorf("--step must be positive, got %d", c.Step)
+	case c.Max < c.Start:
+		return fmt.Errorf("--max (%d) must be at least --start (%d)", c.Max, c.Start)
+	case c.Max > fleet.MaxNodes:
+		return fmt.Errorf("--max %d is more than the largest fleet fakelet runs (%d nodes)", c.Max, fleet.MaxNodes)
+	case c.Settle < 0:
+		return fmt.Errorf("--settle must not be negative, got %v", c.Settle)
+	case c.RenewInterval <= 0:
+		return fmt.Errorf("the renew interval must be positive, got %v", c.RenewInterval)
+	case c.Hold < 2*c.RenewInterval:
+		// A renewal interval p99 needs a few renewals per node; fewer than two is none.
+		return fmt.Errorf("--hold must be at least two renew intervals (%v), got %v", 2*c.RenewInterval, c.Hold)
+	}
+	return c.Levels.Validate()
+}
+
+// Sizes returns the fleet size of every step, from Start to Max.
+func (c Config) Sizes() []int {
+	var out []int
+	for n := c.Start; n < c.Max; n += c.Step {
+		out = append(out, n)
+	}
+	return append(out, c.Max)
+}
+
+// Fleet is what Run grows and measures: a fleet with its measurement (every shard of one, in lockstep).
+type Fleet interface {
+	// Grow makes the fleet n nodes, returning once they are started (not necessarily ready).
+	Grow(ctx context.Context, n int) error
+	// Now is the fleet's clock.
+	Now() time.Time
+	// Measure returns what the fleet and the control plane showed in [from, to).
+	Measure(ctx context.Context, from, to time.Time) (Measured, error)
+}
+
+// StepResult is one step: its size, when its hold ran, what it measured and the levels it broke.
+type StepResult struct {
+	Nodes    int       `json:"nodes"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	Measured Measured  `json:"measured"`
+	Broken   []Breach  `json:"broken,omitempty"`
+}
+
+// Result is a capacity run.
+type Result struct {
+	Steps []StepResult `json:"steps"`
+	// Held is the largest size that held every level (0 if the first step broke one).
+	Held int `json:"held"`
+	// Broke is the level the first broken step broke (the first in the order of Levels' fields if it
+	// broke several; all are in its Broken), nil if every step held: the answer is then "at least Max".
+	Broke *Breach `json:"broke,omitempty"`
+}
+
+// Sleep waits d or until ctx ends: time.Sleep on a context, or a fake clock's advance in tests.
+type Sleep func(ctx context.Context, d time.Duration) error
+
+// Run grows f step by step, settling and holding each, and stops at the first step that breaks a
+// level (or at Max). A step's error ends the run with the steps so far.
+func Run(ctx context.Context, c Config, f Fleet, sleep Sleep) (Result, error) {
+	if err := c.Validate(); err != nil {
+		return Result{}, err
+	}
+	var r Result
+	for _, n := range c.Sizes() {
+		if err := f.Grow(ctx, n); err != nil {
+			return r, fmt.Errorf("grow the fleet to %d nodes: %w", n, err)
+		}
+		if err := sleep(ctx, c.Settle); err != nil {
+			return r, err
+		}
+		from := f.Now()
+		if err := sleep(ctx, c.Hold); err != nil {
+			return r, err
+		}
+		to := f.Now()
+		m, err := f.Measure(ctx, from, to)
+		if err != nil {
+			return r, fmt.Errorf("measure the step of %d nodes: %w", n, err)
+		}
+		st := StepResult{Nodes: n, From: from, To: to, Measured: m, Broken: c.Levels.Check(m, c.RenewInterval)}
+		r.Steps = append(r.Steps, st)
+		if len(st.Broken) > 0 {
+			r.Broke = &st.Broken[0]
+			return r, nil
+		}
+		r.Held = n
+	}
+	return r, nil
+}
+
+// SleepOnTimer is a Sleep on the real clock.
+func SleepOnTimer(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
