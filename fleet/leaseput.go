@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/pause"
 )
 
 // leaseWriter sends a kubelet's lease renewal, the fleet's one request per node every 10 s, without
@@ -98,7 +99,7 @@ func (w *leaseWriter) update(ctx context.Context, lease *coordinationv1.Lease) (
 		}
 		if wait, ok := retryAfter(resp); ok && attempt < maxRetries {
 			bodies.Put(buf)
-			if err := sleep(ctx, wait); err != nil {
+			if err := pause.For(ctx, wait); err != nil {
 				return nil, err
 			}
 			continue
@@ -136,17 +137,6 @@ func retryAfter(resp *http.Response) (time.Duration, bool) {
 func retryAfterSeconds(resp *http.Response) (int, bool) {
 	i, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 	return i, err == nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return ctx.Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // decodeLease turns an answer into what client-go's Do().Into() returns: the Lease of a 2xx answer,

@@ -13,6 +13,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
 )
@@ -179,7 +180,7 @@ func measureModes(ctx context.Context, log io.Writer, cf compareFlags, dir strin
 			// The fleet before is gone (measureMode waited for it): let the cluster settle from its
 			// deletion before the next registers.
 			fmt.Fprintf(log, "settling %v before %s mode\n", cf.settle, mode)
-			if err := sleep(ctx, cf.settle); err != nil {
+			if err := pause.For(ctx, cf.settle); err != nil {
 				return nil, nil, err
 			}
 		}
