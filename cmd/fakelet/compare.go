@@ -119,11 +119,7 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 		if err != nil {
 			return err
 		}
-		defer func() {
-			if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
-				fmt.Fprintln(log, "stop the local control plane:", err)
-			}
-		}()
+		defer tgt.releaseOrSay(ctx, log)
 		fmt.Fprintf(log, "target: %s\n", tgt.description)
 		cl, err := clusterOf(tgt)
 		if err != nil {

@@ -190,11 +190,7 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintln(log, "stop the local control plane:", err)
-		}
-	}()
+	defer tgt.releaseOrSay(ctx, log)
 	fmt.Fprintf(log, "target: %s\n", tgt.description)
 	start, err := rf.shard.coordinate(ctx, tgt.config, cfg, plan, log)
 	if err != nil {
