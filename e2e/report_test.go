@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"image"
 	"image/png"
 	"io"
@@ -323,14 +322,11 @@ func playProfile(t *testing.T, ctx context.Context, s *measure.Session, plan *pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleetCtx, stopFleet := context.WithCancel(ctx)
-	fleetDone := make(chan error, 1)
-	go func() { fleetDone <- f.Run(fleetCtx) }()
+	rf := runInBackground(t, f)
 	runErr := runner.Run(ctx)
 	s.UsePhases(measure.ScenarioPhases(runner.Record()))
 	s.Stop()
-	stopFleet()
-	if err := <-fleetDone; err != nil && !errors.Is(err, context.Canceled) {
+	if err := rf.stop(); err != nil {
 		t.Errorf("fleet: %v", err)
 	}
 	if runErr != nil {
