@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/internal/pause"
 )
@@ -32,7 +34,10 @@ type Options struct {
 	RunArgs         []string // extra `fakelet run` flags, such as --lease-duration 400s
 	RunEnv          []string // extra environment of the fleet process only, such as GOGC=200
 	APIServerArgs   []string
-	Log             io.Writer
+	// Peer, if set, keeps each size's Nodes after the fleet's window, on the same control plane,
+	// and is measured the same way (Result.Peer).
+	Peer *Peer
+	Log  io.Writer
 }
 
 // Result is one fleet size's measurements. CPU times and counts cover the steady window.
@@ -50,6 +55,7 @@ type Result struct {
 	RenewalP50    float64 // seconds between a node's renewals, from fakelet's histogram
 	RenewalP99    float64
 	RegisteredErr string // why not every node became Ready, if not
+	Peer          *PeerResult
 }
 
 // Fakelet is the key of the fleet's own process in Result.CPU and Result.RSS.
@@ -157,16 +163,59 @@ func measure(ctx context.Context, o Options, n int) (Result, error) {
 	res.Heartbeats = after.fleet.sum("fakelet_heartbeats_total", nil) - before.fleet.sum("fakelet_heartbeats_total", nil)
 	failed := map[string]string{"result": "failure"}
 	res.Failures = after.fleet.sum("fakelet_heartbeats_total", failed) - before.fleet.sum("fakelet_heartbeats_total", failed)
-	puts := map[string]string{"verb": "PUT", "resource": "leases"}
-	res.LeasePUTs = after.apiserver.sum("apiserver_request_total", puts) - before.apiserver.sum("apiserver_request_total", puts)
-	res.LeasePUTp99 = after.apiserver.histogram("apiserver_request_duration_seconds", puts).
-		minus(before.apiserver.histogram("apiserver_request_duration_seconds", puts)).quantile(0.99)
+	res.LeasePUTs, res.LeasePUTp99 = leasePUTs(before.apiserver, after.apiserver)
 	renewals := after.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil).
 		minus(before.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil))
 	res.RenewalP50, res.RenewalP99 = renewals.quantile(0.5), renewals.quantile(0.99)
 	fmt.Fprintf(o.Log, "   fleet %.1fs CPU, apiserver %.1fs CPU, %.0f lease PUTs\n",
 		res.CPU[Fakelet].Seconds(), res.CPU[controlplane.APIServer].Seconds(), res.LeasePUTs)
-	return res, nil
+	if o.Peer == nil {
+		return res, nil
+	}
+
+	// The fleet runs with --keep: stopped, it leaves its Nodes and Leases for the peer to take over.
+	fmt.Fprintf(o.Log, "   stopping the fleet, leaving its Nodes and Leases to %s\n", o.Peer.Name)
+	_ = child.Process.Signal(syscall.SIGTERM)
+	if err := child.Wait(); err != nil {
+		return res, fmt.Errorf("stop the fleet: %w; see %s", err, logFile.Name())
+	}
+	delete(pids, Fakelet)
+	cs, err := kubernetes.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return res, err
+	}
+	pr, err := peerRun{
+		peer:       *o.Peer,
+		kubeconfig: cp.Kubeconfig,
+		dir:        dir,
+		pids:       pids,
+		snapshot: func(pids map[string]int) (snap, error) {
+			return snapshot(pids, mc, cp.APIServerURL+"/metrics", "")
+		},
+		handedOver:     func(ctx context.Context) (bool, error) { return handedOver(ctx, cs, n) },
+		poll:           2 * time.Second,
+		handOverWithin: o.RegisterTimeout,
+		settle:         o.Settle,
+		steady:         o.Steady,
+		log:            o.Log,
+	}.run(ctx)
+	if err != nil {
+		// The fleet's window stands; the table says why the peer's is missing.
+		pr.Err = err.Error()
+		fmt.Fprintf(o.Log, "   %s: %v\n", o.Peer.Name, err)
+	}
+	res.Peer = &pr
+	return res, ctx.Err()
+}
+
+// leasePUTs returns the lease PUTs the apiserver counted between two scrapes, and their p99 latency
+// in seconds.
+func leasePUTs(before, after families) (count, p99 float64) {
+	puts := map[string]string{"verb": "PUT", "resource": "leases"}
+	count = after.sum("apiserver_request_total", puts) - before.sum("apiserver_request_total", puts)
+	p99 = after.histogram("apiserver_request_duration_seconds", puts).
+		minus(before.histogram("apiserver_request_duration_seconds", puts)).quantile(0.99)
+	return count, p99
 }
 
 type snap struct {
@@ -188,7 +237,9 @@ func snapshot(pids map[string]int, mc *http.Client, apiserverURL, fleetURL strin
 	}
 	var errA, errF error
 	s.apiserver, errA = scrape(mc, apiserverURL)
-	s.fleet, errF = scrape(http.DefaultClient, fleetURL)
+	if fleetURL != "" { // none once the fleet has handed its Nodes to a peer
+		s.fleet, errF = scrape(http.DefaultClient, fleetURL)
+	}
 	return s, errors.Join(errA, errF)
 }
 

@@ -14,8 +14,9 @@ const module = "fakelet.dev/fakelet/"
 var tiers = [][]string{
 	{"internal/headtail", "internal/pause", "internal/scheduler", "internal/fleettest", "internal/layout", "profiles"},
 	{"agent"},
+	{"wire"},
 	{"fleet"},
-	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench"},
+	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
 	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load"},
 	{"report"},
 	{"measure", "measure/promrecord"},
