@@ -109,6 +109,11 @@ func (cp *ControlPlane) StartPrometheus(ctx context.Context, opts PrometheusOpti
 		return err
 	}
 	defer unlock()
+	return cp.startPrometheusLocked(ctx, opts)
+}
+
+// startPrometheusLocked starts Prometheus beside cp and records it; the caller holds cp.Dir's lock.
+func (cp *ControlPlane) startPrometheusLocked(ctx context.Context, opts PrometheusOptions) error {
 	st, err := readState(cp.Dir)
 	if err != nil {
 		return err
@@ -157,15 +162,7 @@ func (cp *ControlPlane) upPrometheus(ctx context.Context, opts Options, progress
 		popts.Progress = progress
 	}
 	popts.dieWithParent = popts.dieWithParent || opts.dieWithParent
-	st, err := readState(cp.Dir)
-	if err != nil {
-		return err
-	}
-	if err := startPrometheus(ctx, cp.Dir, st, popts); err != nil {
-		return err
-	}
-	cp.state = *st
-	return nil
+	return cp.startPrometheusLocked(ctx, popts)
 }
 
 // startPrometheus starts the Prometheus server of the control plane in dir and records it in st;

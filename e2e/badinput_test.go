@@ -121,23 +121,9 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 	})
 
 	t.Run("deploy/rbac/fakelet.yaml is enough for --identity=node", func(t *testing.T) {
-		cfg := serviceAccountConfig(t, cp)
-		f, err := fleet.New(fleet.Config{Nodes: 3, Fleet: "rbac", NamePrefix: "rbac", Template: smallNodes}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- f.Run(ctx) }()
-		select {
-		case <-f.Running():
-		case err := <-done:
-			cancel()
-			t.Fatalf("the fleet with fakelet.yaml's credential was refused: %v", err)
-		}
-		eventually(t, 60*time.Second, "3 Ready nodes", func() (bool, error) { return f.Progress().Ready == 3, nil })
-		cancel()
-		if err := <-done; err != nil {
+		rf := runFleet(t, serviceAccountConfig(t, cp), fleet.Config{Nodes: 3, Fleet: "rbac", NamePrefix: "rbac", Template: smallNodes})
+		rf.waitReady(t, 3, 60*time.Second)
+		if err := rf.stop(); err != nil {
 			t.Errorf("run and cleanup with fakelet.yaml's credential: %v", err)
 		}
 		if n := len(fleetNodes(t, c, "rbac")); n != 0 {

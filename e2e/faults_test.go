@@ -50,29 +50,6 @@ func privateControlPlane(t *testing.T, opts controlplane.Options) *controlplane.
 	return cp
 }
 
-// runFleetOn runs a fleet against cp in the background until the test ends.
-func runFleetOn(t *testing.T, cp *controlplane.ControlPlane, cfg fleet.Config) *runningFleet {
-	t.Helper()
-	f, err := fleet.New(cfg, cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rf := &runningFleet{Fleet: f, cancel: cancel, done: make(chan error, 1)}
-	go func() { rf.done <- f.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := rf.stop(); err != nil {
-			t.Errorf("fleet run: %v", err)
-		}
-	})
-	select {
-	case <-f.Running():
-	case err := <-rf.done:
-		t.Fatalf("fleet did not start: %v", err)
-	}
-	return rf
-}
-
 // renewedSince counts the agents whose last lease renewal is after t.
 func renewedSince(rf *runningFleet, t time.Time) int {
 	n := 0
@@ -140,7 +117,7 @@ func crashAndRecover(t *testing.T, component, name string, outage time.Duration)
 	cp := privateControlPlane(t, controlplane.Options{})
 	const nodes = 20
 	gaps := &longestRenewal{}
-	rf := runFleetOn(t, cp, fleet.Config{Nodes: nodes, Fleet: name, NamePrefix: name, RegisterQPS: 100, Template: smallNodes, Recorder: gaps})
+	rf := runFleet(t, cp.AdminConfig(), fleet.Config{Nodes: nodes, Fleet: name, NamePrefix: name, RegisterQPS: 100, Template: smallNodes, Recorder: gaps})
 	start := time.Now()
 	eventually(t, 60*time.Second, "every node Ready and renewing", func() (bool, error) {
 		n := renewedSince(rf, time.Time{})
@@ -284,7 +261,7 @@ func TestPriorityAndFairnessRejections(t *testing.T) {
 	}})
 	rejectAtNodeHigh(t, cp)
 	const nodes = 50
-	rf := runFleetOn(t, cp, fleet.Config{Nodes: nodes, Fleet: "apf", NamePrefix: "apf", RegisterQPS: 1000, Template: smallNodes})
+	rf := runFleet(t, cp.AdminConfig(), fleet.Config{Nodes: nodes, Fleet: "apf", NamePrefix: "apf", RegisterQPS: 1000, Template: smallNodes})
 	eventually(t, 3*time.Minute, "every node Ready and renewing under overload", func() (bool, error) {
 		n := renewedSince(rf, time.Time{})
 		return rf.Progress().Ready == nodes && n == nodes, nil

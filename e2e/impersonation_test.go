@@ -74,22 +74,9 @@ func TestDeployRBACImpersonatesOnlyTheFleet(t *testing.T) {
 	}
 
 	// The file's own names, from its end so as not to meet other tests' fakelet-00000.
-	f, err := fleet.New(fleet.Config{Nodes: 3, FirstIndex: 997, Fleet: "impersonation", Template: smallNodes}, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.Run(runCtx) }()
-	select {
-	case <-f.Running():
-	case err := <-done:
-		cancel()
-		t.Fatalf("the fleet with fakelet.yaml's credential was refused: %v", err)
-	}
-	eventually(t, 60*time.Second, "3 Ready nodes", func() (bool, error) { return f.Progress().Ready == 3, nil })
-	cancel()
-	if err := <-done; err != nil {
+	rf := runFleet(t, sa, fleet.Config{Nodes: 3, FirstIndex: 997, Fleet: "impersonation", Template: smallNodes})
+	rf.waitReady(t, 3, 60*time.Second)
+	if err := rf.stop(); err != nil {
 		t.Errorf("run and cleanup with fakelet.yaml's credential: %v", err)
 	}
 	if n := len(fleetNodes(t, admin(t, cp), "impersonation")); n != 0 {

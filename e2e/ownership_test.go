@@ -43,8 +43,8 @@ func TestForeignObjectsSurviveRunChurnAndCleanup(t *testing.T) {
 		otherLease()
 	}
 
-	rf := runFleetOn(t, cp, fleet.Config{Nodes: 5, Fleet: "own", NamePrefix: prefix, Keep: true, Template: smallNodes})
-	eventually(t, 60*time.Second, "5 Ready nodes", func() (bool, error) { return rf.Progress().Ready == 5, nil })
+	rf := runFleet(t, cp.AdminConfig(), fleet.Config{Nodes: 5, Fleet: "own", NamePrefix: prefix, Keep: true, Template: smallNodes})
+	rf.waitReady(t, 5, 60*time.Second)
 	// A kubelet creates its Lease once its Node exists, at its next sync: up to 10 s later.
 	eventually(t, 30*time.Second, "the fleet's 5 leases", func() (bool, error) {
 		return leasesNamed(t, c, prefix) == 5+2, nil // and the two foreign ones
@@ -63,7 +63,7 @@ func TestForeignObjectsSurviveRunChurnAndCleanup(t *testing.T) {
 		}
 		return false, nil
 	})
-	eventually(t, 60*time.Second, "own-00006 Ready", func() (bool, error) { return rf.Progress().Ready == 6, nil })
+	rf.waitReady(t, 6, 60*time.Second) // own-00006
 	if err := rf.RemoveNodes(ctx, []int{5}); !errors.Is(err, fleet.ErrNotOwned) {
 		t.Errorf("removing own-00005, which is another fleet's: %v, want ErrNotOwned", err)
 	}

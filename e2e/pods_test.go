@@ -81,18 +81,14 @@ spec:
 		t.Fatal(err)
 	}
 	session.Observe(f)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("fleet run: %v", err)
-		}
+	t.Cleanup(func() { // after the fleet's stop and cleanup: cleanups run last first
 		if pods, err := c.CoreV1().Pods(fleet.PodNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: agent.FleetLabel + "=pods"}); err != nil || len(pods.Items) != 0 {
 			t.Errorf("%d of the fleet's pods left after its cleanup (%v)", len(pods.Items), err)
 		}
 	})
+	runInBackground(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	if err := session.Start(ctx, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}

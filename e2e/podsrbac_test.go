@@ -38,22 +38,9 @@ func TestPodsNeedDeployRBACPods(t *testing.T) {
 	nothingWritten(t, c, "rbacpods")
 
 	applyPodsRBAC(t, c)
-	f, err := fleet.New(cfg, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
-	select {
-	case <-f.Running():
-	case err := <-done:
-		cancel()
-		t.Fatalf("the fleet with pods.yaml's credential was refused: %v", err)
-	}
-	eventually(t, 60*time.Second, "4 Ready pods", func() (bool, error) { return f.Progress().PodsReady == 4, nil })
-	cancel()
-	if err := <-done; err != nil {
+	rf := runFleet(t, sa, cfg)
+	eventually(t, 60*time.Second, "4 Ready pods", func() (bool, error) { return rf.Progress().PodsReady == 4, nil })
+	if err := rf.stop(); err != nil {
 		t.Errorf("run and cleanup with pods.yaml's credential: %v", err)
 	}
 	pods, err := c.CoreV1().Pods(fleet.PodNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: agent.FleetLabel + "=rbacpods"})

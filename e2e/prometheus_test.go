@@ -55,9 +55,7 @@ func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	m.ActionApplied("start", "all")
 	m.ObserveReaction("ready_true", "all", metrics.FromAction, 2*time.Second)
 	m.ReactionMissed("ready_true", "all")
-	eventually(t, 90*time.Second, "100 Ready nodes", func() (bool, error) {
-		return rf.Progress().Ready == nodes, nil
-	})
+	rf.waitReady(t, nodes, 90*time.Second)
 	// A minute of steady renewals after the last start, plus two scrape intervals.
 	time.Sleep(time.Until(began.Add(10*time.Second + time.Minute + 30*time.Second)))
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"image"
 	"image/png"
 	"io"
@@ -174,7 +173,131 @@ func screenshotShowsCharts(t *testing.T, page string) {
 	if colours < 50 || float64(nonWhite) < 0.05*float64(total) || green < 200 {
 		t.Errorf("the page does not look like charts: %d colours, %d of %d pixels not white, %d Ready green", colours, nonWhite, total, green)
 	}
+	chartsShareAxisAndColours(t, img)
 }
+
+// timedCharts is how many charts of the page have the run's time along x (states, request rate,
+// latency, WAL), above the reactions' chart.
+const timedCharts = 4
+
+// chartsShareAxisAndColours checks the charts over time in the screenshot: their x axes are one
+// line each, at the same place from left to right, and their legends lie to the right of the axis's
+// end, one swatch per line, no two of a chart in one colour.
+func chartsShareAxisAndColours(t *testing.T, img image.Image) {
+	t.Helper()
+	axes := axisLines(img)
+	t.Logf("x axes (row, from, to): %v", axes)
+	if len(axes) < timedCharts {
+		t.Fatalf("%d x axes in the screenshot, want at least %d", len(axes), timedCharts)
+	}
+	for _, a := range axes[1:timedCharts] {
+		if abs(a.x0-axes[0].x0) > 1 || abs(a.x1-axes[0].x1) > 1 {
+			t.Errorf("an x axis runs from %d to %d px, the first from %d to %d: the charts' time axes differ", a.x0, a.x1, axes[0].x0, axes[0].x1)
+		}
+	}
+	top := 0
+	for k, a := range axes[:timedCharts] {
+		swatches := legendSwatches(img, a.x1+2, top, a.y)
+		top = a.y + 1
+		t.Logf("chart %d: legend swatches %v", k+1, swatches)
+		if len(swatches) == 0 || (k == 0 && len(swatches) != 3) {
+			t.Errorf("chart %d: %d legend swatches right of the data, want %s", k+1, len(swatches), map[bool]string{true: "3 (Ready, NotReady, Unknown)", false: "some"}[k == 0])
+		}
+		for i := range swatches {
+			for j := range i {
+				if nearColour(swatches[i], swatches[j]) {
+					t.Errorf("chart %d: legend swatches %d and %d share a colour, %v and %v", k+1, j+1, i+1, swatches[j], swatches[i])
+				}
+			}
+		}
+	}
+}
+
+// axisLine is a row of dark grey at least a third of the screenshot wide: a chart's x axis.
+type axisLine struct{ y, x0, x1 int }
+
+func axisLines(img image.Image) []axisLine {
+	b := img.Bounds()
+	var out []axisLine
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		x0 := -1
+		for x := b.Min.X; x <= b.Max.X; x++ {
+			dark := false
+			if x < b.Max.X {
+				c := rgb(img, x, y)
+				dark = c[0] == c[1] && c[1] == c[2] && c[0] < 160
+			}
+			if dark && x0 < 0 {
+				x0 = x
+			}
+			if !dark && x0 >= 0 {
+				if x-x0 >= b.Dx()/3 {
+					// an antialiased line covers two or three rows
+					if n := len(out); n > 0 && out[n-1].y >= y-2 && out[n-1].x0 == x0 {
+						out[n-1].y = y
+					} else {
+						out = append(out, axisLine{y, x0, x - 1})
+					}
+				}
+				x0 = -1
+			}
+		}
+	}
+	return out
+}
+
+// legendSwatches returns the colour of each legend swatch (a short coloured line, 15 px or more)
+// right of x between rows y0 and y1: of the rows a swatch covers, the most saturated, as the rows at
+// its edges are blended with the white.
+func legendSwatches(img image.Image, x, y0, y1 int) [][3]uint32 {
+	var out [][3]uint32
+	lastY := -10
+	for y := y0; y < y1; y++ {
+		c, ok := swatchIn(img, x, y)
+		if !ok {
+			continue
+		}
+		if y-lastY > 1 {
+			out = append(out, c)
+		} else if saturation(c) > saturation(out[len(out)-1]) {
+			out[len(out)-1] = c
+		}
+		lastY = y
+	}
+	return out
+}
+
+func swatchIn(img image.Image, xmin, y int) ([3]uint32, bool) {
+	b := img.Bounds()
+	for x := xmin; x < b.Max.X; x++ {
+		c := rgb(img, x, y)
+		if c[0] == c[1] && c[1] == c[2] {
+			continue
+		}
+		n := 1
+		for x+n < b.Max.X && rgb(img, x+n, y) == c {
+			n++
+		}
+		if n >= 15 {
+			return c, true
+		}
+		x += n - 1
+	}
+	return [3]uint32{}, false
+}
+
+func saturation(c [3]uint32) uint32 {
+	return max(c[0], c[1], c[2]) - min(c[0], c[1], c[2])
+}
+
+func rgb(img image.Image, x, y int) [3]uint32 {
+	r, g, b, _ := img.At(x, y).RGBA()
+	return [3]uint32{r >> 8, g >> 8, b >> 8}
+}
+
+func nearColour(a, b [3]uint32) bool { return near(a[0], b[0]) && near(a[1], b[1]) && near(a[2], b[2]) }
+
+func abs(v int) int { return max(v, -v) }
 
 func picture(img image.Image) (colours, nonWhite, green int) {
 	seen := map[[3]uint32]bool{}
@@ -206,14 +329,11 @@ func playProfile(t *testing.T, ctx context.Context, s *measure.Session, plan *pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleetCtx, stopFleet := context.WithCancel(ctx)
-	fleetDone := make(chan error, 1)
-	go func() { fleetDone <- f.Run(fleetCtx) }()
+	rf := runInBackground(t, f)
 	runErr := runner.Run(ctx)
 	s.UsePhases(measure.ScenarioPhases(runner.Record()))
 	s.Stop()
-	stopFleet()
-	if err := <-fleetDone; err != nil && !errors.Is(err, context.Canceled) {
+	if err := rf.stop(); err != nil {
 		t.Errorf("fleet: %v", err)
 	}
 	if runErr != nil {

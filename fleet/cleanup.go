@@ -144,14 +144,7 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, o CleanupOpti
 	}
 	if o.DryRun {
 		for _, d := range items {
-			switch d.kind {
-			case kindPod:
-				deleted.Pods = append(deleted.Pods, d.name)
-			case kindLease:
-				deleted.Leases = append(deleted.Leases, d.name)
-			default:
-				deleted.Nodes = append(deleted.Nodes, d.name)
-			}
+			d.addName(&deleted.Nodes, &deleted.Leases, &deleted.Pods)
 		}
 		sort.Strings(deleted.Pods)
 		return deleted, nil

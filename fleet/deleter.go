@@ -40,6 +40,18 @@ type deletion struct {
 	uid  types.UID
 }
 
+// addName appends the object's name to the one of nodes, leases and pods that lists its kind.
+func (d deletion) addName(nodes, leases, pods *[]string) {
+	switch d.kind {
+	case kindPod:
+		*pods = append(*pods, d.name)
+	case kindLease:
+		*leases = append(*leases, d.name)
+	default:
+		*nodes = append(*nodes, d.name)
+	}
+}
+
 // send deletes the object on its UID. Pods go at once: their kubelet is fakelet, and no one else
 // would confirm a graceful deletion.
 func (d deletion) send(ctx context.Context, client kubernetes.Interface) error {
@@ -129,16 +141,7 @@ func deleteAll(ctx context.Context, client kubernetes.Interface, items []deletio
 	var mu sync.Mutex
 	var firstErr error
 	done, failed := 0, 0
-	left := func(d deletion) {
-		switch d.kind {
-		case kindPod:
-			out.Left.Pods = append(out.Left.Pods, d.name)
-		case kindLease:
-			out.Left.Leases = append(out.Left.Leases, d.name)
-		default:
-			out.Left.Nodes = append(out.Left.Nodes, d.name)
-		}
-	}
+	left := func(d deletion) { d.addName(&out.Left.Nodes, &out.Left.Leases, &out.Left.Pods) }
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -153,14 +156,7 @@ func deleteAll(ctx context.Context, client kubernetes.Interface, items []deletio
 				done++
 				switch {
 				case err == nil:
-					switch d.kind {
-					case kindPod:
-						out.Pods = append(out.Pods, d.name)
-					case kindLease:
-						out.Leases = append(out.Leases, d.name)
-					default:
-						out.Nodes = append(out.Nodes, d.name)
-					}
+					d.addName(&out.Nodes, &out.Leases, &out.Pods)
 				case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 					// Gone, or replaced by someone else's: not ours to delete.
 				default:

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/wire"
 )
 
@@ -69,7 +70,7 @@ func (s *heartbeatSender) send(ctx context.Context, method, path, contentType st
 		}
 		if wait, ok := x.retry(); ok && attempt < maxRetries {
 			x.free()
-			if err := sleep(ctx, wait); err != nil {
+			if err := pause.For(ctx, wait); err != nil {
 				return err
 			}
 			continue
@@ -154,15 +155,4 @@ func (x exchange) retry() (time.Duration, bool) {
 func (x exchange) retryAfterSeconds() (int, bool) {
 	i, err := strconv.Atoi(x.retryAfter)
 	return i, err == nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return ctx.Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

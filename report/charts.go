@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"sort"
@@ -10,10 +9,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"fakelet.dev/fakelet/measure/load"
 )
@@ -23,6 +19,24 @@ type Chart struct {
 	Title string
 	// SVG is the chart as an inline <svg> element.
 	SVG string
+}
+
+// chart is a plot and its legend, which is drawn beside the data rather than over it.
+type chart struct {
+	title  string
+	p      *plot.Plot
+	legend plot.Legend
+	// lines are the legend's series in order, with the colour each is drawn in.
+	lines  []line
+	height vg.Length
+	// timed charts have the run's seconds on their x axis, the same range on each, drawn at the
+	// same place on the page, so that one moment sits at one x in every chart.
+	timed bool
+}
+
+type line struct {
+	name  string
+	color color.Color
 }
 
 // Chart sizes.
@@ -46,10 +60,27 @@ var stateColors = []color.Color{
 
 // Charts renders the report's charts.
 func (r *Report) Charts() ([]Chart, error) {
+	cs, err := r.charts()
+	if err != nil {
+		return nil, err
+	}
 	var out []Chart
+	for i, f := range frames(cs, chartWidth) {
+		s, err := renderSVG(cs[i], f, chartWidth)
+		if err != nil {
+			return nil, fmt.Errorf("chart %q: %w", cs[i].title, err)
+		}
+		out = append(out, Chart{Title: cs[i].title, SVG: s})
+	}
+	return out, nil
+}
+
+// charts builds the report's charts, leaving out those without data.
+func (r *Report) charts() ([]*chart, error) {
+	var out []*chart
 	for _, c := range []struct {
 		title string
-		build func() (*plot.Plot, vg.Length, error)
+		build func() (*chart, error)
 	}{
 		{"Nodes by Ready status", r.nodeStateChart},
 		{"Heartbeat requests per second (apiserver)", r.requestRateChart},
@@ -57,48 +88,47 @@ func (r *Report) Charts() ([]Chart, error) {
 		{"etcd WAL bytes written per second", r.walChart},
 		{"Reaction latencies per group", r.reactionChart},
 	} {
-		p, h, err := c.build()
+		ch, err := c.build()
 		if err != nil {
 			return nil, fmt.Errorf("chart %q: %w", c.title, err)
 		}
-		if p == nil {
-			continue
+		if ch != nil {
+			ch.title = c.title
+			out = append(out, ch)
 		}
-		s, err := renderSVG(p, chartWidth, h)
-		if err != nil {
-			return nil, fmt.Errorf("chart %q: %w", c.title, err)
-		}
-		out = append(out, Chart{Title: c.title, SVG: s})
 	}
 	return out, nil
 }
 
-func renderSVG(p *plot.Plot, w, h vg.Length) (string, error) {
-	c := vgsvg.NewWith(vgsvg.UseWH(w, h))
-	p.Draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return "", err
-	}
-	s := buf.String()
-	if i := strings.Index(s, "<svg"); i > 0 {
-		s = s[i:] // drop the XML prolog: the element goes inline
-	}
-	return s, nil
-}
-
-// secs is t as seconds from the start of the run: every chart's x axis.
+// secs is t as seconds from the start of the run: every timed chart's x axis.
 func (r *Report) secs(t time.Time) float64 { return t.Sub(r.Start).Seconds() }
 
-func newPlot(title, y string) *plot.Plot {
+// newTimeChart is a chart of values over the run: its x axis is the whole run, whatever its data
+// covers (rates begin at the second scrape, the nodes' timeline at the start).
+func (r *Report) newTimeChart(y string) *chart {
 	p := plot.New()
-	p.Title.Text = title
 	p.X.Label.Text = "seconds since start"
 	p.X.Tick.Marker = secondsTicks{}
 	p.Y.Label.Text = y
-	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
-	return p
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(10)
+	legend.Padding = vg.Points(3)
+	return &chart{p: p, legend: legend, height: chartHeight, timed: true}
+}
+
+// addLine draws l and names it in the legend.
+func (c *chart) addLine(name string, l *plotter.Line) {
+	c.p.Add(l)
+	c.legend.Add(name, l)
+	c.lines = append(c.lines, line{name: name, color: l.Color})
+}
+
+// fixAxes sets the axes once every line is in: the run's time along x, and y from 0.
+func (r *Report) fixAxes(c *chart) {
+	c.p.X.Min, c.p.X.Max = 0, max(r.secs(r.End), 1)
+	c.p.Y.Min = 0
 }
 
 // addBands shades each phase from 0 to top and names it.
@@ -131,12 +161,12 @@ func (r *Report) addBands(p *plot.Plot, top float64) error {
 	return nil
 }
 
-func (r *Report) nodeStateChart() (*plot.Plot, vg.Length, error) {
+func (r *Report) nodeStateChart() (*chart, error) {
 	tl := r.Nodes.Timeline
 	if len(tl) == 0 {
-		return nil, 0, nil
+		return nil, nil
 	}
-	p := newPlot("", "nodes")
+	c := r.newTimeChart("nodes")
 	series := []struct {
 		name string
 		v    func(i int) int
@@ -149,8 +179,8 @@ func (r *Report) nodeStateChart() (*plot.Plot, vg.Length, error) {
 	for i := range tl {
 		top = max(top, float64(tl[i].Ready+tl[i].NotReady+tl[i].Unknown))
 	}
-	if err := r.addBands(p, top*1.08); err != nil {
-		return nil, 0, err
+	if err := r.addBands(c.p, top*1.08); err != nil {
+		return nil, err
 	}
 	for k, s := range series {
 		xys := make(plotter.XYs, len(tl))
@@ -159,23 +189,22 @@ func (r *Report) nodeStateChart() (*plot.Plot, vg.Length, error) {
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		l.Color = stateColors[k]
 		l.Width = vg.Points(2)
-		p.Add(l)
-		p.Legend.Add(s.name, l)
+		c.addLine(s.name, l)
 	}
-	p.Y.Min = 0
-	return p, chartHeight, nil
+	r.fixAxes(c)
+	return c, nil
 }
 
-// pointsChart draws one line per key of points, scaled by scale.
-func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, keep func(string) bool) (*plot.Plot, vg.Length, error) {
+// pointsChart draws one line per key of points, scaled by scale, each in a colour of its own.
+func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, keep func(string) bool) (*chart, error) {
 	if len(points) == 0 {
-		return nil, 0, nil
+		return nil, nil
 	}
-	p := newPlot("", ylabel)
+	c := r.newTimeChart(ylabel)
 	var top float64
 	for _, pt := range points {
 		for k, v := range pt.Values {
@@ -184,50 +213,72 @@ func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, 
 			}
 		}
 	}
-	if err := r.addBands(p, max(top, 1e-9)*1.08); err != nil {
-		return nil, 0, err
+	if err := r.addBands(c.p, max(top, 1e-9)*1.08); err != nil {
+		return nil, err
 	}
-	i := 0
+	var keys []string
 	for _, k := range load.Keys(points) {
-		if !keep(k) {
-			continue
+		if keep(k) {
+			keys = append(keys, k)
 		}
+	}
+	colors := seriesColors(len(keys))
+	for i, k := range keys {
 		var xys plotter.XYs
 		for _, pt := range points {
-			v, ok := pt.Values[k]
-			if !ok {
-				v = 0
-			}
-			xys = append(xys, plotter.XY{X: r.secs(pt.At), Y: v * scale})
+			xys = append(xys, plotter.XY{X: r.secs(pt.At), Y: pt.Values[k] * scale})
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		l.Color = plotutil.Color(i)
+		l.Color = colors[i]
 		l.Width = vg.Points(1.5)
-		l.Dashes = plotutil.Dashes(i / 7)
-		p.Add(l)
-		p.Legend.Add(k, l)
-		i++
+		c.addLine(k, l)
 	}
-	p.Y.Min = 0
-	return p, chartHeight, nil
+	r.fixAxes(c)
+	return c, nil
 }
 
 // minorShare is the share of the busiest line below which a kind of request joins "other" in the
 // request rate chart, so that the legend names what matters.
 const minorShare = 0.05
 
-func (r *Report) requestRateChart() (*plot.Plot, vg.Length, error) {
+// maxRequestLines bounds the request rate chart's lines, "other" among them: the kinds past the
+// busiest join "other", so that every line keeps a colour of the eight that read well.
+const maxRequestLines = 8
+
+func (r *Report) requestRateChart() (*chart, error) {
 	points := r.Load.Timeline.RequestRate
 	peak := map[string]float64{}
 	var top float64
 	for _, pt := range points {
 		for k, v := range pt.Values {
+			if strings.HasPrefix(k, "WATCH ") {
+				continue
+			}
 			peak[k] = max(peak[k], v)
 			top = max(top, v)
 		}
+	}
+	var named []string
+	for k, v := range peak {
+		if k != "other" && v >= minorShare*top {
+			named = append(named, k)
+		}
+	}
+	sort.Slice(named, func(i, j int) bool {
+		if peak[named[i]] != peak[named[j]] {
+			return peak[named[i]] > peak[named[j]]
+		}
+		return named[i] < named[j]
+	})
+	if len(named) > maxRequestLines-1 {
+		named = named[:maxRequestLines-1]
+	}
+	shown := map[string]bool{}
+	for _, k := range named {
+		shown[k] = true
 	}
 	folded := make([]load.Point, len(points))
 	for i, pt := range points {
@@ -236,7 +287,7 @@ func (r *Report) requestRateChart() (*plot.Plot, vg.Length, error) {
 			if strings.HasPrefix(k, "WATCH ") {
 				continue
 			}
-			if peak[k] < minorShare*top {
+			if !shown[k] {
 				k = "other"
 			}
 			vals[k] += v
@@ -249,11 +300,11 @@ func (r *Report) requestRateChart() (*plot.Plot, vg.Length, error) {
 // latencyKeys are the lines of the latency chart: every request but watches, and the heartbeats'.
 var latencyKeys = map[string]bool{"*": true, "PUT leases": true, "PATCH nodes/status": true, "PUT nodes/status": true, "GET nodes": true, "GET leases": true}
 
-func (r *Report) latencyChart() (*plot.Plot, vg.Length, error) {
+func (r *Report) latencyChart() (*chart, error) {
 	return r.pointsChart(r.Load.Timeline.LatencyP99, "p99 (ms)", 1000, func(k string) bool { return latencyKeys[k] })
 }
 
-func (r *Report) walChart() (*plot.Plot, vg.Length, error) {
+func (r *Report) walChart() (*chart, error) {
 	return r.pointsChart(r.Load.Timeline.EtcdWALRate, "KiB/s", 1.0/1024, func(string) bool { return true })
 }
 
@@ -261,7 +312,7 @@ func (r *Report) walChart() (*plot.Plot, vg.Length, error) {
 const maxReactionBoxes = 16
 
 // reactionChart draws a horizontal box plot of the latencies of each reaction with samples.
-func (r *Report) reactionChart() (*plot.Plot, vg.Length, error) {
+func (r *Report) reactionChart() (*chart, error) {
 	var idx []int
 	for i, s := range r.Reactions {
 		if len(s.Samples) > 0 {
@@ -269,7 +320,7 @@ func (r *Report) reactionChart() (*plot.Plot, vg.Length, error) {
 		}
 	}
 	if len(idx) == 0 {
-		return nil, 0, nil
+		return nil, nil
 	}
 	if len(idx) > maxReactionBoxes {
 		sort.SliceStable(idx, func(a, b int) bool { return len(r.Reactions[idx[a]].Samples) > len(r.Reactions[idx[b]].Samples) })
@@ -279,24 +330,28 @@ func (r *Report) reactionChart() (*plot.Plot, vg.Length, error) {
 	p := plot.New()
 	p.X.Label.Text = "seconds (from the last heartbeat for stop, partition and denyAuth; else from the action)"
 	p.Add(plotter.NewGrid())
+	c := &chart{p: p}
+	colors := seriesColors(len(idx))
 	var names []string
 	for row, i := range idx {
 		s := r.Reactions[i]
 		pos := float64(len(idx) - 1 - row) // first summary on top
 		b, err := plotter.NewBoxPlot(vg.Points(14), pos, plotter.Values(s.Samples))
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		b.Horizontal = true
-		b.FillColor = plotutil.Color(row)
+		b.FillColor = colors[row]
 		p.Add(b)
-		names = append(names, fmt.Sprintf("%s %s %s: %s (%d)", s.Phase, s.Group, s.Op, s.Event, len(s.Samples)))
+		name := fmt.Sprintf("%s %s %s: %s (%d)", s.Phase, s.Group, s.Op, s.Event, len(s.Samples))
+		names = append(names, name)
+		c.lines = append(c.lines, line{name: name, color: b.FillColor})
 	}
 	for a, b := 0, len(names)-1; a < b; a, b = a+1, b-1 {
 		names[a], names[b] = names[b], names[a]
 	}
 	p.NominalY(names...)
 	p.X.Min = 0
-	h := max(6*vg.Centimeter, vg.Length(len(idx))*0.9*vg.Centimeter+3*vg.Centimeter)
-	return p, h, nil
+	c.height = max(6*vg.Centimeter, vg.Length(len(idx))*0.9*vg.Centimeter+3*vg.Centimeter)
+	return c, nil
 }

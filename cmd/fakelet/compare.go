@@ -14,6 +14,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
 )
@@ -119,11 +120,7 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 		if err != nil {
 			return err
 		}
-		defer func() {
-			if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
-				fmt.Fprintln(log, "stop the local control plane:", err)
-			}
-		}()
+		defer tgt.releaseOrSay(ctx, log)
 		fmt.Fprintf(log, "target: %s\n", tgt.description)
 		cl, err := clusterOf(tgt)
 		if err != nil {
@@ -180,7 +177,7 @@ func measureModes(ctx context.Context, log io.Writer, cf compareFlags, dir strin
 			// The fleet before is gone (measureMode waited for it): let the cluster settle from its
 			// deletion before the next registers.
 			fmt.Fprintf(log, "settling %v before %s mode\n", cf.settle, mode)
-			if err := sleep(ctx, cf.settle); err != nil {
+			if err := pause.For(ctx, cf.settle); err != nil {
 				return nil, nil, err
 			}
 		}

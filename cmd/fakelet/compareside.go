@@ -17,6 +17,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
@@ -172,7 +173,7 @@ func steadyWindow(ctx context.Context, log io.Writer, cf compareFlags, mode hear
 	// apiserver: give it 0.3 s a node, then measure anyway and say so.
 	quietBy := time.Now().Add(time.Duration(cf.nodes)*300*time.Millisecond + 2*time.Minute)
 	for last := time.Now(); !quiet(); {
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := pause.For(ctx, time.Second); err != nil {
 			return "", err
 		}
 		if time.Now().After(quietBy) {
@@ -191,11 +192,11 @@ func steadyWindow(ctx context.Context, log io.Writer, cf compareFlags, mode hear
 	} else {
 		fmt.Fprintf(log, "%s mode: settling %v, then measuring %v\n", mode, cf.settle, cf.duration)
 	}
-	if err := sleep(ctx, cf.settle); err != nil {
+	if err := pause.For(ctx, cf.settle); err != nil {
 		return "", err
 	}
 	s.PhaseBegan("steady", time.Now())
-	if err := sleep(ctx, cf.duration); err != nil {
+	if err := pause.For(ctx, cf.duration); err != nil {
 		return "", err
 	}
 	s.PhaseEnded(time.Now())
@@ -215,15 +216,4 @@ func waitFleetGone(ctx context.Context, c kubernetes.Interface, name string) err
 		return fmt.Errorf("%d Node(s) of fleet %s still in the cluster %v after its deletion: %w", left, name, fleetGoneTimeout, err)
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

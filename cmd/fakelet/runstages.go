@@ -54,11 +54,7 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 		return err
 	}
 	r.tgt = tgt
-	r.undo = append(r.undo, func() {
-		if err := tgt.release(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintln(r.log, "stop the local control plane:", err)
-		}
-	})
+	r.undo = append(r.undo, func() { tgt.releaseOrSay(ctx, r.log) })
 	fmt.Fprintf(r.log, "target: %s\n", tgt.description)
 	start, err := r.rf.shard.coordinate(ctx, tgt.config, r.cfg, r.plan, r.log)
 	if err != nil {

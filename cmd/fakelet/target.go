@@ -119,6 +119,13 @@ func isPlainHTTP(cfg *rest.Config) (bool, error) {
 	return u.Scheme == "http", nil
 }
 
+// releaseOrSay releases the target, even after ctx has ended, and writes to log if that fails.
+func (t *target) releaseOrSay(ctx context.Context, log io.Writer) {
+	if err := t.release(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintln(log, "stop the local control plane:", err)
+	}
+}
+
 // resolveTarget picks the cluster: the pod's own with --in-cluster, the one named by --kubeconfig or
 // --context, or else the local control plane, started if none is up and stopped at release if this
 // run started it. $KUBECONFIG is never used unless one of the two flags asks for a kubeconfig, and

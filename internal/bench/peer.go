@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"fakelet.dev/fakelet/internal/pause"
 )
 
 // Peer is another fake kubelet that keeps the fleet's Nodes after fakelet's window, on the same
@@ -107,20 +109,20 @@ func (r peerRun) run(ctx context.Context) (PeerResult, error) {
 		if time.Now().After(deadline) {
 			return res, fmt.Errorf("%s did not hold every Lease with every Node Ready within %v; see %s", r.peer.Name, r.handOverWithin, logPath)
 		}
-		if err := sleep(ctx, r.poll); err != nil {
+		if err := pause.For(ctx, r.poll); err != nil {
 			return res, err
 		}
 	}
 	res.HandOver = time.Since(began)
 	fmt.Fprintf(r.log, "   %s: took the Nodes over in %v; settling %v, then measuring %v\n", r.peer.Name, res.HandOver.Round(time.Second), r.settle, r.steady)
-	if err := sleep(ctx, r.settle); err != nil {
+	if err := pause.For(ctx, r.settle); err != nil {
 		return res, err
 	}
 	before, err := r.snapshot(pids)
 	if err != nil {
 		return res, err
 	}
-	if err := sleep(ctx, r.steady); err != nil {
+	if err := pause.For(ctx, r.steady); err != nil {
 		return res, err
 	}
 	after, err := r.snapshot(pids)

@@ -21,6 +21,7 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fidelity"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/pause"
 )
 
 // The kubemark reference (issue 15, docs/fidelity.md): hollow kubelets and fakelet agents side by
@@ -256,7 +257,7 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 	steady := time.Now().Add(o.Windows.Startup)
 	fmt.Fprintf(o.Log, "   every node Ready after %v; steady window from %s for %v\n",
 		time.Since(res.Began).Round(time.Second), steady.Format(time.TimeOnly), o.Windows.Steady)
-	if err := sleep(ctx, time.Until(steady)+o.Windows.Steady); err != nil {
+	if err := pause.For(ctx, time.Until(steady)+o.Windows.Steady); err != nil {
 		return res, err
 	}
 	res.Windows = append(res.Windows, fidelity.Window{Name: WindowSteady, From: steady, To: steady.Add(o.Windows.Steady)})
@@ -267,7 +268,7 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 		return res, err
 	}
 	res.Windows = append(res.Windows, fidelity.Window{Name: WindowPods, From: from, To: from.Add(o.Windows.Pods)})
-	if err := sleep(ctx, time.Until(from.Add(o.Windows.Pods))); err != nil {
+	if err := pause.For(ctx, time.Until(from.Add(o.Windows.Pods))); err != nil {
 		return res, err
 	}
 
@@ -287,7 +288,7 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 			return res, err
 		}
 	}
-	if err := sleep(ctx, time.Until(from.Add(o.Windows.Restart))); err != nil {
+	if err := pause.For(ctx, time.Until(from.Add(o.Windows.Restart))); err != nil {
 		return res, err
 	}
 	res.Windows = append(res.Windows, fidelity.Window{Name: WindowRestart, From: from, To: from.Add(o.Windows.Restart)})
@@ -331,7 +332,7 @@ func waitReady(ctx context.Context, c kubernetes.Interface, names []string, holl
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not Ready within %v: %v", timeout, notReady)
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := pause.For(ctx, time.Second); err != nil {
 			return err
 		}
 	}
@@ -417,7 +418,7 @@ func (p *podRelay) run(ctx context.Context, nodes []string, perNode int, window 
 			created[pod.Name] = pod
 		}
 	}
-	if err := sleep(ctx, time.Until(start.Add(window/2))); err != nil {
+	if err := pause.For(ctx, time.Until(start.Add(window/2))); err != nil {
 		return err
 	}
 	for name, pod := range created {
@@ -426,7 +427,7 @@ func (p *podRelay) run(ctx context.Context, nodes []string, perNode int, window 
 			return fmt.Errorf("delete pod %s: %w", name, err)
 		}
 	}
-	if err := sleep(ctx, time.Until(start.Add(window))); err != nil {
+	if err := pause.For(ctx, time.Until(start.Add(window))); err != nil {
 		return err
 	}
 	for name, pod := range created {

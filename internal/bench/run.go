@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/internal/pause"
 )
 
 // Options say which fleets to measure and how.
@@ -134,12 +135,12 @@ func measure(ctx context.Context, o Options, n int) (Result, error) {
 			res.RegisteredErr = fmt.Sprintf("not every node Ready within %v", o.RegisterTimeout)
 			break
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := pause.For(ctx, time.Second); err != nil {
 			return res, err
 		}
 	}
 	fmt.Fprintf(o.Log, "   registered in %v; settling %v, then measuring %v\n", res.Register.Round(time.Second), o.Settle, o.Steady)
-	if err := sleep(ctx, o.Settle); err != nil {
+	if err := pause.For(ctx, o.Settle); err != nil {
 		return res, err
 	}
 
@@ -147,7 +148,7 @@ func measure(ctx context.Context, o Options, n int) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := sleep(ctx, o.Steady); err != nil {
+	if err := pause.For(ctx, o.Steady); err != nil {
 		return res, err
 	}
 	after, err := snapshot(pids, mc, cp.APIServerURL+"/metrics", fleetURL)
@@ -249,17 +250,6 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // nan prints a missing measurement as such.

@@ -1,0 +1,98 @@
+package report
+
+import (
+	"bytes"
+	"image/color"
+	"strings"
+
+	"gonum.org/v1/plot/palette"
+	"gonum.org/v1/plot/palette/brewer"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// legendGap is the space between a chart's data and its legend.
+const legendGap = 0.4 * vg.Centimeter
+
+// frame is where a chart's parts go on its canvas: the plot (its axes and data) and the legend,
+// beside the data so that it never covers a line.
+type frame struct {
+	plot, legend vg.Rectangle
+}
+
+// frames lays out charts of width w. The timed charts share one legend column, as wide as their
+// widest legend, and their plots are inset so that their data areas coincide: gonum sizes each
+// y axis by its labels, which would shift one chart's time axis against another's.
+func frames(cs []*chart, w vg.Length) []frame {
+	var legendW vg.Length
+	for _, c := range cs {
+		if c.timed {
+			legendW = max(legendW, c.legend.Rectangle(draw.Canvas{}).Size().X)
+		}
+	}
+	plotW := w
+	if legendW > 0 {
+		plotW = w - legendW - legendGap
+	}
+	// left and right are the room each timed chart's axes and padding take beside its data.
+	left, right := make([]vg.Length, len(cs)), make([]vg.Length, len(cs))
+	var maxLeft, maxRight vg.Length
+	for i, c := range cs {
+		if !c.timed {
+			continue
+		}
+		area := draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: plotW, Y: c.height}}}
+		data := c.p.DataCanvas(area)
+		left[i], right[i] = data.Min.X-area.Min.X, area.Max.X-data.Max.X
+		maxLeft, maxRight = max(maxLeft, left[i]), max(maxRight, right[i])
+	}
+	out := make([]frame, len(cs))
+	for i, c := range cs {
+		if !c.timed {
+			out[i] = frame{plot: vg.Rectangle{Max: vg.Point{X: w, Y: c.height}}}
+			continue
+		}
+		out[i].plot = vg.Rectangle{
+			Min: vg.Point{X: maxLeft - left[i]},
+			Max: vg.Point{X: plotW - (maxRight - right[i]), Y: c.height},
+		}
+		data := c.p.DataCanvas(draw.Canvas{Rectangle: out[i].plot})
+		out[i].legend = vg.Rectangle{
+			Min: vg.Point{X: w - legendW, Y: data.Min.Y},
+			Max: vg.Point{X: w, Y: data.Max.Y},
+		}
+	}
+	return out
+}
+
+// drawChart draws c in frame f on dc.
+func drawChart(dc vg.Canvas, c *chart, f frame) {
+	c.p.Draw(draw.Canvas{Canvas: dc, Rectangle: f.plot})
+	if c.timed {
+		c.legend.Draw(draw.Canvas{Canvas: dc, Rectangle: f.legend})
+	}
+}
+
+func renderSVG(c *chart, f frame, w vg.Length) (string, error) {
+	svg := vgsvg.NewWith(vgsvg.UseWH(w, c.height))
+	drawChart(svg, c, f)
+	var buf bytes.Buffer
+	if _, err := svg.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	s := buf.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:] // drop the XML prolog: the element goes inline
+	}
+	return s, nil
+}
+
+// seriesColors returns n colours, no two alike: ColorBrewer's Dark2, whose eight read well as
+// lines on white and on the phase bands, and past eight, hues evenly spaced around the wheel.
+func seriesColors(n int) []color.Color {
+	if dark := brewer.Dark2[8].Colors(); n <= len(dark) {
+		return dark[:n]
+	}
+	return palette.Rainbow(n, 0, palette.Hue(1-1/float64(n)), 0.8, 0.7, 1).Colors()
+}
