@@ -49,6 +49,8 @@ import (
 type Clients struct {
 	Core         corev1client.CoreV1Interface
 	Coordination coordinationv1client.CoordinationV1Interface
+	// Watches carries the watches of the kubelet footprint; nil opens none.
+	Watches Watcher
 }
 
 // Agent is one fake kubelet.
@@ -123,6 +125,12 @@ func (a *Agent) Start(ctx context.Context) {
 	if a.mode == ModeLease {
 		r.lease.active = true
 		a.cfg.Scheduler.After(0, &r.lease)
+	}
+	if a.cfg.Footprint == FootprintKubelet && a.api.Watches != nil {
+		r.watches = a.kubeletReflectors(r)
+		for _, f := range r.watches {
+			a.cfg.Scheduler.After(0, f)
+		}
 	}
 }
 
@@ -293,6 +301,8 @@ type run struct {
 	lease  leaseLoop
 	status statusLoop
 	pods   podLoop
+	// watches are the kubelet's reflectors in the kubelet footprint (watches.go).
+	watches []*reflector
 }
 
 // newRun returns a run of a within ctx, its loops not scheduled yet.

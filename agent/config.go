@@ -107,6 +107,8 @@ func (h Heartbeat) Validate() error {
 type Config struct {
 	Template  *Template
 	Heartbeat Heartbeat
+	// Footprint is which of a kubelet's requests the agents make; "" is FootprintHeartbeat.
+	Footprint Footprint
 	Scheduler *scheduler.Scheduler
 	// Rand returns a float in [0, 1) for the kubelet's jitter and report delay; nil means math/rand/v2.
 	Rand func() float64

@@ -74,7 +74,11 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]ag
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
 		lean := newLeaseWriter(hc, coord, cfg)
-		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, lean}}
+		watches, err := newHTTPWatcher(hc, cfg)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, lean}, Watches: watches}
 	}
 	return out, nil
 }

@@ -24,6 +24,7 @@ type runFlags struct {
 	target                targetFlags
 	fleet                 fleet.Config
 	mode, identity        string
+	footprint             string
 	leaseDuration         time.Duration
 	renewInterval         time.Duration
 	statusUpdateFrequency time.Duration
@@ -90,6 +91,7 @@ Ready, and the run ends after the last one.`,
 	f.Float64Var(&rf.fleet.RegisterQPS, "register-qps", fleet.DefaultRegisterQPS, "kubelets started (and so Nodes registered) per second")
 	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
 	addCleanupQPSFlag(f, &rf.fleet.CleanupQPS)
+	f.StringVar(&rf.footprint, "footprint", string(agent.FootprintKubelet), "kubelet: every kubelet's watches and requests besides its heartbeats (docs/architecture.md); heartbeat: the heartbeats and the pods' status only")
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.procs, "gomaxprocs", 0, "threads running Go code at once (0: one per 500 heartbeats a second, at most the CPUs fakelet may use; the GOMAXPROCS environment variable overrides this default)")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
@@ -112,6 +114,9 @@ func (rf *runFlags) config() (fleet.Config, error) {
 	mode, err := agent.ParseMode(rf.mode)
 	if err != nil {
 		return cfg, fmt.Errorf("--mode: %w", err)
+	}
+	if cfg.Footprint, err = agent.ParseFootprint(rf.footprint); err != nil {
+		return cfg, fmt.Errorf("--footprint: %w", err)
 	}
 	if cfg.Identity, err = fleet.ParseIdentity(rf.identity); err != nil {
 		return cfg, fmt.Errorf("--identity: %w", err)
@@ -216,9 +221,9 @@ func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Co
 		return err
 	}
 	m.RegisterFleet(f)
-	fmt.Fprintf(log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
+	fmt.Fprintf(log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
 		cfg.Fleet, f.Config().RunID, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS, procs)
+		cfg.Heartbeat.Mode, cfg.Footprint, cfg.Identity, cfg.Connections, cfg.RegisterQPS, procs)
 
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if rf.duration > 0 {
