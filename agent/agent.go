@@ -42,6 +42,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 )
 
 // Clients are the API clients an agent calls. Agents of a fleet share them: whose identity a request
@@ -49,6 +50,8 @@ import (
 type Clients struct {
 	Core         corev1client.CoreV1Interface
 	Coordination coordinationv1client.CoordinationV1Interface
+	// Storage creates the node's CSINode in the kubelet footprint; nil creates none.
+	Storage storagev1client.StorageV1Interface
 	// Watches carries the watches of the kubelet footprint; nil opens none.
 	Watches Watcher
 }
@@ -101,6 +104,9 @@ func New(cfg *Config, api Clients, name string, index int, zone string) *Agent {
 	return a
 }
 
+// kubelet says whether the agent makes a kubelet's whole footprint.
+func (a *Agent) kubelet() bool { return a.cfg.Footprint == FootprintKubelet }
+
 // Name is the agent's node name.
 func (a *Agent) Name() string { return a.name }
 
@@ -126,10 +132,16 @@ func (a *Agent) Start(ctx context.Context) {
 		r.lease.active = true
 		a.cfg.Scheduler.After(0, &r.lease)
 	}
-	if a.cfg.Footprint == FootprintKubelet && a.api.Watches != nil {
-		r.watches = a.kubeletReflectors(r)
-		for _, f := range r.watches {
-			a.cfg.Scheduler.After(0, f)
+	if a.kubelet() {
+		r.events.nodeEventOf(a.nodeUID, reasonStarting, messageStartingKubelet)
+		if a.api.Storage != nil {
+			a.cfg.Scheduler.After(0, &r.csiNode)
+		}
+		if a.api.Watches != nil {
+			r.watches = a.kubeletReflectors(r)
+			for _, f := range r.watches {
+				a.cfg.Scheduler.After(0, f)
+			}
 		}
 	}
 }
@@ -301,18 +313,25 @@ type run struct {
 	lease  leaseLoop
 	status statusLoop
 	pods   podLoop
-	// watches are the kubelet's reflectors in the kubelet footprint (watches.go).
+	// The kubelet footprint's: the kubelet's reflectors (watches.go), its CSINode (csinode.go) and
+	// its Events (events.go).
 	watches []*reflector
+	csiNode csiNodeLoop
+	events  eventRecorder
+	// nodeEventsSent: the Node's first conditions were recorded as Events in this run.
+	nodeEventsSent bool
 }
 
 // newRun returns a run of a within ctx, its loops not scheduled yet.
 func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
-	r.lease.r, r.status.r, r.pods.r = r, r, r
+	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r = r, r, r, r, r
 	r.lease.c.init(r)
 	r.status.c.init(r)
 	r.pods.c.init(r)
+	r.csiNode.c.init(r)
+	r.events.c.init(r)
 	return r
 }
 

@@ -150,6 +150,8 @@ func (p *podLoop) Run() {
 		var err error
 		if pod.DeletionTimestamp != nil {
 			err = p.c.deletePod(pod)
+		} else if a.kubelet() {
+			err = p.syncAsStatusManager(pod, now)
 		} else {
 			var out *corev1.Pod
 			if out, err = p.c.patchPodStatus(pod, a.podStatus(pod, now)); err == nil {
@@ -163,4 +165,36 @@ func (p *podLoop) Run() {
 		p.schedule(now.Add(podSyncPeriod))
 		a.mu.Unlock()
 	}
+}
+
+// syncAsStatusManager reports pod as the kubelet's status manager does (kubelet footprint): each
+// sync GETs the pod and patches its status against what it got. A pod no kubelet has started yet is
+// reported Pending with its container being created first, then the container's Events are
+// recorded (its image present: Pulled, Created, Started), and a second sync reports it Running and
+// Ready.
+func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
+	a := p.r.a
+	got, err := p.c.getPod(pod)
+	if err != nil {
+		return err
+	}
+	if got.UID != pod.UID {
+		return nil // another pod of that name: the status manager drops the update
+	}
+	if got.Status.Phase == "" || got.Status.Phase == corev1.PodPending {
+		out, err := p.c.patchPodStatus(got, a.podStatusPending(got, now))
+		if err != nil {
+			return err
+		}
+		a.ObservePod(out)
+		p.r.events.containerEvents(out)
+		if got, err = p.c.getPod(out); err != nil {
+			return err
+		}
+	}
+	out, err := p.c.patchPodStatus(got, a.podStatus(got, now))
+	if err == nil {
+		a.ObservePod(out)
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 
@@ -78,7 +79,11 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]ag
 		if err != nil {
 			return nil, err
 		}
-		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, lean}, Watches: watches}
+		storage, err := storagev1client.NewForConfigAndClient(cfg, hc)
+		if err != nil {
+			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
+		}
+		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, lean}, Storage: storage, Watches: watches}
 	}
 	return out, nil
 }
