@@ -14,11 +14,34 @@
 //   - pods.go: the status manager for the pods the fleet binds to the node: PatchPodStatus to Running
 //     and Ready, and the final delete of a pod whose deletion someone requested.
 //
+// The rest of a kubelet's requests are made in the kubelet footprint (FootprintKubelet, the fleet's
+// default; FootprintHeartbeat leaves them out):
+//   - watches.go and reflector.go: the watches of the kubelet's reflectors (client-go v0.37's
+//     Reflector: streaming lists, bookmarks, jittered timeouts, resume, relist after 410 Gone, its
+//     backoff), opened through a Watcher that decodes of each event only what a reflector needs to
+//     resume;
+//   - csinode.go: the CSI plugin's CSINode at start;
+//   - events.go: the kubelet's Events through the event recorder's spam filter and correlator;
+//   - pods.go: the status manager's GET before each patch and the Pending report before Running.
+//
 // Deliberate differences from a kubelet, each for cost: the agent's view of its own Node and pods
-// comes from the responses to its requests and from watches the fleet shares (a kubelet runs its own
-// informers); it runs no containers, so a pod is Running and Ready as soon as it is reported; it
-// sends no Events; and it does not close idle connections after repeated heartbeat failures
-// (connections are shared by the fleet).
+// comes from the responses to its requests and from watches the fleet shares, not from its own
+// watches, which are read only for their resource versions (a kubelet keeps a store per informer);
+// it runs no containers, so a pod is Running and Ready as soon as it is reported, after one Pending
+// report in the kubelet footprint; and it does not close idle connections after repeated heartbeat
+// failures (connections are shared by the fleet).
+//
+// Differences not reproduced yet in the kubelet footprint, each known: a streaming list that fails
+// other than by 410 or a refused connection is retried as a streaming list after a backoff, where
+// client-go falls back to a LIST; the configmap and secret managers' watches are not opened, since the
+// fleet's pods reference no ConfigMap or Secret and mount no service account token (a kubelet would
+// watch kube-root-ca.crt in each namespace it has such pods in, and request their tokens); the
+// discovery GET a hollow kubelet sends at start is not sent, its source in the kubelet not being
+// identified; the registration goes straight to Ready, without the first NotReady report and the
+// fast update a kubelet sends before its runtime is up; only the Ready condition's changes are
+// recorded as Events after start, not the pressure conditions'; the event correlator's aggregation of
+// more than 10 similar events in 10 minutes is not reproduced (an agent never sends that many about
+// one object); a deleted pod gets no final status patch before its DELETE.
 //
 // Deliberate differences for ownership, so that fakelet never takes over or writes what it did not
 // create: the Node it registers and the Lease it creates carry the fleet label and the run's ID
@@ -27,7 +50,11 @@
 // Lease that another live run of its fleet holds (held.go). Its status patches carry the
 // UID of the Node it registered or adopted as metadata.uid, which the apiserver refuses (422, the UID
 // is immutable) on any other Node of that name, so a Node replaced mid-run is never written to; the
-// request is otherwise the kubelet's (statuspatch.go, withUID).
+// request is otherwise the kubelet's (statuspatch.go, withUID). In the kubelet footprint, an existing
+// CSINode is left as it is, where a kubelet would update its annotation or delete it when another Node
+// owns it; the CSINode an agent creates is owned by its Node and goes with it (the garbage collector
+// deletes it after the fleet's cleanup deletes the Node); its Events are left to expire with the
+// apiserver's event TTL, as a kubelet leaves them.
 package agent
 
 import (
