@@ -27,6 +27,9 @@ type reflector struct {
 	path       string
 	selector   string // fieldSelector; "" for none
 	minTimeout int32  // seconds; the timeout is random in [min, 2 min)
+	// clientTimeout: the reflector watches through a typed client, whose Watch also sends the
+	// timeout as the request's (timeout=7m30s); the pod source's ListWatch on the REST client does not.
+	clientTimeout bool
 
 	rv          string // last synced resource version
 	unavailable bool   // rv expired (410) or is too large: the next list starts from the newest
@@ -54,9 +57,9 @@ const (
 // reflectorBackoffSteps is the reflector's Steps: ceil(cap / init).
 var reflectorBackoffSteps = int16(math.Ceil(float64(backoffCap) / float64(backoffInit)))
 
-func newReflector(r *run, resource, path, selector string, minTimeout int32) *reflector {
+func newReflector(r *run, resource, path, selector string, minTimeout int32, clientTimeout bool) *reflector {
 	return &reflector{
-		r: r, resource: resource, path: path, selector: selector, minTimeout: minTimeout,
+		r: r, resource: resource, path: path, selector: selector, minTimeout: minTimeout, clientTimeout: clientTimeout,
 		relist: true, backoff: backoffInit, backoffSteps: reflectorBackoffSteps,
 		backoffReset: r.a.cfg.Scheduler.Clock().Now(),
 	}
@@ -74,8 +77,9 @@ func (f *reflector) Run() {
 	}
 	timeout := int64(f.minTimeout) + int64(a.cfg.rand()*float64(f.minTimeout))
 	q.Set("timeoutSeconds", strconv.FormatInt(timeout, 10))
-	// The typed client's Watch also sets the request's timeout to it, which client-go sends as well.
-	q.Set("timeout", (time.Duration(timeout) * time.Second).String())
+	if f.clientTimeout {
+		q.Set("timeout", (time.Duration(timeout) * time.Second).String())
+	}
 	q.Set("allowWatchBookmarks", "true")
 	q.Set("watch", "true")
 	f.listing = f.relist

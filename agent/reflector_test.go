@@ -54,11 +54,12 @@ func TestKubeletWatchesAtStart(t *testing.T) {
 	h, a, w := kubeletAgent(t)
 	a.Start(h.ctx)
 	h.advance(0)
-	// rand 0.5: every timeout is 450 s, in the reflector's [300, 600).
+	// rand 0.5: every timeout is 450 s, in the reflector's [300, 600). The queries are those a hollow
+	// kubelet (kubemark, the real kubelet code) sent in the kubemark reference's audit log.
 	want := []string{
 		"/api/v1/nodes?allowWatchBookmarks=true&fieldSelector=metadata.name%3Dfakelet-00007&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m30s&timeoutSeconds=450&watch=true",
 		"/api/v1/services?allowWatchBookmarks=true&fieldSelector=spec.clusterIP%21%3DNone&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m30s&timeoutSeconds=450&watch=true",
-		"/api/v1/pods?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m30s&timeoutSeconds=450&watch=true",
+		"/api/v1/pods?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=450&watch=true",
 		"/apis/node.k8s.io/v1/runtimeclasses?allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m30s&timeoutSeconds=450&watch=true",
 		"/apis/storage.k8s.io/v1/csidrivers?allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m30s&timeoutSeconds=450&watch=true",
 		"/apis/certificates.k8s.io/v1/podcertificaterequests?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m30s&timeoutSeconds=450&watch=true",
@@ -134,7 +135,7 @@ func TestReflectorResumesAndRelists(t *testing.T) {
 	if fw.at != 450*time.Second {
 		t.Errorf("re-watch at %v, want at once (450s)", fw.at)
 	}
-	if got, want := fw.req.String(), "/api/v1/pods?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersion=11&timeout=7m30s&timeoutSeconds=450&watch=true"; got != want {
+	if got, want := fw.req.String(), "/api/v1/pods?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersion=11&timeoutSeconds=450&watch=true"; got != want {
 		t.Errorf("re-watch:\n got %s\nwant %s", got, want)
 	}
 	fw.h.Opened(nil)
@@ -149,14 +150,14 @@ func TestReflectorResumesAndRelists(t *testing.T) {
 	}
 	h.advance(450*time.Second + 1200*time.Millisecond)
 	fw = only(t, w)
-	if got, want := fw.req.String(), "/api/v1/pods?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersion=12&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m30s&timeoutSeconds=450&watch=true"; got != want {
+	if got, want := fw.req.String(), "/api/v1/pods?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersion=12&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=450&watch=true"; got != want {
 		t.Errorf("relist:\n got %s\nwant %s", got, want)
 	}
 	// That version is gone too: the newest state, at once.
 	fw.h.Opened(gone())
 	h.advance(450*time.Second + 1200*time.Millisecond)
 	fw = only(t, w)
-	if got, want := fw.req.String(), "/api/v1/pods?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeout=7m30s&timeoutSeconds=450&watch=true"; got != want {
+	if got, want := fw.req.String(), "/api/v1/pods?allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dfakelet-00007&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=450&watch=true"; got != want {
 		t.Errorf("relist from the newest:\n got %s\nwant %s", got, want)
 	}
 	fw.h.Opened(nil)

@@ -8,7 +8,8 @@ import (
 // (WatchListClient) behaviour, each with its selector (pkg/kubelet/kubelet.go, config/apiserver.go):
 //   - its own Node, for the node lister (NewMainKubelet);
 //   - the Services that are not headless, for the pods' environment variables;
-//   - the pods bound to it, the apiserver pod source (config.NewSourceApiserver);
+//   - the pods bound to it, the apiserver pod source (config.NewSourceApiserver), whose ListWatch
+//     on the REST client sends no client timeout beside timeoutSeconds;
 //   - RuntimeClasses (runtimeclass.NewManager);
 //   - CSIDrivers, for the CSI volume plugin (volume_host.go);
 //   - its PodCertificateRequests (podcertificate.NewIssuingManager; its feature gate is on by default).
@@ -21,11 +22,11 @@ func (a *Agent) kubeletReflectors(r *run) []*reflector {
 	onNode := fields.OneTermEqualSelector("spec.nodeName", a.name).String()
 	notHeadless := fields.OneTermNotEqualSelector("spec.clusterIP", "None").String()
 	return []*reflector{
-		newReflector(r, "nodes", "/api/v1/nodes", name, reflectorMinWatchTimeout),
-		newReflector(r, "services", "/api/v1/services", notHeadless, reflectorMinWatchTimeout),
-		newReflector(r, "pods", "/api/v1/pods", onNode, reflectorMinWatchTimeout),
-		newReflector(r, "runtimeclasses", "/apis/node.k8s.io/v1/runtimeclasses", "", reflectorMinWatchTimeout),
-		newReflector(r, "csidrivers", "/apis/storage.k8s.io/v1/csidrivers", "", reflectorMinWatchTimeout),
-		newReflector(r, "podcertificaterequests", "/apis/certificates.k8s.io/v1/podcertificaterequests", onNode, reflectorMinWatchTimeout),
+		newReflector(r, "nodes", "/api/v1/nodes", name, reflectorMinWatchTimeout, true),
+		newReflector(r, "services", "/api/v1/services", notHeadless, reflectorMinWatchTimeout, true),
+		newReflector(r, "pods", "/api/v1/pods", onNode, reflectorMinWatchTimeout, false),
+		newReflector(r, "runtimeclasses", "/apis/node.k8s.io/v1/runtimeclasses", "", reflectorMinWatchTimeout, true),
+		newReflector(r, "csidrivers", "/apis/storage.k8s.io/v1/csidrivers", "", reflectorMinWatchTimeout, true),
+		newReflector(r, "podcertificaterequests", "/apis/certificates.k8s.io/v1/podcertificaterequests", onNode, reflectorMinWatchTimeout, true),
 	}
 }
