@@ -22,7 +22,8 @@
 //     resume;
 //   - csinode.go: the CSI plugin's CSINode at start;
 //   - events.go: the kubelet's Events through the event recorder's spam filter and correlator;
-//   - pods.go: the status manager's GET before each patch and the Pending report before Running.
+//   - pods.go: the status manager's GET before each patch, the Pending report before Running, and
+//     the stopping and terminal (Succeeded) reports before a deleted pod's DELETE.
 //
 // Deliberate differences from a kubelet, each for cost: the agent's view of its own Node and pods
 // comes from the responses to its requests and from watches the fleet shares, not from its own
@@ -41,7 +42,7 @@
 // fast update a kubelet sends before its runtime is up; only the Ready condition's changes are
 // recorded as Events after start, not the pressure conditions'; the event correlator's aggregation of
 // more than 10 similar events in 10 minutes is not reproduced (an agent never sends that many about
-// one object); a deleted pod gets no final status patch before its DELETE.
+// one object).
 //
 // Deliberate differences for ownership, so that fakelet never takes over or writes what it did not
 // create: the Node it registers and the Lease it creates carry the fleet label and the run's ID

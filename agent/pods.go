@@ -148,7 +148,9 @@ func (p *podLoop) Run() {
 			return
 		}
 		var err error
-		if pod.DeletionTimestamp != nil {
+		if pod.DeletionTimestamp != nil && a.kubelet() {
+			err = p.terminateAsStatusManager(pod, now)
+		} else if pod.DeletionTimestamp != nil {
 			err = p.c.deletePod(pod)
 		} else if a.kubelet() {
 			err = p.syncAsStatusManager(pod, now)
@@ -197,4 +199,39 @@ func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
 		a.ObservePod(out)
 	}
 	return err
+}
+
+// terminateAsStatusManager finishes a deleted pod as the kubelet does (kubelet footprint): a sync
+// reports its container stopping (not ready), the next its terminal status, and the last one, which
+// finds nothing more to report, deletes it. Each sync GETs the pod first.
+func (p *podLoop) terminateAsStatusManager(pod *corev1.Pod, now time.Time) error {
+	a := p.r.a
+	for _, status := range []func(*corev1.Pod, time.Time) corev1.PodStatus{a.podStatusStopping, a.podStatusTerminated} {
+		got, err := p.c.getPod(pod)
+		if err != nil {
+			return err
+		}
+		if got.UID != pod.UID {
+			return nil
+		}
+		out, err := p.c.patchPodStatus(got, status(got, now))
+		if err != nil {
+			return err
+		}
+		pod = out
+	}
+	got, err := p.c.getPod(pod)
+	if err != nil {
+		return err
+	}
+	if got.UID != pod.UID {
+		return nil
+	}
+	if err := p.c.deletePod(got); err != nil {
+		return err
+	}
+	// The status manager forgets a pod it deleted; the fleet's watch would tell the agent a moment
+	// later, and a sync meanwhile would GET it once more.
+	a.ForgetPod(got.Name, got.UID)
+	return nil
 }

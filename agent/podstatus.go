@@ -187,3 +187,39 @@ func setPodConditionTo(s *corev1.PodStatus, typ corev1.PodConditionType, status 
 	}
 	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: typ, Status: status, Reason: reason, Message: message, LastTransitionTime: now})
 }
+
+// podStatusStopping is a running pod's status once the kubelet began to stop its containers: still
+// Running, no longer ready.
+func (a *Agent) podStatusStopping(p *corev1.Pod, now time.Time) corev1.PodStatus {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	s := *p.Status.DeepCopy()
+	var names []string
+	for i := range s.ContainerStatuses {
+		s.ContainerStatuses[i].Ready = false
+		names = append(names, s.ContainerStatuses[i].Name)
+	}
+	unready := fmt.Sprintf("containers with unready status: [%s]", strings.Join(names, " "))
+	setPodConditionTo(&s, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", unready, t)
+	setPodConditionTo(&s, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", unready, t)
+	return s
+}
+
+// podStatusTerminated is the terminal status the kubelet reports of a deleted pod whose containers
+// stopped: each exited 0 on its SIGTERM, as pause does, so the pod Succeeded.
+func (a *Agent) podStatusTerminated(p *corev1.Pod, now time.Time) corev1.PodStatus {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	s := a.podStatusStopping(p, now)
+	s.Phase = corev1.PodSucceeded
+	setPodConditionTo(&s, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "", "", t)
+	for i := range s.ContainerStatuses {
+		c := &s.ContainerStatuses[i]
+		started := t
+		if c.State.Running != nil {
+			started = c.State.Running.StartedAt
+		}
+		c.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed",
+			StartedAt: started, FinishedAt: t, ContainerID: c.ContainerID}}
+		c.Started = ptr.To(false)
+	}
+	return s
+}

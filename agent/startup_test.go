@@ -168,4 +168,29 @@ func TestKubeletPodSequence(t *testing.T) {
 	if known, ready := a.Pods(); known != 1 || ready != 1 {
 		t.Errorf("pods known %d ready %d, want 1 and 1", known, ready)
 	}
+
+	// Deleted: a sync reports the container stopping, the next the pod Succeeded, the last deletes
+	// it, each after a GET: with the two at start, the 5 GETs, 4 PATCHes and a DELETE a hollow
+	// kubelet sends per pod in the kubemark reference's audit log.
+	running, err := h.client.CoreV1().Pods("fakelet").Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting := running.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
+	if _, err := h.client.CoreV1().Pods("fakelet").Update(context.Background(), deleting, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.take()
+	a.ObservePod(deleting)
+	h.advance(20 * time.Second)
+	got = nil
+	for _, c := range h.take() {
+		if c.res == "pods" || c.res == "pods/status" {
+			got = append(got, c.verb+" "+c.res)
+		}
+	}
+	if want := "get pods; patch pods/status; get pods; patch pods/status; get pods; delete pods"; strings.Join(got, "; ") != want {
+		t.Errorf("deletion:\n got %s\nwant %s", strings.Join(got, "; "), want)
+	}
 }
