@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
@@ -21,8 +23,8 @@ var kubeletWatches = []string{"nodes", "services", "pods", "runtimeclasses", "cs
 
 // TestKubeletFootprintHoldsWatches: in the kubelet footprint, the default, every node holds a watch of
 // each of a kubelet's reflectors at the apiserver, opened as the node (the Node authorizer lets a
-// kubelet watch only with its selectors, so a watch without them would be refused); in the heartbeat
-// footprint a fleet holds none.
+// kubelet watch only with its selectors, so a watch without them would be refused), and creates its
+// CSINode, owned by its Node, and its startup Events; in the heartbeat footprint a fleet holds none.
 func TestKubeletFootprintHoldsWatches(t *testing.T) {
 	cp := controlPlane(t)
 	const nodes = 5
@@ -37,9 +39,42 @@ func TestKubeletFootprintHoldsWatches(t *testing.T) {
 		}
 		return true, nil
 	})
+	// The startup requests as the node: the Node authorizer and NodeRestriction let a kubelet create
+	// its own CSINode and Events.
+	c := admin(t, cp)
+	eventually(t, 30*time.Second, "each node's CSINode and startup Events", func() (bool, error) {
+		for i := range nodes {
+			name := fleet.NodeName("footprint", i)
+			n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			cn, err := c.StorageV1().CSINodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			if len(cn.OwnerReferences) != 1 || cn.OwnerReferences[0].UID != n.UID {
+				return false, fmt.Errorf("CSINode %s owned by %+v, want its Node %s", name, cn.OwnerReferences, n.UID)
+			}
+			evs, err := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+			if err != nil {
+				return false, err
+			}
+			reasons := map[string]bool{}
+			for _, e := range evs.Items {
+				reasons[e.Reason] = true
+			}
+			for _, r := range []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeAllocatableEnforced", "NodeReady"} {
+				if !reasons[r] {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
 	for _, c := range rf.Tally().Requests() {
-		if c.Verb == "watch" && c.Failed > 0 {
-			t.Errorf("%d watches of %s refused", c.Failed, c.Resource)
+		if c.Failed > 0 && (c.Verb == "watch" || c.Resource == "csinodes" || c.Resource == "events") {
+			t.Errorf("%d %s %s refused", c.Failed, c.Verb, c.Resource)
 		}
 	}
 	if err := rf.stop(); err != nil {
