@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
-CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
+CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/kubemark
 # The version the control plane reports (/version, kubectl version, reports), stamped as Kubernetes'
 # own build stamps it; a plain go build would report v0.0.0-master.
 KUBE_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' tools/kube/go.mod)
@@ -13,7 +13,7 @@ KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg
 RUN_ARGS ?= --profile stop-10pct
 BENCH_ARGS ?= --sizes 1000,2000,5000,10000 --out docs/performance-table.md
 
-.PHONY: build test unit run bench lint controlplane clean
+.PHONY: build test unit run bench lint controlplane kwok clean
 
 build:
 	$(GO) build -o $(BIN)/fakelet ./cmd/fakelet
@@ -28,11 +28,30 @@ $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kube/go.mod tools/
 	cd tools/kube && time $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 	@touch $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 
+# kubemark's hollow kubelet (the real kubelet over a fake runtime) is the reference fakelet's agents are
+# compared with (fakelet bench --reference kubemark, docs/fidelity.md). After the control plane's
+# build it takes about 2 more minutes on 2 cores: the kubelet's own packages are new to the cache.
+$(BIN)/kubemark: tools/kube/go.mod tools/kube/go.sum
+	@echo ">> building kubemark $(KUBE_VERSION) (the hollow kubelet of fakelet bench --reference kubemark)"
+	@mkdir -p $(BIN)
+	cd tools/kube && time $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/kubemark k8s.io/kubernetes/cmd/kubemark
+	@touch $(BIN)/kubemark
+
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum
 	@echo ">> building etcd $$(awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' tools/etcd/go.mod) from the Go module proxy (about a minute)"
 	@mkdir -p $(BIN)
 	cd tools/etcd && time $(GO) build -trimpath -o $(BIN)/etcd go.etcd.io/etcd/server/v3
 	@touch $(BIN)/etcd
+
+# kwok, the peer `fakelet bench --peer kwok` measures fakelet against; neither `make test` nor
+# `make controlplane` builds it, and plain `make bench` does not use it.
+kwok: $(BIN)/kwok
+
+$(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum
+	@echo ">> building kwok $$(awk '$$1=="require" && $$2=="sigs.k8s.io/kwok" {print $$3}' tools/kwok/go.mod) from the Go module proxy (a few minutes the first time)"
+	@mkdir -p $(BIN)
+	cd tools/kwok && time $(GO) build -trimpath -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+	@touch $(BIN)/kwok
 
 # unit tests only: no control plane needed.
 unit:

@@ -13,7 +13,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"fakelet.dev/fakelet/scheduler"
+	"fakelet.dev/fakelet/internal/scheduler"
 )
 
 // The benchmarks measure what an agent itself spends per heartbeat, against stub clients that answer

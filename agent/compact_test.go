@@ -13,7 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"fakelet.dev/fakelet/scheduler"
+	"fakelet.dev/fakelet/internal/scheduler"
 )
 
 // Compact keeps a Node's content and shares what equals the fleet's: the decoded copies can go.

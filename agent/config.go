@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"fakelet.dev/fakelet/scheduler"
+	"fakelet.dev/fakelet/internal/scheduler"
 )
 
 // Mode is how a fake kubelet heartbeats.

@@ -16,7 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"fakelet.dev/fakelet/scheduler"
+	"fakelet.dev/fakelet/internal/scheduler"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

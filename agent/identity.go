@@ -24,3 +24,12 @@ func IdentityFrom(ctx context.Context) (user string, groups []string, ok bool) {
 	}
 	return a.user, nodesGroups, true
 }
+
+// RequestContext returns ctx as the agent of node name sends its requests with: its identity
+// (IdentityFrom) and a Meter of its own (MeterFrom), returned too. Transports' tests use it to send
+// what an agent would without running one.
+func RequestContext(ctx context.Context, name string) (context.Context, *Meter) {
+	m := &Meter{}
+	a := &Agent{name: name, user: "system:node:" + name}
+	return context.WithValue(context.WithValue(ctx, identityKey{}, a), meterKey{}, m), m
+}

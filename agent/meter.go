@@ -55,3 +55,16 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	b.m.received.Add(int64(n))
 	return n, err
 }
+
+// Count adds bytes a transport counted itself: a request's body sent, an answer's body received.
+func (m *Meter) Count(sent, received int64) {
+	if sent != 0 {
+		m.sent.Add(sent)
+	}
+	if received != 0 {
+		m.received.Add(received)
+	}
+}
+
+// Counted returns the bytes counted so far, for transports' tests.
+func (m *Meter) Counted() (sent, received int64) { return m.sent.Load(), m.received.Load() }

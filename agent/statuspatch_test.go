@@ -13,7 +13,7 @@ import (
 	nodeutil "k8s.io/component-helpers/node/util"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"fakelet.dev/fakelet/scheduler"
+	"fakelet.dev/fakelet/internal/scheduler"
 )
 
 // The periodic report written directly is, byte for byte, the patch PatchNodeStatus computes.

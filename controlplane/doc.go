@@ -17,6 +17,9 @@
 //	                               (deploy/prometheus), targets, TLS files and data/ (removed by
 //	                               Down unless KeepData)
 //	<component>.log                each component's stdout and stderr
+//	audit.log, audit-policy.yaml   with Options.AuditNodes: the apiserver's audit log of kubelet and
+//	                               admin requests (Metadata level) and its policy; audit.previous.log
+//	                               is the control plane before's
 //	<component>.previous.log       the same, from the control plane before
 //
 // The directory must be the user's own and writable by no one else (checked at every Up, Attach,
@@ -31,5 +34,6 @@
 // Keys are ECDSA P-256, what a kubelet generates for its own client certificate; CA.IssueClientCert
 // gives per-node kubelet credentials (NodeUser in NodesGroup), which the apiserver authorizes with
 // the Node authorizer and NodeRestriction and classifies with API Priority and Fairness the way it
-// does real kubelets.
+// does real kubelets. WriteNodeKubeconfig writes such a credential into a kubeconfig for a process
+// of its own, a kubemark hollow kubelet.
 package controlplane

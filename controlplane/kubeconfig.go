@@ -71,3 +71,17 @@ func (c credentials) restConfig() *rest.Config {
 		},
 	}
 }
+
+// WriteNodeKubeconfig writes to path a kubeconfig for the kubelet of node: a new client certificate
+// for NodeUser(node) in NodesGroup signed by the control plane's CA, embedded, as a kubelet's
+// bootstrap leaves it. A hollow kubelet (kubemark) started with it is authorized by the Node
+// authorizer and classified by API Priority and Fairness as a real one.
+func (cp *ControlPlane) WriteNodeKubeconfig(path, node string) error {
+	certPEM, keyPEM, err := cp.IssueClientCert(NodeUser(node), []string{NodesGroup})
+	if err != nil {
+		return fmt.Errorf("kubeconfig for node %s: %w", node, err)
+	}
+	c := cp.admin
+	c.user, c.certPEM, c.keyPEM = NodeUser(node), certPEM, keyPEM
+	return writeKubeconfig(path, c)
+}

@@ -2,8 +2,11 @@ package controlplane
 
 import (
 	"bytes"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -67,5 +70,49 @@ func TestReadCredentialsMissingFile(t *testing.T) {
 	_, err := readCredentials("https://x", filepath.Join(dir, "ca.crt"), "a", "b", "someone")
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("someone")) {
 		t.Errorf("error = %v, want one naming the user", err)
+	}
+}
+
+// A hollow kubelet's kubeconfig authenticates as that node, in system:nodes, with a certificate the
+// control plane's CA signed.
+func TestWriteNodeKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	p, _, err := ensurePKI(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := readCredentials("https://127.0.0.1:6443", p.CACert, p.AdminCert, p.AdminKey, AdminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &ControlPlane{Dir: dir, PKI: p, admin: admin}
+	path := filepath.Join(dir, "hollow-0.kubeconfig")
+	if err := cp.WriteNodeKubeconfig(path, "hollow-0"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(cfg.CertData)
+	if block == nil {
+		t.Fatal("no certificate in the kubeconfig")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "system:node:hollow-0" || !slices.Equal(cert.Subject.Organization, []string{NodesGroup}) {
+		t.Errorf("subject %v, want CN system:node:hollow-0, O system:nodes", cert.Subject)
+	}
+	ca, err := LoadCA(p.CACert, p.CAKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.CheckSignatureFrom(ca.cert); err != nil {
+		t.Errorf("not signed by the control plane's CA: %v", err)
+	}
+	if !bytes.Equal(cfg.CAData, must(os.ReadFile(p.CACert))) || cfg.Host != admin.server {
+		t.Errorf("server %q or its CA differ from the admin kubeconfig's", cfg.Host)
 	}
 }

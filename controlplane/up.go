@@ -37,6 +37,10 @@ type Options struct {
 	// Prometheus, if set, also starts a Prometheus server that scrapes the control plane and
 	// fakelet (see StartPrometheus). Up fails before starting anything if there is no prometheus.
 	Prometheus *PrometheusOptions
+	// AuditNodes makes the apiserver write an audit log of the requests of kubelet and admin
+	// credentials at Metadata level to AuditLogPath(Dir) (audit.go). Off by default: it costs the
+	// apiserver a write per request. A control plane already up without it is not reused.
+	AuditNodes bool
 
 	// dieWithParent makes the components die with the process that started them (tests).
 	dieWithParent bool
@@ -90,6 +94,14 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	defer unlock()
+	if opts.AuditNodes {
+		// As extra arguments, so that reuseOrClean reuses only a control plane that audits.
+		args, err := auditArgs(dir)
+		if err != nil {
+			return nil, err
+		}
+		opts.APIServerArgs = append(slices.Clip(opts.APIServerArgs), args...)
+	}
 
 	if cp, err := reuseOrClean(ctx, dir, opts, progress); cp != nil || err != nil {
 		if err == nil {
@@ -109,6 +121,9 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	bins, err := FindBinaries(opts.BinDir)
 	if err != nil {
+		return nil, err
+	}
+	if err := keepPreviousAuditLog(dir); err != nil {
 		return nil, err
 	}
 	if !opts.KeepData {

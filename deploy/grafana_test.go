@@ -11,7 +11,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/metrics"
+	"fakelet.dev/fakelet/internal/metrics"
 )
 
 // TestDashboardIsValid checks what Grafana needs to import the dashboard: its identity and schema

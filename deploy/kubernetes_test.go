@@ -17,7 +17,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/lockstep"
+	"fakelet.dev/fakelet/internal/lockstep"
 )
 
 // TestDockerfileBuildsAsTheMakefileDoes: the image's build stage runs `make build`'s go build with

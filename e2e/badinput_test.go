@@ -36,7 +36,7 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/lockstep"
+	"fakelet.dev/fakelet/internal/lockstep"
 )
 
 // Bad input from the cluster side: credentials, certificates and names that a run must refuse

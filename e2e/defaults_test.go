@@ -20,10 +20,10 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scrape"
 )
 
 // The node lifecycle controller's upstream defaults (v1.37), which the local control plane keeps

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"fakelet.dev/fakelet/lockstep"
+	"fakelet.dev/fakelet/internal/lockstep"
 )
 
 // lockstepProfile is short: the test is about when the phases begin.

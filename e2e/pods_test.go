@@ -13,8 +13,8 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
 )

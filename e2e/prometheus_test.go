@@ -14,7 +14,7 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/metrics"
+	"fakelet.dev/fakelet/internal/metrics"
 )
 
 // TestPrometheusScrapesFleetAndControlPlane starts a real Prometheus server beside the shared

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/report"
 )
 

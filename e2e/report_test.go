@@ -15,11 +15,11 @@ import (
 
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
-	"fakelet.dev/fakelet/scrape"
 )
 
 // monitorPeriod is the node lifecycle controller's --node-monitor-period (the default).

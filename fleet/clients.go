@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/wire"
 )
 
 // Identity is whose credential a fake kubelet's requests carry.
@@ -46,7 +47,12 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 // heartbeatClients returns n sets of agent clients, each over its own HTTP/2 connection: protobuf, no
 // client-side rate limit (the kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout. If
 // tally is not nil, it counts the 429 answers they get, client-go's own retries of them included.
-func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]agent.Clients, error) {
+// Lease renewals and status patches go over a wire.Client of their own (one per set) when the
+// server speaks TLS, unless legacy: then over net/http (renewals) and client-go (patches), as before
+// the wire package, for comparison.
+//
+// wirePath says which way, and the wire connections' flush window (Config.FlushWindow).
+func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path wirePath) ([]agent.Clients, error) {
 	out := make([]agent.Clients, n)
 	for i := range out {
 		cfg := rest.CopyConfig(base)
@@ -58,6 +64,13 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]ag
 		// client-go shares one cached transport between configs with equal TLS settings; a dialer
 		// of its own gives each config its own transport, so its own connection.
 		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		var wc *wire.Client
+		if !path.legacy {
+			var err error
+			if wc, err = wireClient(cfg, path.flushWindow); err != nil {
+				return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
+			}
+		}
 		if id == IdentityNode {
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNode{rt} })
 		}
@@ -74,7 +87,13 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]ag
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
-		lean := newLeaseWriter(hc, coord, cfg)
+		u := coord.RESTClient().Put().URL()
+		s := &heartbeatSender{http: hc, wire: wc, host: u.Scheme + "://" + u.Host, timeout: cfg.Timeout,
+			header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}, {Name: "content-type", Value: protobuf}},
+			node:   id == IdentityNode, tally: tally}
+		if u.RawQuery != "" {
+			s.query = "?" + u.RawQuery
+		}
 		watches, err := newHTTPWatcher(hc, cfg)
 		if err != nil {
 			return nil, err
@@ -83,10 +102,50 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally) ([]ag
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
-		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, lean}, Storage: storage, Watches: watches}
+		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, newLeaseWriter(s, coord)}, Storage: storage, Watches: watches}
+		if wc != nil {
+			out[i].Core = newLeanCore(s, core)
+		}
 	}
 	return out, nil
 }
+
+// wirePath is how heartbeat requests reach the apiserver.
+type wirePath struct {
+	legacy      bool          // Config.LegacyWire
+	flushWindow time.Duration // Config.FlushWindow
+}
+
+// closeWire closes the wire.Clients of heartbeat clients: their connections' goroutines end with
+// the run.
+func closeWire(clients []agent.Clients) {
+	for _, c := range clients {
+		if lean, ok := c.Coordination.(leanCoordination); ok && lean.w.s.wire != nil {
+			lean.w.s.wire.Close()
+		}
+	}
+}
+
+// wireClient is the wire.Client of cfg, or nil if the wire package cannot reach its server (plain
+// HTTP, a proxy): then everything goes the legacy way.
+func wireClient(cfg *rest.Config, flushWindow time.Duration) (*wire.Client, error) {
+	if u, _, err := rest.DefaultServerUrlFor(cfg); err != nil || u.Scheme != "https" || cfg.Proxy != nil {
+		return nil, nil
+	}
+	wc, err := wire.ForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	wc.FlushWindow = max(0, flushWindow)
+	if flushWindow == 0 {
+		wc.FlushWindow = wire.MaxFlushWindow
+	}
+	return wire.New(wc)
+}
+
+// AdminUserAgent is the user agent of the fleet's own client (adminClient), by which an audit log
+// tells the fleet's shared requests from its agents' (UserAgent) and anyone else's.
+const AdminUserAgent = "fakelet"
 
 // adminClient is the fleet's own client, for what no kubelet does: the shared watch, checks and
 // cleanup.
@@ -95,7 +154,7 @@ func adminClient(base *rest.Config) (kubernetes.Interface, error) {
 	cfg.ContentType = protobuf
 	cfg.AcceptContentTypes = protobuf + ",application/json"
 	cfg.QPS, cfg.Burst = 200, 400
-	cfg.UserAgent = "fakelet"
+	cfg.UserAgent = AdminUserAgent
 	return kubernetes.NewForConfig(cfg)
 }
 

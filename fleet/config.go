@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/wire"
 )
 
 // Config describes a fleet.
@@ -38,6 +39,13 @@ type Config struct {
 	// Coalesce is the step of the fleet's timers: work due within one step runs together at its end
 	// (scheduler.Coalesce); 0 runs everything at its own time.
 	Coalesce time.Duration
+	// LegacyWire sends lease renewals over net/http and status patches through client-go, as before
+	// the wire package did, to compare the two (fakelet run's hidden --legacy-wire).
+	LegacyWire bool
+	// FlushWindow is how long each wire connection's writer may hold written requests for more
+	// before one write sends them all (wire.Config.FlushWindow): 0 is wire.MaxFlushWindow; negative
+	// writes as soon as its queue is empty (fakelet run's hidden --flush-window).
+	FlushWindow time.Duration
 	// ZoneOf names node index's zone; nil uses zone-(index mod Zones + 1).
 	ZoneOf func(index, zones int) string
 	// Recorder, if set, receives every agent's requests and heartbeats besides the fleet's Tally.
@@ -134,6 +142,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("zones must not be negative, got %d", c.Zones)
 	case c.Connections < 0:
 		return fmt.Errorf("connections must not be negative, got %d", c.Connections)
+	case c.FlushWindow > wire.MaxFlushWindow:
+		return fmt.Errorf("flush window must be at most %v, got %v", wire.MaxFlushWindow, c.FlushWindow)
 	case c.Coalesce < 0:
 		return fmt.Errorf("coalesce must not be negative, got %v", c.Coalesce)
 	case !(c.RegisterQPS > 0) || math.IsInf(c.RegisterQPS, 1):

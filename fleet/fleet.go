@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
-	"fakelet.dev/fakelet/scheduler"
+	"fakelet.dev/fakelet/internal/scheduler"
 )
 
 // Fleet is many fake kubelets sharing clients, a scheduler and a watch.
@@ -59,7 +59,7 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
 	}
 	tally := NewTally(cfg.Heartbeat.WithDefaults().RenewInterval)
-	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally)
+	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally, wirePath{cfg.LegacyWire, cfg.FlushWindow})
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +218,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	f.stopAll()
 	cancel()
 	<-schedDone
+	closeWire(f.heartbeat)
 	if watchErr != nil {
 		return fmt.Errorf("watch the fleet's nodes and pods: %w", watchErr)
 	}

@@ -3,14 +3,10 @@ package fleet
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
 )
@@ -27,16 +22,10 @@ import (
 // leaseWriter sends a kubelet's lease renewal, the fleet's one request per node every 10 s, without
 // client-go's request builder: its URL assembly, parameter codec, retry bookkeeping and content
 // negotiation were a fifth of the fleet's CPU. It sends what client-go sends (TestLeasePutMatchesClientGo
-// compares the wire and the results), through the same http.Client, so the same authentication,
-// impersonation and byte counting, and it retries an answer that carries Retry-After (a 429 of API
-// Priority and Fairness, a 5xx) as client-go does: up to 10 times, within the client timeout.
+// compares the wire and the results) through the fleet's heartbeatSender.
 type leaseWriter struct {
-	client  *http.Client
-	prefix  string // the leases collection of kube-node-lease, ending in "/"
-	query   string // "?timeout=10s", as client-go adds its client timeout to every URL
-	timeout time.Duration
-	accept  string
-	agent   string // User-Agent: set here, client-go's wrapper would copy the request to set it
+	s      *heartbeatSender
+	prefix string // the path of the leases collection of kube-node-lease, ending in "/"
 }
 
 // maxRetries is client-go's rest.Request maxRetries.
@@ -44,15 +33,9 @@ const maxRetries = 10
 
 var leasesResource = schema.GroupResource{Group: coordinationv1.GroupName, Resource: "leases"}
 
-func newLeaseWriter(client *http.Client, coord coordinationv1client.CoordinationV1Interface, cfg *rest.Config) *leaseWriter {
+func newLeaseWriter(s *heartbeatSender, coord coordinationv1client.CoordinationV1Interface) *leaseWriter {
 	u := coord.RESTClient().Put().Namespace(agent.LeaseNamespace).Resource("leases").URL()
-	query := ""
-	if u.RawQuery != "" {
-		query = "?" + u.RawQuery
-	}
-	u.RawQuery = ""
-	return &leaseWriter{client: client, prefix: u.String() + "/", query: query, timeout: cfg.Timeout,
-		accept: cfg.AcceptContentTypes, agent: cfg.UserAgent}
+	return &leaseWriter{s: s, prefix: u.EscapedPath() + "/"}
 }
 
 // leaseTypeMeta is what the protobuf envelope of a Lease names.
@@ -61,52 +44,17 @@ var leaseTypeMeta = runtime.TypeMeta{APIVersion: coordinationv1.SchemeGroupVersi
 // protobufMagic starts every Kubernetes protobuf body.
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
-var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
 // update PUTs lease and returns the server's copy.
 func (w *leaseWriter) update(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	body, err := encodeLease(lease)
 	if err != nil {
 		return nil, err
 	}
-	if w.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.timeout)
-		defer cancel()
+	out := &coordinationv1.Lease{}
+	if err := w.s.send(ctx, http.MethodPut, w.prefix+lease.Name, protobuf, body, leasesResource, lease.Name, protoLease{out}); err != nil {
+		return nil, err
 	}
-	url := w.prefix + lease.Name + w.query
-	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header = http.Header{"Accept": {w.accept}, "Content-Type": {protobuf}}
-		if w.agent != "" {
-			req.Header["User-Agent"] = []string{w.agent}
-		}
-		resp, err := w.client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		buf := bodies.Get().(*bytes.Buffer)
-		buf.Reset()
-		_, err = buf.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			bodies.Put(buf)
-			return nil, fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", err)
-		}
-		if wait, ok := retryAfter(resp); ok && attempt < maxRetries {
-			bodies.Put(buf)
-			if err := sleep(ctx, wait); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		out, err := decodeLease(resp, buf.Bytes(), lease.Name)
-		bodies.Put(buf)
-		return out, err
-	}
+	return out, nil
 }
 
 func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
@@ -123,89 +71,73 @@ func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
 	return body, nil
 }
 
-// retryAfter says whether client-go would send the request again, and after how long: a 429 or 5xx
-// answer with a Retry-After of whole seconds.
-func retryAfter(resp *http.Response) (time.Duration, bool) {
-	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
-		return 0, false
-	}
-	s, ok := retryAfterSeconds(resp)
-	return time.Duration(s) * time.Second, ok
+// protoObject is an object decode fills: from its protobuf envelope directly when the answer is
+// the expected kind, else through the scheme's decoders.
+type protoObject interface {
+	object() runtime.Object
+	typeMeta() runtime.TypeMeta
+	Unmarshal([]byte) error
 }
 
-func retryAfterSeconds(resp *http.Response) (int, bool) {
-	i, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-	return i, err == nil
-}
+type protoLease struct{ *coordinationv1.Lease }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return ctx.Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (l protoLease) object() runtime.Object     { return l.Lease }
+func (protoLease) typeMeta() runtime.TypeMeta   { return leaseTypeMeta }
+func (l protoLease) Unmarshal(raw []byte) error { return l.Lease.Unmarshal(raw) }
 
-// decodeLease turns an answer into what client-go's Do().Into() returns: the Lease of a 2xx answer,
+// decode turns an answer into what client-go's Do().Into() returns: the object of a 2xx answer,
 // the Status of an error answer as its *StatusError, or the generic error for the status code.
-func decodeLease(resp *http.Response, body []byte, name string) (*coordinationv1.Lease, error) {
-	ok := resp.StatusCode >= http.StatusOK && resp.StatusCode <= http.StatusPartialContent
+func decode(x exchange, method string, gr schema.GroupResource, name string, out protoObject) error {
+	body := x.body
+	ok := x.code >= http.StatusOK && x.code <= http.StatusPartialContent
 	if ok && bytes.HasPrefix(body, protobufMagic) {
 		var u runtime.Unknown
-		if err := u.Unmarshal(body[len(protobufMagic):]); err == nil && u.TypeMeta == leaseTypeMeta {
-			out := &coordinationv1.Lease{}
-			if err := out.Unmarshal(u.Raw); err != nil {
-				return nil, err
-			}
-			return out, nil
+		if err := u.Unmarshal(body[len(protobufMagic):]); err == nil && u.TypeMeta == out.typeMeta() {
+			return out.Unmarshal(u.Raw)
 		}
 	}
-	contentType := resp.Header.Get("Content-Type")
+	contentType := x.contentType
 	if contentType == "" {
 		contentType = protobuf
 	}
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return apierrors.NewInternalError(err)
 	}
 	info, known := runtime.SerializerInfoForMediaType(scheme.Codecs.WithoutConversion().SupportedMediaTypes(), mediaType)
 	if !ok {
-		retry, _ := retryAfterSeconds(resp)
+		retry, _ := x.retryAfterSeconds()
 		message := "unknown"
-		if strings.HasPrefix(mediaType, "text/") || resp.Header.Get("Content-Type") == "" {
+		if strings.HasPrefix(mediaType, "text/") || x.contentType == "" {
 			message = strings.TrimSpace(string(body[:min(len(body), maxUnstructuredResponseTextBytes)]))
 		}
-		generic := apierrors.NewGenericServerResponse(resp.StatusCode, http.MethodPut, leasesResource, name, message, retry, true)
+		generic := apierrors.NewGenericServerResponse(x.code, method, gr, name, message, retry, true)
 		if !known || len(body) == 0 {
-			return nil, generic
+			return generic
 		}
-		out, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(body, &schema.GroupVersionKind{Version: "v1"}, nil)
-		if status, isStatus := out.(*metav1.Status); err == nil && isStatus && status.Status == metav1.StatusFailure {
-			return nil, apierrors.FromObject(status)
+		got, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(body, &schema.GroupVersionKind{Version: "v1"}, nil)
+		if status, isStatus := got.(*metav1.Status); err == nil && isStatus && status.Status == metav1.StatusFailure {
+			return apierrors.FromObject(status)
 		}
-		return nil, generic
+		return generic
 	}
 	if !known {
-		return nil, fmt.Errorf("serializer for %s doesn't exist", contentType)
+		return fmt.Errorf("serializer for %s doesn't exist", contentType)
 	}
 	if len(body) == 0 {
-		return nil, fmt.Errorf("0-length response with status code: %d and content type: %s", resp.StatusCode, contentType)
+		return fmt.Errorf("0-length response with status code: %d and content type: %s", x.code, contentType)
 	}
-	out := &coordinationv1.Lease{}
-	got, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(body, nil, out)
+	got, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(body, nil, out.object())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if status, isStatus := got.(*metav1.Status); isStatus && status.Status != metav1.StatusSuccess {
-		return nil, apierrors.FromObject(status)
+		return apierrors.FromObject(status)
 	}
-	if got != out {
-		return nil, errors.New("the answer to a lease update is not a Lease")
+	if got != out.object() {
+		return fmt.Errorf("the answer to a %s of %s is not a %s", method, gr.Resource, out.typeMeta().Kind)
 	}
-	return out, nil
+	return nil
 }
 
 // maxUnstructuredResponseTextBytes is client-go's cap on the text of an error answer it quotes.

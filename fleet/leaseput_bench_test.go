@@ -7,37 +7,55 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
 )
 
 // BenchmarkLeasePut compares one lease renewal's client side, request and answer over HTTP/2 and
-// TLS, through client-go's generated client and through the fleet's leaseWriter. The server's cost is
-// in the numbers too, equal for both.
+// TLS, as a node (impersonated): through client-go's generated client, through the fleet's
+// leaseWriter over net/http (legacy) and over the wire package; one at a time, and from many agents
+// at once (parallel). The server's cost is in the numbers too, equal for all.
 func BenchmarkLeasePut(b *testing.B) {
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00007", Namespace: agent.LeaseNamespace, ResourceVersion: "41", UID: "lease-uid"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fakelet-00007"), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: ptr.To(metav1.NowMicro())},
 	}
 	answer := encode(b, protobuf, coordinationv1.SchemeGroupVersion, lease)
-	lean := leaseClients(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", protobuf)
 		_, _ = w.Write(answer)
-	}))
-	for name, leases := range map[string]interface {
-		Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
+	})
+	legacy, wired := leaseClients(b, h, true), leaseClients(b, h, false)
+	ctx, _ := agent.RequestContext(context.Background(), lease.Name)
+	for _, c := range []struct {
+		name   string
+		leases coordinationv1client.LeaseInterface
 	}{
-		"client-go": lean.CoordinationV1Interface.Leases(agent.LeaseNamespace),
-		"lean":      lean.Leases(agent.LeaseNamespace),
+		{"client-go", legacy.CoordinationV1Interface.Leases(agent.LeaseNamespace)},
+		{"legacy", legacy.Leases(agent.LeaseNamespace)},
+		{"wire", wired.Leases(agent.LeaseNamespace)},
 	} {
-		b.Run(name, func(b *testing.B) {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := leases.Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
+				if _, err := c.leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
+		})
+		b.Run(c.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
 		})
 	}
 }

@@ -3,11 +3,17 @@ package fleet
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
+	"regexp"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -29,10 +36,13 @@ type answer struct {
 	header     http.Header
 	body       []byte
 	retryAfter string
+	action     string // "": answer; "reset": reset the stream; "drop": close the connection; "hang": never answer
 }
 
-// wire is what the server saw of one request.
-type wire struct {
+type connKey struct{}
+
+// onWire is what the server saw of one request.
+type onWire struct {
 	method, url, proto string
 	header             http.Header
 	body               []byte
@@ -42,15 +52,25 @@ type wire struct {
 type scriptServer struct {
 	mu     sync.Mutex
 	script []answer
-	seen   []wire
+	seen   []onWire
 }
 
 func (s *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.seen = append(s.seen, wire{r.Method, r.URL.String(), r.Proto, r.Header.Clone(), body})
+	s.seen = append(s.seen, onWire{r.Method, r.URL.String(), r.Proto, r.Header.Clone(), body})
 	a := s.script[min(len(s.seen), len(s.script))-1]
 	s.mu.Unlock()
+	switch a.action {
+	case "reset":
+		panic(http.ErrAbortHandler) // Go's server resets the stream
+	case "drop":
+		_ = r.Context().Value(connKey{}).(net.Conn).Close()
+		return
+	case "hang":
+		<-r.Context().Done()
+		return
+	}
 	for k, v := range a.header {
 		w.Header()[k] = v
 	}
@@ -67,7 +87,7 @@ func (s *scriptServer) play(script ...answer) {
 	s.script, s.seen = script, nil
 }
 
-func (s *scriptServer) requests() []wire {
+func (s *scriptServer) requests() []onWire {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.seen
@@ -75,14 +95,16 @@ func (s *scriptServer) requests() []wire {
 
 // leaseClients serves h over TLS and HTTP/2 and returns the Coordination client of the fleet's
 // heartbeat clients for it.
-func leaseClients(tb testing.TB, h http.Handler) leanCoordination {
+func leaseClients(tb testing.TB, h http.Handler, legacy bool) leanCoordination {
 	tb.Helper()
 	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the resets and drops the tests ask for
 	ts.EnableHTTP2 = true
 	ts.StartTLS()
 	tb.Cleanup(ts.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second))
+	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{legacy: legacy})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -90,6 +112,10 @@ func leaseClients(tb testing.TB, h http.Handler) leanCoordination {
 	if !ok {
 		tb.Fatalf("the heartbeat clients' Coordination is a %T, not the lean one", clients[0].Coordination)
 	}
+	if (lean.w.s.wire == nil) != legacy {
+		tb.Fatalf("legacy %v, but the wire client is %v", legacy, lean.w.s.wire)
+	}
+	tb.Cleanup(func() { closeWire(clients) })
 	return lean
 }
 
@@ -107,11 +133,17 @@ func encode(t testing.TB, mediaType string, gv schema.GroupVersion, obj runtime.
 }
 
 // TestLeasePutMatchesClientGo sends each lease update twice, through client-go's generated client
-// and through the fleet's leaseWriter, against the same scripted answers: the server must see the
-// same requests, and the caller get the same Lease or the same error.
+// and through the fleet's leaseWriter, over the wire package and over the legacy net/http path,
+// against the same scripted answers: the server must see the same requests, the caller get the
+// same Lease or the same error, and the agent's Meter count the same bytes.
 func TestLeasePutMatchesClientGo(t *testing.T) {
+	t.Run("wire", func(t *testing.T) { testLeasePutMatchesClientGo(t, false) })
+	t.Run("legacy", func(t *testing.T) { testLeasePutMatchesClientGo(t, true) })
+}
+
+func testLeasePutMatchesClientGo(t *testing.T, legacy bool) {
 	srv := &scriptServer{}
-	lean := leaseClients(t, srv)
+	lean := leaseClients(t, srv, legacy)
 	upstream := lean.CoordinationV1Interface
 
 	now := metav1.NewMicroTime(time.Date(2026, 11, 29, 21, 0, 0, 123456000, time.UTC))
@@ -149,13 +181,26 @@ func TestLeasePutMatchesClientGo(t *testing.T) {
 			{code: 503, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("shutting down"), retryAfter: "0"},
 			{code: 200, header: pb, body: encode(t, protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 2},
 		{"throttled until client-go gives up", []answer{{code: 429, header: pb, body: status(throttled), retryAfter: "0"}}, 1 + maxRetries},
+		{"reset stream", []answer{{action: "reset"}}, 1},
+		{"dropped connection", []answer{{action: "drop"}}, 1},
+		{"timeout", []answer{{action: "hang"}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			update := func(leases coordinationv1client.LeaseInterface) (*coordinationv1.Lease, error, *agent.Meter) {
+				ctx, meter := agent.RequestContext(context.Background(), sent.Name)
+				if tc.script[0].action == "hang" {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+					defer cancel()
+				}
+				l, err := leases.Update(ctx, sent, metav1.UpdateOptions{})
+				return l, err, meter
+			}
 			srv.play(tc.script...)
-			wantLease, wantErr := upstream.Leases(agent.LeaseNamespace).Update(context.Background(), sent, metav1.UpdateOptions{})
+			wantLease, wantErr, wantMeter := update(upstream.Leases(agent.LeaseNamespace))
 			want := srv.requests()
 			srv.play(tc.script...)
-			gotLease, gotErr := lean.Leases(agent.LeaseNamespace).Update(context.Background(), sent, metav1.UpdateOptions{})
+			gotLease, gotErr, gotMeter := update(lean.Leases(agent.LeaseNamespace))
 			got := srv.requests()
 
 			if len(want) != tc.requests || len(got) != len(want) {
@@ -166,8 +211,16 @@ func TestLeasePutMatchesClientGo(t *testing.T) {
 					t.Errorf("request %d differs:\n lean:      %+v\n client-go: %+v", i, got[i], want[i])
 				}
 			}
-			if !reflect.DeepEqual(gotErr, wantErr) {
+			if wantErr != nil {
+				t.Logf("client-go: %v\nlean:      %v", wantErr, gotErr)
+			}
+			if !sameError(gotErr, wantErr) {
 				t.Errorf("error: lean %#v, client-go %#v", gotErr, wantErr)
+			}
+			gs, gr := gotMeter.Counted()
+			ws, wr := wantMeter.Counted()
+			if gs != ws || gr != wr {
+				t.Errorf("bytes counted: lean %d sent, %d received; client-go %d, %d", gs, gr, ws, wr)
 			}
 			if !reflect.DeepEqual(gotLease, wantLease) {
 				t.Errorf("lease: lean %+v, client-go %+v", gotLease, wantLease)
@@ -178,6 +231,28 @@ func TestLeasePutMatchesClientGo(t *testing.T) {
 		})
 	}
 }
+
+// sameError compares errors as a caller sees them: API errors field by field, errors of the wire
+// (a *url.Error from net/http or the wire package) by their text, but for stream IDs, which count
+// each connection's own requests, and for how a dropped connection shows: as the end of its
+// stream or, when the server's close raced frames still arriving (the kernel then resets), as a
+// reset, whichever client it is.
+func sameError(got, want error) bool {
+	var gu, wu *url.Error
+	if errors.As(got, &gu) && errors.As(want, &wu) {
+		return gu.Op == wu.Op && gu.URL == wu.URL && gu.Timeout() == wu.Timeout() && wireText(gu.Err) == wireText(wu.Err)
+	}
+	return reflect.DeepEqual(got, want)
+}
+
+func wireText(err error) string {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return "connection lost"
+	}
+	return streamID.ReplaceAllString(err.Error(), "stream ID N")
+}
+
+var streamID = regexp.MustCompile(`stream ID \d+`)
 
 type errFake string
 

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/report"
 )
 

@@ -2,8 +2,8 @@ package measure
 
 import (
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/reaction"
 	"fakelet.dev/fakelet/scenario"
 )
 

@@ -16,10 +16,10 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/headtail"
-	"fakelet.dev/fakelet/observe"
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/observe"
+	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scrape"
 )
 
 // Options configure a Session.

@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scrape"
 )
 
 // countingSource is a component whose one counter counts its scrapes.

@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/measure/load"
 )
 
 // Chart is one rendered chart of the HTML report.

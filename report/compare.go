@@ -5,7 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/measure/load"
 )
 
 // Comparison is the same fleet measured in two heartbeat modes (fakelet compare): the steady phase

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/observe"
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/observe"
+	"fakelet.dev/fakelet/measure/reaction"
 )
 
 // Merge combines the reports of the shards of one distributed run (fakelet run --shard) into the

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/observe"
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/observe"
+	"fakelet.dev/fakelet/measure/reaction"
 )
 
 // shardReport is one shard's report of a 3-shard run: nodes, transitions, renewals, reactions and

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/reaction"
 )
 
 // PerfData is clusterloader2's measurement format, which perfdash and other scalability tooling read.

@@ -3,10 +3,10 @@ package report
 import (
 	"time"
 
-	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/observe"
-	"fakelet.dev/fakelet/reaction"
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/observe"
+	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 // SchemaVersion names the schema of report.json; docs/report.md documents it. A change that removes

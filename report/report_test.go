@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/load"
-	"fakelet.dev/fakelet/observe"
-	"fakelet.dev/fakelet/reaction"
-	"fakelet.dev/fakelet/scrape"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/observe"
+	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/scrape"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

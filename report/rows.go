@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/measure/load"
 )
 
 // Row is one number about a phase's load, as the terminal table and fakelet compare show it.

@@ -20,8 +20,8 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/headtail"
+	"fakelet.dev/fakelet/internal/scheduler"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/scheduler"
 )
 
 // readyPoll is how often the runner looks at the fleet's Ready count while it waits for its nodes.

@@ -9,14 +9,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"fakelet.dev/fakelet/bench"
+	"fakelet.dev/fakelet/internal/bench"
 )
 
 func init() { subcommandFactories = append(subcommandFactories, newBenchCommand) }
 
 func newBenchCommand() *cobra.Command {
 	o := bench.Options{}
-	var sizes, out string
+	var sizes, out, peer string
+	var peerArgs []string
+	ref := referenceFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure what fleets of several sizes cost fakelet and the control plane",
@@ -24,9 +26,26 @@ func newBenchCommand() *cobra.Command {
 until every node is Ready, let registration settle, then measure a steady window: CPU time and
 memory of fakelet, kube-apiserver, etcd and kube-controller-manager from /proc, lease PUTs and
 their latency from the apiserver's metrics, and the fleet's own heartbeat counts and lease
-renewal intervals. Prints a Markdown table (and writes it to --out).`,
+renewal intervals. Prints a Markdown table (and writes it to --out).
+
+With --peer kwok, each size goes on: the fleet stops and leaves its Nodes and Leases, kwok (built
+by make kwok) takes them over on the same control plane, renewing the Leases as the kubelet does
+(40 s, every 10 s), and is measured over a window as long; a second table sets the two side by
+side: CPU per lease PUT, CPU as a share of the apiserver's, RSS.
+
+With --reference kubemark, compare fakelet's agents with the real kubelet instead: on one fresh
+control plane whose apiserver audits node requests, run --nodes kubemark hollow kubelets and as
+many fakelet agents, through a startup, a steady, a pods and a restart window (--windows), and
+print each node's requests per window and class, hollow kubelet against fakelet, with the known
+differences and their reasons (docs/fidelity.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ref.name != "" || ref.flagsUsed(cmd) {
+				if peer != "" || len(peerArgs) > 0 {
+					return fmt.Errorf("--reference and --peer are two benches: give one")
+				}
+				return ref.run(cmd, o.Dir, o.BinDir, out)
+			}
 			var err error
 			if o.Sizes, err = bench.ParseSizes(sizes); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
@@ -39,6 +58,27 @@ renewal intervals. Prints a Markdown table (and writes it to --out).`,
 					return fmt.Errorf("--run-env %q: want NAME=VALUE", kv)
 				}
 			}
+			if peer != "" {
+				for _, a := range o.RunArgs {
+					if strings.HasPrefix(a, "--lease-duration") {
+						return fmt.Errorf("--run-arg %s: with --peer both run at the kubelet's %d s lease, which kwok is given; drop it", a, bench.KwokLeaseDuration)
+					}
+				}
+				p, err := bench.NewPeer(peer, o.BinDir)
+				if err != nil {
+					return fmt.Errorf("--peer: %w", err)
+				}
+				if len(peerArgs) > 0 {
+					args := p.Args
+					p.Args = func(kubeconfig, dir string) ([]string, error) {
+						a, err := args(kubeconfig, dir)
+						return append(a, peerArgs...), err
+					}
+				}
+				o.Peer = &p
+			} else if len(peerArgs) > 0 {
+				return fmt.Errorf("--peer-arg needs --peer")
+			}
 			if o.Fakelet, err = os.Executable(); err != nil {
 				return err
 			}
@@ -50,16 +90,36 @@ renewal intervals. Prints a Markdown table (and writes it to --out).`,
 			defer stop()
 			results, runErr := bench.Run(ctx, o)
 			bench.WriteTable(cmd.OutOrStdout(), results)
+			if o.Peer != nil {
+				fmt.Fprintln(cmd.OutOrStdout())
+				bench.WritePeerTable(cmd.OutOrStdout(), results)
+			}
 			if out != "" && len(results) > 0 {
 				f, err := os.Create(out)
 				if err != nil {
 					return err
 				}
 				defer f.Close()
-				fmt.Fprintf(f, "Measured %s with `fakelet bench --sizes %s --steady %v`.\n\n", time.Now().UTC().Format("2006-01-02"), sizes, o.Steady)
+				how := fmt.Sprintf("--sizes %s --steady %v", sizes, o.Steady)
+				if o.Peer != nil {
+					how += " --peer " + peer
+				}
+				fmt.Fprintf(f, "Measured %s with `fakelet bench %s`.\n\n", time.Now().UTC().Format("2006-01-02"), how)
 				bench.WriteTable(f, results)
+				if o.Peer != nil {
+					fmt.Fprintln(f)
+					bench.WritePeerTable(f, results)
+				}
 			}
-			return runErr
+			if runErr != nil {
+				return runErr
+			}
+			for _, r := range results {
+				if r.Peer != nil && r.Peer.Err != "" {
+					return fmt.Errorf("%d nodes: %s: %s", r.Nodes, r.Peer.Name, r.Peer.Err)
+				}
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -74,5 +134,8 @@ renewal intervals. Prints a Markdown table (and writes it to --out).`,
 	f.StringArrayVar(&o.RunEnv, "run-env", nil, "extra NAME=VALUE in the environment of each fleet's process, not the control plane's, such as --run-env GOGC=200 (repeatable)")
 	f.StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag (repeatable)")
 	f.StringVar(&out, "out", "", "also write the table to this file")
+	f.StringVar(&peer, "peer", "", "after each fleet's window, hand its Nodes to this other fake kubelet and measure it the same way: "+strings.Join(bench.Peers, ", "))
+	f.StringArrayVar(&peerArgs, "peer-arg", nil, "extra flag for the peer (repeatable), such as --peer-arg=--v=INFO")
+	ref.add(f)
 	return cmd
 }

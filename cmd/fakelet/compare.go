@@ -14,8 +14,8 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scrape"
 )
 
 func init() { subcommandFactories = append(subcommandFactories, newCompareCommand) }

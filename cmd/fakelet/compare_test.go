@@ -17,9 +17,9 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/fleettest"
-	"fakelet.dev/fakelet/load"
+	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scrape"
 )
 
 // cumulativeSource is an apiserver whose request counter has counted for a long time before the

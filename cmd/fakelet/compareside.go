@@ -17,8 +17,8 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
-	"fakelet.dev/fakelet/scrape"
 )
 
 // compareCluster is the cluster one mode of fakelet compare is measured on.

@@ -59,6 +59,9 @@ replaced. Extra component flags go last on each command line, so they override t
 				return err
 			}
 			printUp(cmd.OutOrStdout(), cp, time.Since(begin))
+			if opts.AuditNodes {
+				fmt.Fprintf(cmd.OutOrStdout(), "audit log of node and admin requests: %s\n", controlplane.AuditLogPath(cp.Dir))
+			}
 			return nil
 		},
 	}
@@ -71,6 +74,7 @@ replaced. Extra component flags go last on each command line, so they override t
 	f.StringArrayVar(&opts.ControllerManagerArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag (repeatable)")
 	f.StringArrayVar(&opts.EtcdArgs, "etcd-arg", nil, "extra etcd flag (repeatable)")
 	f.BoolVar(&opts.KeepData, "keep-data", false, "keep etcd's data and the certificates of the previous control plane in --dir (and keep the data at down)")
+	f.BoolVar(&opts.AuditNodes, "audit-nodes", false, "have kube-apiserver write an audit log of kubelet and admin requests (Metadata level) to DIR/audit.log, as fakelet bench --reference does")
 	f.DurationVar(&opts.StartTimeout, "start-timeout", controlplane.DefaultStartTimeout, "how long to wait for each component to become healthy")
 	addPrometheusFlags(f, &prom)
 	return cmd

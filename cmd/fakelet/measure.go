@@ -16,12 +16,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/metrics"
 	"fakelet.dev/fakelet/measure"
-	"fakelet.dev/fakelet/metrics"
+	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
-	"fakelet.dev/fakelet/scrape"
 )
 
 type reportFlags struct {

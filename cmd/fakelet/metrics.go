@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/metrics"
+	"fakelet.dev/fakelet/internal/metrics"
 )
 
 type metricsFlags struct {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/observe"
-	"fakelet.dev/fakelet/reaction"
+	"fakelet.dev/fakelet/measure/observe"
+	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/report"
 )
 

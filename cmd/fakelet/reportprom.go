@@ -13,7 +13,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/spf13/cobra"
 
-	"fakelet.dev/fakelet/promrecord"
+	"fakelet.dev/fakelet/measure/promrecord"
 	"fakelet.dev/fakelet/report"
 )
 

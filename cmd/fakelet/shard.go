@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/lockstep"
+	"fakelet.dev/fakelet/internal/lockstep"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scenario"
 )

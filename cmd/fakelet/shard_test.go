@@ -17,7 +17,7 @@ import (
 
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/fleettest"
-	"fakelet.dev/fakelet/lockstep"
+	"fakelet.dev/fakelet/internal/lockstep"
 	"fakelet.dev/fakelet/profiles"
 )
 

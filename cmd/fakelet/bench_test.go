@@ -1,0 +1,32 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Bad --peer input is refused, with the fix, before any control plane starts.
+func TestBenchPeerFlagsAreCheckedFirst(t *testing.T) {
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--peer", "kubemark"}, `--peer: unknown peer "kubemark": the only peer is kwok`},
+		{[]string{"--peer", "kwok", "--bin-dir", empty}, "--peer: kwok is not in " + empty + ": run `make kwok`"},
+		{[]string{"--peer-arg=--v=INFO"}, "--peer-arg needs --peer"},
+		{[]string{"--peer", "kwok", "--run-arg=--lease-duration=400s"}, "--run-arg --lease-duration=400s: with --peer both run at the kubelet's 40 s lease"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			out, err := runFakelet(t, append([]string{"bench", "--sizes", "10", "--dir", dir}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("fakelet bench %s: error %v, want one containing %q\n%s", strings.Join(tc.args, " "), err, tc.want, out)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+				t.Errorf("bench wrote %d entries in --dir before refusing", len(entries))
+			}
+		})
+	}
+}

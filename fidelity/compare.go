@@ -1,0 +1,109 @@
+package fidelity
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// Row compares one class of request in one window: requests per node of the reference (hollow
+// kubelets) and of fakelet's agents.
+type Row struct {
+	Window    string
+	Class     Class
+	Reference float64
+	Fakelet   float64
+	// Explained is the reason for a known difference, from the list Compare was given; "" if none.
+	Explained string
+}
+
+// Ratio is fakelet's count over the reference's: +Inf when the reference sent none, NaN when neither did.
+func (r Row) Ratio() float64 {
+	if r.Reference == 0 {
+		if r.Fakelet == 0 {
+			return math.NaN()
+		}
+		return math.Inf(1)
+	}
+	return r.Fakelet / r.Reference
+}
+
+// Bound is how far fakelet's count may be from the reference's before a class differs.
+type Bound struct {
+	// Tolerance is a fraction of the reference's count: 0.15 for issue 15's 15%.
+	Tolerance float64
+	// Slack is a difference in requests per node that is never a difference, however small the
+	// counts: a periodic request (a Lease renewal every 10 s) falls on either side of a window's
+	// edge, so two kubelets that behave alike differ by up to one per node in a short window.
+	Slack float64
+}
+
+// DefaultBound is 15%, or one request per node.
+var DefaultBound = Bound{Tolerance: 0.15, Slack: 1}
+
+// Differs says whether fakelet's count is off the reference's by more than b allows. A class one
+// side never sent differs whatever the bound.
+func (r Row) Differs(b Bound) bool {
+	if r.Reference == 0 || r.Fakelet == 0 {
+		return r.Reference != r.Fakelet
+	}
+	return math.Abs(r.Fakelet-r.Reference) > max(b.Tolerance*r.Reference, b.Slack)
+}
+
+// Known is a difference fakelet keeps on purpose: the classes it covers, the windows (none: all),
+// and why.
+type Known struct {
+	Verb, Resource, Subresource string // "" matches any
+	Windows                     []string
+	Reason                      string
+}
+
+func (k Known) covers(w string, c Class) bool {
+	return (k.Verb == "" || k.Verb == c.Verb) && (k.Resource == "" || k.Resource == c.Resource) &&
+		(k.Subresource == "" || k.Subresource == c.Subresource) && (len(k.Windows) == 0 || slices.Contains(k.Windows, w))
+}
+
+// Compare lists, for each window in order, every class either kind of node sent, per node, sorted
+// by resource then verb; a row some entry of known covers carries its reason.
+func Compare(c Counts, windows []string, reference, fakelet []string, known []Known) []Row {
+	var rows []Row
+	for _, w := range windows {
+		ref, fl := c.PerNode(w, reference), c.PerNode(w, fakelet)
+		classes := map[Class]bool{}
+		for cl := range ref {
+			classes[cl] = true
+		}
+		for cl := range fl {
+			classes[cl] = true
+		}
+		var sorted []Class
+		for cl := range classes {
+			sorted = append(sorted, cl)
+		}
+		slices.SortFunc(sorted, func(a, b Class) int {
+			return strings.Compare(a.Resource+"/"+a.Subresource+" "+a.Verb, b.Resource+"/"+b.Subresource+" "+b.Verb)
+		})
+		for _, cl := range sorted {
+			row := Row{Window: w, Class: cl, Reference: ref[cl], Fakelet: fl[cl]}
+			for _, k := range known {
+				if k.covers(w, cl) {
+					row.Explained = k.Reason
+					break
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// Unexplained returns the rows that differ by more than b allows without a known reason.
+func Unexplained(rows []Row, b Bound) []Row {
+	var out []Row
+	for _, r := range rows {
+		if r.Differs(b) && r.Explained == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package fidelity
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCountWindows(t *testing.T) {
+	t0 := at("2026-12-01T09:30:00Z")
+	lease := Class{"update", "leases", ""}
+	req := func(node string, s float64) Request {
+		return Request{Node: node, Class: lease, At: t0.Add(time.Duration(s * float64(time.Second)))}
+	}
+	reqs := []Request{
+		// a's first request at 0 s, b's at 5 s: each node's startup window is its own first 10 s.
+		req("a", 0), req("a", 9.9), req("a", 10), req("b", 5), req("b", 14.9), req("b", 15),
+		req("a", 20), req("b", 29.999), req("a", 30),
+		{Class: lease, At: t0.Add(21 * time.Second)}, // no node: not counted
+	}
+	c := Count(reqs, []Window{
+		{Name: "startup", FromFirst: 10 * time.Second},
+		{Name: "steady", From: t0.Add(20 * time.Second), To: t0.Add(30 * time.Second)},
+	})
+	for _, tc := range []struct {
+		window, node string
+		want         int
+	}{
+		{"startup", "a", 2}, {"startup", "b", 2}, {"steady", "a", 1}, {"steady", "b", 1},
+	} {
+		if got := c[tc.window][tc.node][lease]; got != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.window, tc.node, got, tc.want)
+		}
+	}
+	// A node that sent nothing of a class counts as 0 in the mean.
+	if got := c.PerNode("steady", []string{"a", "b", "c", "d"})[lease]; got != 0.5 {
+		t.Errorf("per node over 4 nodes = %v, want 0.5", got)
+	}
+}
+
+func TestCompareAndTable(t *testing.T) {
+	get, put, csi := Class{"get", "nodes", ""}, Class{"update", "leases", ""}, Class{"create", "csinodes", ""}
+	c := Counts{"startup": {
+		"h0": {get: 6, put: 4, csi: 1}, "h1": {get: 6, put: 4, csi: 1},
+		"f0": {get: 2, put: 4}, "f1": {get: 2, put: 5},
+	}}
+	known := []Known{{Resource: "csinodes", Reason: "no CSI plugin manager"}, {Verb: "get", Resource: "nodes", Windows: []string{"restart"}, Reason: "only at restart"}}
+	rows := Compare(c, []string{"startup"}, []string{"h0", "h1"}, []string{"f0", "f1"}, known)
+	if len(rows) != 3 {
+		t.Fatalf("rows %+v", rows)
+	}
+	// Sorted by resource: csinodes, leases, nodes.
+	if rows[0].Class != csi || rows[0].Explained != "no CSI plugin manager" || rows[0].Fakelet != 0 {
+		t.Errorf("row 0 %+v", rows[0])
+	}
+	if rows[1].Class != put || rows[1].Reference != 4 || rows[1].Fakelet != 4.5 || rows[1].Differs(DefaultBound) {
+		t.Errorf("row 1 %+v: 4.5 against 4 is within 15%%", rows[1])
+	}
+	if rows[2].Class != get || rows[2].Explained != "" || !rows[2].Differs(DefaultBound) {
+		t.Errorf("row 2 %+v: the known difference is for the restart window only", rows[2])
+	}
+	bad := Unexplained(rows, DefaultBound)
+	if len(bad) != 1 || bad[0].Class != get {
+		t.Errorf("unexplained %+v, want get nodes alone", bad)
+	}
+	if r := (Row{Reference: 0, Fakelet: 0}); !math.IsNaN(r.Ratio()) || r.Differs(Bound{}) {
+		t.Errorf("neither sent: ratio %v, differs %v", r.Ratio(), r.Differs(Bound{}))
+	}
+	for _, tc := range []struct {
+		ref, fl float64
+		differs bool
+	}{
+		{2, 2.5, false}, // within one request per node: a renewal on the other side of an edge
+		{2, 3.5, true},
+		{20, 22.5, false}, // within 15%
+		{20, 23.5, true},
+		{1, 0, true}, // one side never sent it: no slack
+		{0, 0.5, true},
+	} {
+		if got := (Row{Reference: tc.ref, Fakelet: tc.fl}).Differs(DefaultBound); got != tc.differs {
+			t.Errorf("%v against %v: differs %v, want %v", tc.fl, tc.ref, got, tc.differs)
+		}
+	}
+
+	var b bytes.Buffer
+	WriteTable(&b, rows, DefaultBound)
+	out := b.String()
+	for _, want := range []string{
+		"| startup | create csinodes | 1 | 0 | 0.00 | known (1) |",
+		"| startup | update leases | 4 | 4.5 | 1.12 | ok |",
+		"| startup | get nodes | 6 | 2 | 0.33 | **differs** |",
+		"1. no CSI plugin manager",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

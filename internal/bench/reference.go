@@ -1,0 +1,458 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fidelity"
+	"fakelet.dev/fakelet/fleet"
+)
+
+// The kubemark reference (issue 15, docs/fidelity.md): hollow kubelets and fakelet agents side by
+// side on one fresh local control plane whose apiserver audits node requests, through four windows;
+// then each node's requests are counted from the audit log, per window and class.
+
+// Reference is the only reference there is: kubemark's hollow kubelet.
+const Reference = "kubemark"
+
+// Window names, in the order a reference run goes through them.
+const (
+	WindowStartup = "startup" // each node's first Windows.Startup, from its first request
+	WindowSteady  = "steady"  // every node registered and past its startup window
+	WindowPods    = "pods"    // pods created bound to every node, then deleted
+	WindowRestart = "restart" // every kubelet killed and started again at the window's start
+)
+
+// WindowNames lists the windows in order.
+var WindowNames = []string{WindowStartup, WindowSteady, WindowPods, WindowRestart}
+
+// Name prefixes of the two kinds of node.
+const (
+	HollowPrefix   = "hollow"
+	FakeletPrefix  = "fakelet"
+	referenceFleet = "reference"
+	// referenceLabel marks the pods the reference creates, on both kinds of node.
+	referenceLabel = "fakelet.dev/reference"
+)
+
+// Windows are the lengths of a reference run's windows.
+type Windows struct {
+	Startup, Steady, Pods, Restart time.Duration
+}
+
+// DefaultWindows are docs/fidelity.md's: the startup window the issue measured, a steady window
+// long enough for the kubelets' 5-minute status reports and 5-10 minute watch timeouts.
+var DefaultWindows = Windows{Startup: time.Minute, Steady: 10 * time.Minute, Pods: 2 * time.Minute, Restart: 2 * time.Minute}
+
+// ReferenceOptions configure a reference run.
+type ReferenceOptions struct {
+	Nodes       int // of each kind
+	PodsPerNode int // created on every node at the pods window's start
+	Windows     Windows
+	Dir         string // the control plane and the hollow nodes' work directories go under it
+	BinDir      string // control plane binaries and kubemark; see FindKubemark
+	Log         io.Writer
+}
+
+// Validate refuses options a run cannot use, before anything starts.
+func (o ReferenceOptions) Validate() error {
+	w := o.Windows
+	switch {
+	case o.Nodes < 1 || o.Nodes > 100:
+		return fmt.Errorf("nodes must be between 1 and 100 of each kind (one kubemark process each), got %d", o.Nodes)
+	case o.PodsPerNode < 0 || o.PodsPerNode > fleet.MaxPodsPerNode:
+		return fmt.Errorf("pods per node must be between 0 and %d, got %d", fleet.MaxPodsPerNode, o.PodsPerNode)
+	case w.Startup <= 0 || w.Steady <= 0 || w.Pods <= 0 || w.Restart <= 0:
+		return fmt.Errorf("every window must be longer than 0 (startup %v, steady %v, pods %v, restart %v)", w.Startup, w.Steady, w.Pods, w.Restart)
+	}
+	return nil
+}
+
+// ReferenceResult is what a reference run measured.
+type ReferenceResult struct {
+	Windows  []fidelity.Window
+	Hollow   []string // node names of each kind
+	Fakelet  []string
+	Requests []fidelity.Request
+	AuditLog string
+	Began    time.Time
+}
+
+// Compare compares the run's windows, with known differences.
+func (r ReferenceResult) Compare(known []fidelity.Known) []fidelity.Row {
+	var names []string
+	for _, w := range r.Windows {
+		names = append(names, w.Name)
+	}
+	return fidelity.Compare(fidelity.Count(r.Requests, r.Windows), names, r.Hollow, r.Fakelet, known)
+}
+
+// sharedNode stands for the fleet in counts of its shared requests.
+const sharedNode = "(fleet)"
+
+// Shared counts, per window, the requests the fakelet fleet sends for all its agents at once (its
+// preflight, its watch of its Nodes, its cleanup): the fleet's own client, impersonating no node.
+// They are no node's, so Compare leaves them out.
+func (r ReferenceResult) Shared() map[string]map[fidelity.Class]int {
+	var reqs []fidelity.Request
+	for _, q := range r.Requests {
+		if q.Node == "" && q.UserAgent == fleet.AdminUserAgent {
+			q.Node = sharedNode
+			reqs = append(reqs, q)
+		}
+	}
+	out := map[string]map[fidelity.Class]int{}
+	for w, byNode := range fidelity.Count(reqs, r.Windows) {
+		out[w] = byNode[sharedNode]
+	}
+	return out
+}
+
+// KnownDifferences is agent.FootprintDifferences for Compare.
+func KnownDifferences() []fidelity.Known {
+	var out []fidelity.Known
+	for _, d := range agent.FootprintDifferences {
+		out = append(out, fidelity.Known{Verb: d.Verb, Resource: d.Resource, Subresource: d.Subresource, Windows: d.Windows, Reason: d.Reason})
+	}
+	return out
+}
+
+// FindKubemark returns the kubemark binary `make controlplane` builds beside kube-apiserver.
+func FindKubemark(binDir string) (string, error) {
+	bins, err := controlplane.FindBinaries(binDir)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(filepath.Dir(bins.APIServer), "kubemark")
+	if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("no kubemark beside %s: run `make controlplane` (it builds kubemark too)", bins.APIServer)
+	}
+	return p, nil
+}
+
+// RunReference runs the reference: a fresh control plane in DIR/controlplane with an audit log,
+// o.Nodes hollow kubelets and o.Nodes fakelet agents started together, then the windows one after
+// the other. It stops everything it started before it returns.
+func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, error) {
+	var res ReferenceResult
+	if err := o.Validate(); err != nil {
+		return res, err
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	kubemark, err := FindKubemark(o.BinDir)
+	if err != nil {
+		return res, err
+	}
+	cpDir := filepath.Join(o.Dir, "controlplane")
+	// A fresh control plane and fresh work directories: one left by an interrupted run holds its
+	// Nodes and its audit log, which would count in this one. Both are the reference's own.
+	if err := controlplane.Down(ctx, cpDir); err != nil {
+		return res, fmt.Errorf("stop the control plane a reference run left in %s: %w", cpDir, err)
+	}
+	if err := os.RemoveAll(filepath.Join(o.Dir, "hollow")); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(o.Log, "== reference: starting a control plane with an audit log in %s\n", cpDir)
+	cp, err := controlplane.Up(ctx, controlplane.Options{Dir: cpDir, BinDir: o.BinDir, AuditNodes: true})
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if err := cp.Down(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(o.Log, "stop control plane: %v\n", err)
+		}
+	}()
+	res.AuditLog = controlplane.AuditLogPath(cp.Dir)
+	adminConfig := cp.AdminConfig()
+	// Apart from the fleet's own user agent, so that the reference's requests are not counted as
+	// the fleet's.
+	adminConfig.UserAgent = "fakelet-reference"
+	admin, err := kubernetes.NewForConfig(adminConfig)
+	if err != nil {
+		return res, err
+	}
+
+	var hollow []*hollowNode
+	defer func() {
+		for _, h := range hollow {
+			if err := h.kill(); err != nil {
+				fmt.Fprintln(o.Log, err)
+			}
+		}
+	}()
+	for i := range o.Nodes {
+		name := fleet.NodeName(HollowPrefix, i)
+		dir := filepath.Join(o.Dir, "hollow", name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, err
+		}
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		if err := cp.WriteNodeKubeconfig(kubeconfig, name); err != nil {
+			return res, err
+		}
+		h, err := newHollowNode(kubemark, dir, name, kubeconfig)
+		if err != nil {
+			return res, err
+		}
+		hollow = append(hollow, h)
+		res.Hollow = append(res.Hollow, name)
+		res.Fakelet = append(res.Fakelet, fleet.NodeName(FakeletPrefix, i))
+	}
+	// The fleet fakelet run would start, with its defaults: the agents share its connections.
+	f, err := fleet.New(fleet.Config{Nodes: o.Nodes, NamePrefix: FakeletPrefix, Fleet: referenceFleet}, cp.AdminConfig())
+	if err != nil {
+		return res, err
+	}
+	if err := f.Preflight(ctx); err != nil {
+		return res, err
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pods, err := startPodRelay(runCtx, admin, f, o.Log)
+	if err != nil {
+		return res, err
+	}
+	fleetDone := make(chan error, 1)
+	res.Began = time.Now()
+	go func() { fleetDone <- f.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-fleetDone; err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(o.Log, "fakelet fleet: %v\n", err)
+		}
+	}()
+	for _, h := range hollow {
+		if err := h.start(); err != nil {
+			return res, err
+		}
+	}
+	all := append(append([]string(nil), res.Hollow...), res.Fakelet...)
+	fmt.Fprintf(o.Log, "   started %d hollow kubelets (%s) and %d fakelet agents; waiting for every node to be Ready\n",
+		len(hollow), filepath.Join(o.Dir, "hollow"), o.Nodes)
+	if err := waitReady(ctx, admin, all, hollow, 3*time.Minute); err != nil {
+		return res, err
+	}
+	// Each node's startup window began with its first request, before it registered: it is over
+	// Windows.Startup from now at the latest.
+	res.Windows = append(res.Windows, fidelity.Window{Name: WindowStartup, FromFirst: o.Windows.Startup})
+	steady := time.Now().Add(o.Windows.Startup)
+	fmt.Fprintf(o.Log, "   every node Ready after %v; steady window from %s for %v\n",
+		time.Since(res.Began).Round(time.Second), steady.Format(time.TimeOnly), o.Windows.Steady)
+	if err := sleep(ctx, time.Until(steady)+o.Windows.Steady); err != nil {
+		return res, err
+	}
+	res.Windows = append(res.Windows, fidelity.Window{Name: WindowSteady, From: steady, To: steady.Add(o.Windows.Steady)})
+
+	from := time.Now()
+	fmt.Fprintf(o.Log, "   pods window: %d pods on each node, deleted halfway through %v\n", o.PodsPerNode, o.Windows.Pods)
+	if err := pods.run(ctx, all, o.PodsPerNode, o.Windows.Pods); err != nil {
+		return res, err
+	}
+	res.Windows = append(res.Windows, fidelity.Window{Name: WindowPods, From: from, To: from.Add(o.Windows.Pods)})
+	if err := sleep(ctx, time.Until(from.Add(o.Windows.Pods))); err != nil {
+		return res, err
+	}
+
+	from = time.Now()
+	fmt.Fprintf(o.Log, "   restart window: every kubelet killed and started again, then %v\n", o.Windows.Restart)
+	for _, h := range hollow {
+		if err := h.kill(); err != nil {
+			return res, err
+		}
+		if err := h.start(); err != nil {
+			return res, err
+		}
+	}
+	for _, a := range f.Agents() {
+		a.Stop()
+		if err := f.StartNode(a.Index()); err != nil {
+			return res, err
+		}
+	}
+	if err := sleep(ctx, time.Until(from.Add(o.Windows.Restart))); err != nil {
+		return res, err
+	}
+	res.Windows = append(res.Windows, fidelity.Window{Name: WindowRestart, From: from, To: from.Add(o.Windows.Restart)})
+	// The Nodes stayed Ready through a restart shorter than the grace period: what tells that the
+	// kubelets came back is that they still run, and the table, which shows their requests.
+	for _, h := range hollow {
+		if gone, how := h.exited(); gone {
+			return res, fmt.Errorf("hollow node %s exited (%s) after its restart; see %s", h.name, how, filepath.Join(h.dir, "kubemark.log"))
+		}
+	}
+
+	log, err := os.Open(res.AuditLog)
+	if err != nil {
+		return res, err
+	}
+	defer log.Close()
+	res.Requests, err = fidelity.ReadAudit(log)
+	return res, err
+}
+
+// waitReady waits until every node in names exists and is Ready, and fails early if a hollow kubelet
+// exits.
+func waitReady(ctx context.Context, c kubernetes.Interface, names []string, hollow []*hollowNode, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, h := range hollow {
+			if gone, how := h.exited(); gone {
+				return fmt.Errorf("hollow node %s exited (%s); see %s", h.name, how, filepath.Join(h.dir, "kubemark.log"))
+			}
+		}
+		var notReady []string
+		for _, n := range names {
+			node, err := c.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil || !nodeReady(node) {
+				notReady = append(notReady, n)
+			}
+		}
+		if len(notReady) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not Ready within %v: %v", timeout, notReady)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podRelay creates the pods window's pods and shows those on fakelet nodes to their agents, as the
+// fleet's own pod watch shows the pods it creates (fleet/pods.go): the reference creates them, so
+// they are fakelet's to write. A hollow kubelet watches its own.
+type podRelay struct {
+	admin kubernetes.Interface
+	log   io.Writer
+}
+
+func startPodRelay(ctx context.Context, admin kubernetes.Interface, f *fleet.Fleet, log io.Writer) (*podRelay, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(admin, 0, informers.WithNamespace(fleet.PodNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = referenceLabel }))
+	inf := factory.Core().V1().Pods().Informer()
+	agentOf := func(obj any) (*agent.Agent, *corev1.Pod) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, nil
+		}
+		i, ok := fleet.NodeIndex(FakeletPrefix, pod.Spec.NodeName)
+		if !ok {
+			return nil, nil
+		}
+		return f.Agent(i), pod
+	}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if a, pod := agentOf(obj); a != nil {
+				a.ObservePod(pod)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if a, pod := agentOf(obj); a != nil {
+				a.ObservePod(pod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if a, pod := agentOf(obj); a != nil {
+				a.ForgetPod(pod.Name, pod.UID)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("no list of the reference's pods: %w", context.Cause(ctx))
+		}
+	}
+	return &podRelay{admin: admin, log: log}, nil
+}
+
+// run creates perNode pods bound to each node, deletes them (as a user does, with the pods' grace
+// period, which each kubelet confirms) half of window later, and force-deletes any left at the end
+// of the window.
+func (p *podRelay) run(ctx context.Context, nodes []string, perNode int, window time.Duration) error {
+	start := time.Now()
+	pods := p.admin.CoreV1().Pods(fleet.PodNamespace)
+	created := map[string]*corev1.Pod{}
+	for _, n := range nodes {
+		for i := range perNode {
+			pod, err := pods.Create(ctx, referencePod(n, i), metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("create pod for node %s: %w", n, err)
+			}
+			created[pod.Name] = pod
+		}
+	}
+	if err := sleep(ctx, time.Until(start.Add(window/2))); err != nil {
+		return err
+	}
+	for name, pod := range created {
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}
+		if err := pods.Delete(ctx, name, opts); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete pod %s: %w", name, err)
+		}
+	}
+	if err := sleep(ctx, time.Until(start.Add(window))); err != nil {
+		return err
+	}
+	for name, pod := range created {
+		opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}}
+		if err := pods.Delete(ctx, name, opts); err == nil {
+			fmt.Fprintf(p.log, "   pod %s was still there at the end of the pods window: deleted at once\n", name)
+		} else if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete pod %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// referencePod is pod i of node: the fleet's kind of pod (fleet/pods.go), one pause container and
+// no service account token, so that neither kind of kubelet has a volume to fetch.
+func referencePod(node string, i int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("ref-%s-%d", node, i),
+			Namespace: fleet.PodNamespace,
+			Labels:    map[string]string{referenceLabel: "true"},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                     node,
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{{Name: "pause", Image: fleet.PodImage}},
+		},
+	}
+}

@@ -1,0 +1,271 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"fakelet.dev/fakelet/controlplane"
+)
+
+// Options say which fleets to measure and how.
+type Options struct {
+	Sizes           []int         // fleet sizes, each on a fresh control plane
+	Steady          time.Duration // the measured window, after registration and Settle
+	Settle          time.Duration // wait after every node is Ready, so registration's status patches pass
+	RegisterTimeout time.Duration // give up waiting for all nodes to be Ready
+	Fakelet         string        // the fakelet binary each fleet runs in
+	Dir             string        // control planes and logs go under it
+	BinDir          string        // control plane binaries
+	RegisterQPS     float64
+	RunArgs         []string // extra `fakelet run` flags, such as --lease-duration 400s
+	RunEnv          []string // extra environment of the fleet process only, such as GOGC=200
+	APIServerArgs   []string
+	// Peer, if set, keeps each size's Nodes after the fleet's window, on the same control plane,
+	// and is measured the same way (Result.Peer).
+	Peer *Peer
+	Log  io.Writer
+}
+
+// Result is one fleet size's measurements. CPU times and counts cover the steady window.
+type Result struct {
+	Nodes         int
+	AllReady      bool
+	Register      time.Duration // from the fleet's start until every node was Ready
+	Window        time.Duration
+	CPU           map[string]time.Duration // by process: fakelet, kube-apiserver, etcd, kube-controller-manager
+	RSS           map[string]int64
+	Heartbeats    float64 // lease renewals and status patches the fleet sent
+	Failures      float64 // heartbeats that failed
+	LeasePUTs     float64 // as the apiserver counted them
+	LeasePUTp99   float64 // seconds, from apiserver_request_duration_seconds
+	RenewalP50    float64 // seconds between a node's renewals, from fakelet's histogram
+	RenewalP99    float64
+	RegisteredErr string // why not every node became Ready, if not
+	Peer          *PeerResult
+}
+
+// Fakelet is the key of the fleet's own process in Result.CPU and Result.RSS.
+const Fakelet = "fakelet"
+
+// Run measures each size in turn and returns what it could measure; it stops at the first size that
+// fails to start.
+func Run(ctx context.Context, o Options) ([]Result, error) {
+	var out []Result
+	for _, n := range o.Sizes {
+		r, err := measure(ctx, o, n)
+		if err != nil {
+			return out, fmt.Errorf("%d nodes: %w", n, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func measure(ctx context.Context, o Options, n int) (Result, error) {
+	res := Result{Nodes: n, CPU: map[string]time.Duration{}, RSS: map[string]int64{}}
+	dir := filepath.Join(o.Dir, strconv.Itoa(n))
+	fmt.Fprintf(o.Log, "== %d nodes: starting a control plane in %s\n", n, dir)
+	cp, err := controlplane.Up(ctx, controlplane.Options{Dir: dir, BinDir: o.BinDir, APIServerArgs: o.APIServerArgs})
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if err := cp.Down(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(o.Log, "stop control plane: %v\n", err)
+		}
+	}()
+	pids := map[string]int{}
+	for _, c := range cp.State().Components {
+		pids[c.Name] = c.PID
+	}
+	mc, err := cp.MetricsClient()
+	if err != nil {
+		return res, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return res, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "fakelet.log"))
+	if err != nil {
+		return res, err
+	}
+	defer logFile.Close()
+	args := append([]string{"run", "--kubeconfig", cp.Kubeconfig, "--nodes", strconv.Itoa(n),
+		"--metrics-addr", addr, "--register-qps", strconv.FormatFloat(o.RegisterQPS, 'f', -1, 64),
+		"--keep"}, o.RunArgs...)
+	child := exec.CommandContext(ctx, o.Fakelet, args...)
+	child.Env = append(os.Environ(), o.RunEnv...)
+	child.Stdout, child.Stderr = logFile, logFile
+	child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
+	child.WaitDelay = 30 * time.Second
+	began := time.Now()
+	if err := child.Start(); err != nil {
+		return res, fmt.Errorf("start %s: %w", o.Fakelet, err)
+	}
+	defer func() {
+		_ = child.Process.Signal(syscall.SIGTERM)
+		_ = child.Wait()
+	}()
+	pids[Fakelet] = child.Process.Pid
+	fleetURL := "http://" + addr + "/metrics"
+
+	// Registration: poll the fleet's own count of Ready nodes.
+	deadline := time.Now().Add(o.RegisterTimeout)
+	for {
+		if f, err := scrape(http.DefaultClient, fleetURL); err == nil && int(f.sum("fakelet_nodes", map[string]string{"state": "ready"})) >= n {
+			res.AllReady, res.Register = true, time.Since(began)
+			break
+		}
+		if time.Now().After(deadline) {
+			res.RegisteredErr = fmt.Sprintf("not every node Ready within %v", o.RegisterTimeout)
+			break
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return res, err
+		}
+	}
+	fmt.Fprintf(o.Log, "   registered in %v; settling %v, then measuring %v\n", res.Register.Round(time.Second), o.Settle, o.Steady)
+	if err := sleep(ctx, o.Settle); err != nil {
+		return res, err
+	}
+
+	before, err := snapshot(pids, mc, cp.APIServerURL+"/metrics", fleetURL)
+	if err != nil {
+		return res, err
+	}
+	if err := sleep(ctx, o.Steady); err != nil {
+		return res, err
+	}
+	after, err := snapshot(pids, mc, cp.APIServerURL+"/metrics", fleetURL)
+	if err != nil {
+		return res, err
+	}
+	res.Window = after.at.Sub(before.at)
+	for name := range pids {
+		res.CPU[name] = after.cpu[name] - before.cpu[name]
+		res.RSS[name] = after.rss[name]
+	}
+	res.Heartbeats = after.fleet.sum("fakelet_heartbeats_total", nil) - before.fleet.sum("fakelet_heartbeats_total", nil)
+	failed := map[string]string{"result": "failure"}
+	res.Failures = after.fleet.sum("fakelet_heartbeats_total", failed) - before.fleet.sum("fakelet_heartbeats_total", failed)
+	res.LeasePUTs, res.LeasePUTp99 = leasePUTs(before.apiserver, after.apiserver)
+	renewals := after.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil).
+		minus(before.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil))
+	res.RenewalP50, res.RenewalP99 = renewals.quantile(0.5), renewals.quantile(0.99)
+	fmt.Fprintf(o.Log, "   fleet %.1fs CPU, apiserver %.1fs CPU, %.0f lease PUTs\n",
+		res.CPU[Fakelet].Seconds(), res.CPU[controlplane.APIServer].Seconds(), res.LeasePUTs)
+	if o.Peer == nil {
+		return res, nil
+	}
+
+	// The fleet runs with --keep: stopped, it leaves its Nodes and Leases for the peer to take over.
+	fmt.Fprintf(o.Log, "   stopping the fleet, leaving its Nodes and Leases to %s\n", o.Peer.Name)
+	_ = child.Process.Signal(syscall.SIGTERM)
+	if err := child.Wait(); err != nil {
+		return res, fmt.Errorf("stop the fleet: %w; see %s", err, logFile.Name())
+	}
+	delete(pids, Fakelet)
+	cs, err := kubernetes.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return res, err
+	}
+	pr, err := peerRun{
+		peer:       *o.Peer,
+		kubeconfig: cp.Kubeconfig,
+		dir:        dir,
+		pids:       pids,
+		snapshot: func(pids map[string]int) (snap, error) {
+			return snapshot(pids, mc, cp.APIServerURL+"/metrics", "")
+		},
+		handedOver:     func(ctx context.Context) (bool, error) { return handedOver(ctx, cs, n) },
+		poll:           2 * time.Second,
+		handOverWithin: o.RegisterTimeout,
+		settle:         o.Settle,
+		steady:         o.Steady,
+		log:            o.Log,
+	}.run(ctx)
+	if err != nil {
+		// The fleet's window stands; the table says why the peer's is missing.
+		pr.Err = err.Error()
+		fmt.Fprintf(o.Log, "   %s: %v\n", o.Peer.Name, err)
+	}
+	res.Peer = &pr
+	return res, ctx.Err()
+}
+
+// leasePUTs returns the lease PUTs the apiserver counted between two scrapes, and their p99 latency
+// in seconds.
+func leasePUTs(before, after families) (count, p99 float64) {
+	puts := map[string]string{"verb": "PUT", "resource": "leases"}
+	count = after.sum("apiserver_request_total", puts) - before.sum("apiserver_request_total", puts)
+	p99 = after.histogram("apiserver_request_duration_seconds", puts).
+		minus(before.histogram("apiserver_request_duration_seconds", puts)).quantile(0.99)
+	return count, p99
+}
+
+type snap struct {
+	at               time.Time
+	cpu              map[string]time.Duration
+	rss              map[string]int64
+	apiserver, fleet families
+}
+
+func snapshot(pids map[string]int, mc *http.Client, apiserverURL, fleetURL string) (snap, error) {
+	s := snap{at: time.Now(), cpu: map[string]time.Duration{}, rss: map[string]int64{}}
+	for name, pid := range pids {
+		c, err := cpuTime(pid)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", name, err)
+		}
+		s.cpu[name] = c
+		s.rss[name], _ = rss(pid)
+	}
+	var errA, errF error
+	s.apiserver, errA = scrape(mc, apiserverURL)
+	if fleetURL != "" { // none once the fleet has handed its Nodes to a peer
+		s.fleet, errF = scrape(http.DefaultClient, fleetURL)
+	}
+	return s, errors.Join(errA, errF)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// nan prints a missing measurement as such.
+func nan(v float64, format string) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v)
+}

@@ -1,0 +1,100 @@
+package wire
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Config is what a Client needs to reach one apiserver.
+type Config struct {
+	// Host is the server's URL, https://host[:port]; requests' paths are absolute (any prefix of
+	// the server's is the caller's).
+	Host string
+	// TLS is used as given but for ALPN (h2) and, if empty, ServerName.
+	TLS *tls.Config
+	// Dial opens the TCP connection; nil uses a net.Dialer as net/http's default transport does.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Auth returns the headers that authenticate a request (Authorization, a config's
+	// Impersonate-*), called again at most every AuthRefresh; nil sends none.
+	Auth func() ([]Field, error)
+	// StreamWindow is the receive window of each stream: how much of an answer or a watch the server
+	// may send before the reader has handed it on. 0: 1 MiB.
+	StreamWindow uint32
+	// FlushWindow is how long the writer may hold written frames for more to come before it flushes
+	// them with one write: 0 flushes as soon as its queue is empty. At most MaxFlushWindow.
+	FlushWindow time.Duration
+	// ReadIdleTimeout is how long a connection may read nothing before it sends a PING, and
+	// PingTimeout how long it then waits for the answer before it fails its requests and closes: a
+	// server gone without a word (a partition, a stopped process) would otherwise hold every
+	// request to its timeout, forever. 0: client-go's 30 s and 15 s.
+	ReadIdleTimeout, PingTimeout time.Duration
+	// DisableCompression leaves out Accept-Encoding: gzip, which net/http's transport (so client-go)
+	// sends by default.
+	DisableCompression bool
+}
+
+// MaxFlushWindow bounds how late a request may leave for the sake of sharing a write with others.
+const MaxFlushWindow = time.Millisecond
+
+// AuthRefresh is how often a Client reads its credentials again: token files and exec plugins rotate.
+const AuthRefresh = time.Minute
+
+const defaultStreamWindow = 1 << 20
+
+// client-go's health check of its HTTP/2 connections (k8s.io/apimachinery/pkg/util/net).
+const (
+	defaultReadIdleTimeout = 30 * time.Second
+	defaultPingTimeout     = 15 * time.Second
+)
+
+func (c Config) validate() error {
+	if !strings.HasPrefix(c.Host, "https://") {
+		return fmt.Errorf("the wire path speaks HTTP/2 over TLS only, not to %q", c.Host)
+	}
+	if c.FlushWindow < 0 || c.FlushWindow > MaxFlushWindow {
+		return fmt.Errorf("flush window %v is not between 0 and %v", c.FlushWindow, MaxFlushWindow)
+	}
+	return nil
+}
+
+// ForConfig returns the Config of cfg: its host, its TLS settings (rest.TLSConfigFor: CA, client
+// certificates, server name, insecure), its dialer, and its credentials as client-go would send
+// them (bearer token or token file, basic auth, exec and auth-provider plugins, the config's own
+// impersonation), read through client-go's own round trippers so that every kind it supports works.
+// cfg's WrapTransport runs in that probe too: give a config without wrappers that count or log.
+func ForConfig(cfg *rest.Config) (Config, error) {
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return Config{}, err
+	}
+	if u.Scheme != "https" {
+		return Config{}, fmt.Errorf("the wire path speaks HTTP/2 over TLS only, not to %s", u.Redacted())
+	}
+	if cfg.Proxy != nil {
+		return Config{}, errors.New("the wire path does not go through a proxy")
+	}
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return Config{}, err
+	}
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{}
+	}
+	tc, err := cfg.TransportConfig()
+	if err != nil {
+		return Config{}, err
+	}
+	tc.UserAgent = "" // the caller's requests carry their own
+	probe, err := newAuthProbe(tc, u.Scheme+"://"+u.Host)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Host: u.Scheme + "://" + u.Host, TLS: tlsConfig, Dial: cfg.Dial, Auth: probe.headers}, nil
+}

@@ -1,0 +1,279 @@
+package wire
+
+import (
+	"strconv"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// item is one thing for the writer to write.
+type item struct {
+	kind itemKind
+	s    *stream
+	id   uint32
+	code http2.ErrCode
+	incr uint32
+	ping [8]byte
+}
+
+type itemKind uint8
+
+const (
+	itemOpen        itemKind = iota // a request: HEADERS, then its body as the windows allow
+	itemKick                        // the send windows grew: write what waits for them
+	itemReset                       // RST_STREAM of a stream its caller gave up on
+	itemWindow                      // WINDOW_UPDATE: what a stream (id 0: the connection) consumed
+	itemPing                        // the health check's PING
+	itemPingAck                     // answer the server's PING
+	itemSettingsAck                 // acknowledge the server's SETTINGS
+	itemTableSize                   // the server's HEADER_TABLE_SIZE
+)
+
+// writer is the state only the writer goroutine touches.
+type writer struct {
+	cn      *conn
+	enc     *hpack.Encoder
+	block   headerBuffer
+	blocked []*stream // streams whose body waits for a window
+	auth    []Field
+	authAt  time.Time
+}
+
+type headerBuffer struct{ b []byte }
+
+func (h *headerBuffer) Write(p []byte) (int, error) { h.b = append(h.b, p...); return len(p), nil }
+
+// writeLoop writes what the queue holds, as it comes. Frames written together leave together: the
+// buffered writer is flushed when the queue is empty (after holding them up to the flush window for
+// more) or, when the queue never empties, once the oldest unflushed frame has waited the window.
+func (cn *conn) writeLoop() {
+	w := &writer{cn: cn}
+	w.enc = hpack.NewEncoder(&w.block)
+	window := cn.client.cfg.FlushWindow
+	bound := window
+	if bound == 0 {
+		bound = MaxFlushWindow
+	}
+	var batch []item
+	var held time.Time // when the oldest unflushed frame was written; zero: none
+	var timer *time.Timer
+	for {
+		cn.mu.Lock()
+		for len(cn.queue) == 0 && cn.err == nil {
+			cn.mu.Unlock()
+			if !held.IsZero() && (window == 0 || time.Since(held) >= window) {
+				if err := cn.bw.Flush(); err != nil {
+					cn.fail(err)
+					return
+				}
+				held = time.Time{}
+			} else if !held.IsZero() {
+				if timer == nil {
+					timer = time.NewTimer(window - time.Since(held))
+				} else {
+					timer.Reset(window - time.Since(held))
+				}
+				select {
+				case <-cn.wake:
+				case <-timer.C:
+				case <-cn.closed:
+				}
+				timer.Stop()
+			} else {
+				select {
+				case <-cn.wake:
+				case <-cn.closed:
+				}
+			}
+			cn.mu.Lock()
+		}
+		if cn.err != nil {
+			cn.mu.Unlock()
+			return
+		}
+		batch, cn.queue = cn.queue, batch[:0]
+		cn.mu.Unlock()
+		if held.IsZero() {
+			held = time.Now()
+		}
+		for i := range batch {
+			if err := w.write(&batch[i]); err != nil {
+				cn.fail(err)
+				return
+			}
+			batch[i] = item{}
+		}
+		if time.Since(held) >= bound {
+			if err := cn.bw.Flush(); err != nil {
+				cn.fail(err)
+				return
+			}
+			held = time.Time{}
+		}
+	}
+}
+
+func (w *writer) write(it *item) error {
+	fr := w.cn.fr
+	switch it.kind {
+	case itemOpen:
+		return w.open(it.s)
+	case itemKick:
+		blocked := w.blocked
+		w.blocked = nil
+		for _, s := range blocked {
+			if err := w.body(s); err != nil {
+				return err
+			}
+		}
+	case itemReset:
+		return fr.WriteRSTStream(it.id, it.code)
+	case itemWindow:
+		return fr.WriteWindowUpdate(it.id, it.incr)
+	case itemPing:
+		return fr.WritePing(false, [8]byte{'f', 'a', 'k', 'e', 'l', 'e', 't'})
+	case itemPingAck:
+		return fr.WritePing(true, it.ping)
+	case itemSettingsAck:
+		return fr.WriteSettingsAck()
+	case itemTableSize:
+		w.enc.SetMaxDynamicTableSizeLimit(it.incr)
+	}
+	return nil
+}
+
+// open writes a request's HEADERS, and its body as far as the windows allow.
+func (w *writer) open(s *stream) error {
+	cn := w.cn
+	cn.mu.Lock()
+	if s.ended {
+		cn.mu.Unlock()
+		return nil // its caller gave up before it was written
+	}
+	if cn.goAway != nil {
+		cn.mu.Unlock()
+		cn.end(s, retryable{errGotGoAway}, false)
+		return nil
+	}
+	s.id = cn.nextID
+	cn.nextID += 2
+	s.sendWindow = cn.initialWindow
+	s.body = s.req.Body
+	cn.streams[s.id] = s
+	maxFrame := cn.maxFrame
+	cn.mu.Unlock()
+
+	if err := w.encode(s.req); err != nil {
+		cn.end(s, err, false)
+		return nil
+	}
+	block := w.block.b
+	endStream := len(s.req.Body) == 0
+	first := block[:min(len(block), maxFrame)]
+	block = block[len(first):]
+	err := cn.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: first, EndStream: endStream, EndHeaders: len(block) == 0})
+	for err == nil && len(block) > 0 {
+		next := block[:min(len(block), maxFrame)]
+		block = block[len(next):]
+		err = cn.fr.WriteContinuation(s.id, len(block) == 0, next)
+	}
+	if err != nil || endStream {
+		return err
+	}
+	return w.body(s)
+}
+
+// body writes as much of s's body as the connection's and the stream's send windows allow; the rest
+// waits for a WINDOW_UPDATE.
+func (w *writer) body(s *stream) error {
+	cn := w.cn
+	for {
+		cn.mu.Lock()
+		if s.ended || len(s.body) == 0 {
+			cn.mu.Unlock()
+			return nil
+		}
+		n := min(int32(len(s.body)), cn.sendWindow, s.sendWindow, int32(cn.maxFrame))
+		if n <= 0 {
+			cn.mu.Unlock()
+			w.blocked = append(w.blocked, s)
+			return nil
+		}
+		cn.sendWindow -= n
+		s.sendWindow -= n
+		chunk := s.body[:n]
+		s.body = s.body[n:]
+		last := len(s.body) == 0
+		id := s.id
+		cn.mu.Unlock()
+		if err := cn.fr.WriteData(id, last, chunk); err != nil {
+			return err
+		}
+	}
+}
+
+// encode writes req's header block into w.block with the connection's encoder: its dynamic table
+// turns the fields every request repeats (authority, credentials, user agent, content type,
+// impersonation of a node seen recently) into an index of a byte or two.
+func (w *writer) encode(req *Request) error {
+	c := w.cn.client
+	if c.cfg.Auth != nil && time.Since(w.authAt) >= AuthRefresh {
+		auth, err := c.cfg.Auth()
+		if err != nil {
+			return err
+		}
+		w.auth, w.authAt = auth, time.Now()
+	}
+	w.block.b = w.block.b[:0]
+	e := w.enc
+	method := req.Method
+	if method == "" {
+		method = "GET"
+	}
+	field(e, ":method", method)
+	field(e, ":scheme", "https")
+	field(e, ":authority", c.authority)
+	literal(e, ":path", req.Path)
+	own := hasImpersonation(req.Header) || hasImpersonation(req.Own)
+	for _, f := range w.auth {
+		if !impersonates(f.Name) || !own {
+			field(e, f.Name, f.Value)
+		}
+	}
+	for _, f := range req.Header {
+		field(e, f.Name, f.Value)
+	}
+	for _, f := range req.Own {
+		literal(e, f.Name, f.Value)
+	}
+	if len(req.Body) > 0 {
+		literal(e, "content-length", strconv.Itoa(len(req.Body)))
+	}
+	if !c.cfg.DisableCompression {
+		field(e, "accept-encoding", "gzip")
+	}
+	return nil
+}
+
+func field(e *hpack.Encoder, name, value string) {
+	_ = e.WriteField(hpack.HeaderField{Name: name, Value: value}) // writes to a byte slice: no error
+}
+
+// literal writes a field as a literal that is never indexed.
+func literal(e *hpack.Encoder, name, value string) {
+	_ = e.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: true})
+}
+
+func impersonates(name string) bool { return len(name) > 12 && name[:12] == "impersonate-" }
+
+// hasImpersonation says whether the request names its own identity, which replaces the config's.
+func hasImpersonation(h []Field) bool {
+	for _, f := range h {
+		if impersonates(f.Name) {
+			return true
+		}
+	}
+	return false
+}
