@@ -183,6 +183,10 @@ func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
 	if got.UID != pod.UID {
 		return nil // another pod of that name: the status manager drops the update
 	}
+	if runningReady(got) {
+		a.ObservePod(got) // nothing changed: the status manager sends no patch
+		return nil
+	}
 	if got.Status.Phase == "" || got.Status.Phase == corev1.PodPending {
 		out, err := p.c.patchPodStatus(got, a.podStatusPending(got, now))
 		if err != nil {
@@ -203,10 +207,11 @@ func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
 
 // terminateAsStatusManager finishes a deleted pod as the kubelet does (kubelet footprint): a sync
 // reports its container stopping (not ready), the next its terminal status, and the last one, which
-// finds nothing more to report, deletes it. Each sync GETs the pod first.
+// finds nothing more to report, deletes it. Each sync GETs the pod first, and patches only what
+// changed: a sync that a watch event of the pod's own reports started finds them done.
 func (p *podLoop) terminateAsStatusManager(pod *corev1.Pod, now time.Time) error {
 	a := p.r.a
-	for _, status := range []func(*corev1.Pod, time.Time) corev1.PodStatus{a.podStatusStopping, a.podStatusTerminated} {
+	for {
 		got, err := p.c.getPod(pod)
 		if err != nil {
 			return err
@@ -214,24 +219,33 @@ func (p *podLoop) terminateAsStatusManager(pod *corev1.Pod, now time.Time) error
 		if got.UID != pod.UID {
 			return nil
 		}
-		out, err := p.c.patchPodStatus(got, status(got, now))
-		if err != nil {
+		var status corev1.PodStatus
+		switch {
+		case got.Status.Phase == corev1.PodSucceeded:
+			if err := p.c.deletePod(got); err != nil {
+				return err
+			}
+			// The status manager forgets a pod it deleted; the fleet's watch would tell the agent a
+			// moment later, and a sync meanwhile would GET it once more.
+			a.ForgetPod(got.Name, got.UID)
+			return nil
+		case podReady(got):
+			status = a.podStatusStopping(got, now)
+		default:
+			status = a.podStatusTerminated(got, now)
+		}
+		if pod, err = p.c.patchPodStatus(got, status); err != nil {
 			return err
 		}
-		pod = out
 	}
-	got, err := p.c.getPod(pod)
-	if err != nil {
-		return err
+}
+
+// podReady says whether the pod's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
 	}
-	if got.UID != pod.UID {
-		return nil
-	}
-	if err := p.c.deletePod(got); err != nil {
-		return err
-	}
-	// The status manager forgets a pod it deleted; the fleet's watch would tell the agent a moment
-	// later, and a sync meanwhile would GET it once more.
-	a.ForgetPod(got.Name, got.UID)
-	return nil
+	return false
 }
