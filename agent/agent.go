@@ -14,11 +14,35 @@
 //   - pods.go: the status manager for the pods the fleet binds to the node: PatchPodStatus to Running
 //     and Ready, and the final delete of a pod whose deletion someone requested.
 //
+// The rest of a kubelet's requests are made in the kubelet footprint (FootprintKubelet, the fleet's
+// default; FootprintHeartbeat leaves them out):
+//   - watches.go and reflector.go: the watches of the kubelet's reflectors (client-go v0.37's
+//     Reflector: streaming lists, bookmarks, jittered timeouts, resume, relist after 410 Gone, its
+//     backoff), opened through a Watcher that decodes of each event only what a reflector needs to
+//     resume;
+//   - csinode.go: the CSI plugin's CSINode at start;
+//   - events.go: the kubelet's Events through the event recorder's spam filter and correlator;
+//   - pods.go: the status manager's GET before each patch, the Pending report before Running, and
+//     the stopping and terminal (Succeeded) reports before a deleted pod's DELETE.
+//
 // Deliberate differences from a kubelet, each for cost: the agent's view of its own Node and pods
-// comes from the responses to its requests and from watches the fleet shares (a kubelet runs its own
-// informers); it runs no containers, so a pod is Running and Ready as soon as it is reported; it
-// sends no Events; and it does not close idle connections after repeated heartbeat failures
-// (connections are shared by the fleet).
+// comes from the responses to its requests and from watches the fleet shares, not from its own
+// watches, which are read only for their resource versions (a kubelet keeps a store per informer);
+// it runs no containers, so a pod is Running and Ready as soon as it is reported, after one Pending
+// report in the kubelet footprint; and it does not close idle connections after repeated heartbeat
+// failures (connections are shared by the fleet).
+//
+// Differences not reproduced yet in the kubelet footprint, each known: a streaming list that fails
+// other than by 410 or a refused connection is retried as a streaming list after a backoff, where
+// client-go falls back to a LIST; the configmap and secret managers' watches are not opened, since the
+// fleet's pods reference no ConfigMap or Secret and mount no service account token (a kubelet would
+// watch kube-root-ca.crt in each namespace it has such pods in, and request their tokens); the
+// discovery GET a hollow kubelet sends at start is not sent, its source in the kubelet not being
+// identified; the registration goes straight to Ready, without the first NotReady report and the
+// fast update a kubelet sends before its runtime is up; only the Ready condition's changes are
+// recorded as Events after start, not the pressure conditions'; the event correlator's aggregation of
+// more than 10 similar events in 10 minutes is not reproduced (an agent never sends that many about
+// one object).
 //
 // Deliberate differences for ownership, so that fakelet never takes over or writes what it did not
 // create: the Node it registers and the Lease it creates carry the fleet label and the run's ID
@@ -27,16 +51,21 @@
 // Lease that another live run of its fleet holds (held.go). Its status patches carry the
 // UID of the Node it registered or adopted as metadata.uid, which the apiserver refuses (422, the UID
 // is immutable) on any other Node of that name, so a Node replaced mid-run is never written to; the
-// request is otherwise the kubelet's (statuspatch.go, withUID).
+// request is otherwise the kubelet's (statuspatch.go, withUID). In the kubelet footprint, an existing
+// CSINode is left as it is, where a kubelet would update its annotation or delete it when another Node
+// owns it; the CSINode an agent creates is owned by its Node and goes with it (the garbage collector
+// deletes it after the fleet's cleanup deletes the Node); its Events are left to expire with the
+// apiserver's event TTL, as a kubelet leaves them.
 //
 // Where the requests go: an agent sends every request through the Clients it is given, after its
 // faults apply (request.go, caller), and knows nothing of what is behind them. Its timing is a
 // resolved heartbeat.Config (Config.Heartbeat). In a fleet, Clients.Coordination is the fleet's
 // leanCoordination (fleet/leaseput.go, handed out by fleet/clients.go): a lease renewal's Update is
 // not client-go's but the fleet's leaseWriter (fleet/leaseput.go), which encodes the Lease as
-// protobuf and PUTs it on a heartbeat connection, impersonating the node unless the fleet runs as
-// its own identity; everything else, the Lease's GET and POST included, goes through client-go on
-// the same connections. Tests give an agent client-go's fake clientset instead.
+// protobuf and PUTs it over the fleet's own HTTP/2 client (package wire), impersonating the node
+// unless the fleet runs as its own identity; the status PATCH goes the same way; everything else,
+// the Lease's GET and POST included, goes through client-go. Tests give an agent client-go's fake
+// clientset instead.
 package agent
 
 import (
@@ -52,6 +81,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 )
 
 // Clients are the API clients an agent calls. Agents of a fleet share them: whose identity a request
@@ -59,6 +89,10 @@ import (
 type Clients struct {
 	Core         corev1client.CoreV1Interface
 	Coordination coordinationv1client.CoordinationV1Interface
+	// Storage creates the node's CSINode in the kubelet footprint; nil creates none.
+	Storage storagev1client.StorageV1Interface
+	// Watches carries the watches of the kubelet footprint; nil opens none.
+	Watches Watcher
 }
 
 // Agent is one fake kubelet.
@@ -109,6 +143,9 @@ func New(cfg *Config, api Clients, name string, index int, zone string) *Agent {
 	return a
 }
 
+// kubelet says whether the agent makes a kubelet's whole footprint.
+func (a *Agent) kubelet() bool { return a.cfg.Footprint == FootprintKubelet }
+
 // Name is the agent's node name.
 func (a *Agent) Name() string { return a.name }
 
@@ -133,6 +170,18 @@ func (a *Agent) Start(ctx context.Context) {
 	if a.mode == heartbeat.ModeLease {
 		r.lease.active = true
 		a.cfg.Scheduler.After(0, &r.lease)
+	}
+	if a.kubelet() {
+		r.events.nodeEventOf(a.nodeUID, reasonStarting, messageStartingKubelet)
+		if a.api.Storage != nil {
+			a.cfg.Scheduler.After(0, &r.csiNode)
+		}
+		if a.api.Watches != nil {
+			r.watches = a.kubeletReflectors(r)
+			for _, f := range r.watches {
+				a.cfg.Scheduler.After(0, f)
+			}
+		}
 	}
 }
 
@@ -303,16 +352,25 @@ type run struct {
 	lease  leaseLoop
 	status statusLoop
 	pods   podLoop
+	// The kubelet footprint's: the kubelet's reflectors (watches.go), its CSINode (csinode.go) and
+	// its Events (events.go).
+	watches []*reflector
+	csiNode csiNodeLoop
+	events  eventRecorder
+	// nodeEventsSent: the Node's first conditions were recorded as Events in this run.
+	nodeEventsSent bool
 }
 
 // newRun returns a run of a within ctx, its loops not scheduled yet.
 func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
-	r.lease.r, r.status.r, r.pods.r = r, r, r
+	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r = r, r, r, r, r
 	r.lease.c.init(r)
 	r.status.c.init(r)
 	r.pods.c.init(r)
+	r.csiNode.c.init(r)
+	r.events.c.init(r)
 	return r
 }
 

@@ -31,6 +31,8 @@ const (
 type Config struct {
 	Template  *Template
 	Heartbeat heartbeat.Config // resolved (heartbeat.Config.Resolve)
+	// Footprint is which of a kubelet's requests the agents make; "" is FootprintHeartbeat.
+	Footprint Footprint
 	Scheduler *scheduler.Scheduler
 	// Rand returns a float in [0, 1) for the kubelet's jitter and report delay; nil means math/rand/v2.
 	Rand func() float64

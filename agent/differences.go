@@ -20,6 +20,11 @@ type FootprintDifference struct {
 // kubelet's watches, its CSINode and startup sequence); an entry goes when the agent sends what the
 // kubelet sends, and the e2e test then holds it to 15%.
 var FootprintDifferences = []FootprintDifference{
+	{Verb: "create", Resource: "events", Reason: "kubemark gives its hollow kubelet a stub event recorder (a real one reads " +
+		"/dev/kmsg), so it sends no Events; the agent sends a kubelet's (Starting, the node conditions, " +
+		"NodeAllocatableEnforced, NodeReady, per container Pulled, Created, Started) as the kubelet's sources record them"},
+	{Verb: "patch", Resource: "events", Reason: "the hollow kubelet sends no Events; the agent PATCHes the count of a " +
+		"repeated one, as the kubelet's event correlator does"},
 	{Verb: "watch-list", Reason: "the agent opens no watch of its own: the fleet shares one watch of its Nodes and one of its pods " +
 		"for every node, where a kubelet's reflectors stream its Node, its pods, Services, RuntimeClasses, CSIDrivers and " +
 		"PodCertificateRequests each"},

@@ -40,3 +40,12 @@ func (c *caller) deletePod(p *corev1.Pod) error {
 func isGone(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsConflict(err)
 }
+
+// getPod is the status manager's GET before each status patch.
+func (c *caller) getPod(p *corev1.Pod) (out *corev1.Pod, err error) {
+	err = c.call("get", "pods", func(ctx context.Context) error {
+		out, err = c.r.a.api.Core.Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		return err
+	})
+	return out, err
+}

@@ -148,8 +148,12 @@ func (p *podLoop) Run() {
 			return
 		}
 		var err error
-		if pod.DeletionTimestamp != nil {
+		if pod.DeletionTimestamp != nil && a.kubelet() {
+			err = p.terminateAsStatusManager(pod, now)
+		} else if pod.DeletionTimestamp != nil {
 			err = p.c.deletePod(pod)
+		} else if a.kubelet() {
+			err = p.syncAsStatusManager(pod, now)
 		} else {
 			var out *corev1.Pod
 			if out, err = p.c.patchPodStatus(pod, a.podStatus(pod, now)); err == nil {
@@ -163,4 +167,85 @@ func (p *podLoop) Run() {
 		p.schedule(now.Add(podSyncPeriod))
 		a.mu.Unlock()
 	}
+}
+
+// syncAsStatusManager reports pod as the kubelet's status manager does (kubelet footprint): each
+// sync GETs the pod and patches its status against what it got. A pod no kubelet has started yet is
+// reported Pending with its container being created first, then the container's Events are
+// recorded (its image present: Pulled, Created, Started), and a second sync reports it Running and
+// Ready.
+func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
+	a := p.r.a
+	got, err := p.c.getPod(pod)
+	if err != nil {
+		return err
+	}
+	if got.UID != pod.UID {
+		return nil // another pod of that name: the status manager drops the update
+	}
+	if runningReady(got) {
+		a.ObservePod(got) // nothing changed: the status manager sends no patch
+		return nil
+	}
+	if got.Status.Phase == "" || got.Status.Phase == corev1.PodPending {
+		out, err := p.c.patchPodStatus(got, a.podStatusPending(got, now))
+		if err != nil {
+			return err
+		}
+		a.ObservePod(out)
+		p.r.events.containerEvents(out)
+		if got, err = p.c.getPod(out); err != nil {
+			return err
+		}
+	}
+	out, err := p.c.patchPodStatus(got, a.podStatus(got, now))
+	if err == nil {
+		a.ObservePod(out)
+	}
+	return err
+}
+
+// terminateAsStatusManager finishes a deleted pod as the kubelet does (kubelet footprint): a sync
+// reports its container stopping (not ready), the next its terminal status, and the last one, which
+// finds nothing more to report, deletes it. Each sync GETs the pod first, and patches only what
+// changed: a sync that a watch event of the pod's own reports started finds them done.
+func (p *podLoop) terminateAsStatusManager(pod *corev1.Pod, now time.Time) error {
+	a := p.r.a
+	for {
+		got, err := p.c.getPod(pod)
+		if err != nil {
+			return err
+		}
+		if got.UID != pod.UID {
+			return nil
+		}
+		var status corev1.PodStatus
+		switch {
+		case got.Status.Phase == corev1.PodSucceeded:
+			if err := p.c.deletePod(got); err != nil {
+				return err
+			}
+			// The status manager forgets a pod it deleted; the fleet's watch would tell the agent a
+			// moment later, and a sync meanwhile would GET it once more.
+			a.ForgetPod(got.Name, got.UID)
+			return nil
+		case podReady(got):
+			status = a.podStatusStopping(got, now)
+		default:
+			status = a.podStatusTerminated(got, now)
+		}
+		if pod, err = p.c.patchPodStatus(got, status); err != nil {
+			return err
+		}
+	}
+}
+
+// podReady says whether the pod's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -137,3 +137,89 @@ func podStatusPatch(p *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
 	}
 	return patch, nil
 }
+
+// podStatusPending is the status the kubelet reports of a pod it admitted and whose containers it is
+// creating: Pending, scheduled and initialized, not ready, each container waiting in
+// ContainerCreating, no pod IP yet.
+func (a *Agent) podStatusPending(p *corev1.Pod, now time.Time) corev1.PodStatus {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	s := *p.Status.DeepCopy()
+	s.Phase = corev1.PodPending
+	var names []string
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	unready := fmt.Sprintf("containers with unready status: [%s]", strings.Join(names, " "))
+	setPodConditionTo(&s, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "", "", t)
+	setPodCondition(&s, corev1.PodInitialized, t)
+	setPodConditionTo(&s, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", unready, t)
+	setPodConditionTo(&s, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", unready, t)
+	setPodCondition(&s, corev1.PodScheduled, t)
+	hostIP := a.addresses[0].Address
+	s.HostIP, s.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
+	if s.StartTime == nil {
+		s.StartTime = &t
+	}
+	statuses := make([]corev1.ContainerStatus, 0, len(p.Spec.Containers))
+	for _, c := range p.Spec.Containers {
+		statuses = append(statuses, corev1.ContainerStatus{
+			Name:    c.Name,
+			State:   corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
+			Started: ptr.To(false),
+			Image:   c.Image,
+		})
+	}
+	s.ContainerStatuses = statuses
+	return s
+}
+
+// setPodConditionTo sets a condition's status, reason and message, its transition time if its
+// status changes.
+func setPodConditionTo(s *corev1.PodStatus, typ corev1.PodConditionType, status corev1.ConditionStatus, reason, message string, now metav1.Time) {
+	for i := range s.Conditions {
+		if c := &s.Conditions[i]; c.Type == typ {
+			if c.Status != status {
+				c.LastTransitionTime = now
+			}
+			c.Status, c.Reason, c.Message = status, reason, message
+			return
+		}
+	}
+	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: typ, Status: status, Reason: reason, Message: message, LastTransitionTime: now})
+}
+
+// podStatusStopping is a running pod's status once the kubelet began to stop its containers: still
+// Running, no longer ready.
+func (a *Agent) podStatusStopping(p *corev1.Pod, now time.Time) corev1.PodStatus {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	s := *p.Status.DeepCopy()
+	var names []string
+	for i := range s.ContainerStatuses {
+		s.ContainerStatuses[i].Ready = false
+		names = append(names, s.ContainerStatuses[i].Name)
+	}
+	unready := fmt.Sprintf("containers with unready status: [%s]", strings.Join(names, " "))
+	setPodConditionTo(&s, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", unready, t)
+	setPodConditionTo(&s, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", unready, t)
+	return s
+}
+
+// podStatusTerminated is the terminal status the kubelet reports of a deleted pod whose containers
+// stopped: each exited 0 on its SIGTERM, as pause does, so the pod Succeeded.
+func (a *Agent) podStatusTerminated(p *corev1.Pod, now time.Time) corev1.PodStatus {
+	t := metav1.NewTime(now.Truncate(time.Second))
+	s := a.podStatusStopping(p, now)
+	s.Phase = corev1.PodSucceeded
+	setPodConditionTo(&s, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "", "", t)
+	for i := range s.ContainerStatuses {
+		c := &s.ContainerStatuses[i]
+		started := t
+		if c.State.Running != nil {
+			started = c.State.Running.StartedAt
+		}
+		c.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed",
+			StartedAt: started, FinishedAt: t, ContainerID: c.ContainerID}}
+		c.Started = ptr.To(false)
+	}
+	return s
+}

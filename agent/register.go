@@ -52,6 +52,7 @@ func (s *statusLoop) tryRegister() bool {
 	health := a.health
 	a.mu.Unlock()
 	node := a.cfg.Template.initialNode(a, now, health.conditions(nil, now))
+	s.r.initialNodeEvents(node)
 	created, err := s.c.createNode(node)
 	if err == nil {
 		a.ownNode(created.UID)

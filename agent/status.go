@@ -123,6 +123,9 @@ func (s *statusLoop) tryUpdate(try int) error {
 	if err != nil {
 		return err
 	}
+	if s.r.a.kubelet() && nodeReady(node) != nodeReady(original) {
+		s.r.events.nodeStatusEvent(readyReason(nodeReady(node)))
+	}
 	now := clock.Now()
 	s.r.pods.nodeReported(s.lastReport.IsZero(), nodeReady(node) && !nodeReady(original))
 	s.lastReport = now

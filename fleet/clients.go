@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 
@@ -93,7 +94,15 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path 
 		if u.RawQuery != "" {
 			s.query = "?" + u.RawQuery
 		}
-		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, newLeaseWriter(s, coord)}}
+		watches, err := newHTTPWatcher(hc, cfg)
+		if err != nil {
+			return nil, err
+		}
+		storage, err := storagev1client.NewForConfigAndClient(cfg, hc)
+		if err != nil {
+			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
+		}
+		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, newLeaseWriter(s, coord)}, Storage: storage, Watches: watches}
 		if wc != nil {
 			out[i].Core = newLeanCore(s, core)
 		}

@@ -21,14 +21,21 @@ import (
 	"fakelet.dev/fakelet/wire"
 )
 
+// DefaultFootprint is the heartbeat footprint until the kubelet's watches ride on the wire client:
+// over net/http each watch holds a goroutine and its buffers, many times fakelet's memory budget per
+// node (docs/performance.md).
+const DefaultFootprint = agent.FootprintHeartbeat
+
 // Config describes a fleet.
 type Config struct {
-	Nodes       int
-	FirstIndex  int    // node numbers run FirstIndex..FirstIndex+Nodes-1
-	NamePrefix  string // node i is PREFIX-NNNNN
-	Fleet       string // value of the fakelet.dev/fleet label
-	Zones       int    // nodes get topology.kubernetes.io/zone zone-1..zone-Zones round-robin; 0 sets none
-	Heartbeat   heartbeat.Config
+	Nodes      int
+	FirstIndex int    // node numbers run FirstIndex..FirstIndex+Nodes-1
+	NamePrefix string // node i is PREFIX-NNNNN
+	Fleet      string // value of the fakelet.dev/fleet label
+	Zones      int    // nodes get topology.kubernetes.io/zone zone-1..zone-Zones round-robin; 0 sets none
+	Heartbeat  heartbeat.Config
+	// Footprint is which of a kubelet's requests the agents make; "" is DefaultFootprint.
+	Footprint   agent.Footprint
 	Template    agent.TemplateOptions // Fleet is taken from Fleet
 	Identity    Identity
 	Connections int     // HTTP/2 connections the agents share; 0 picks one per 1000 nodes
@@ -101,6 +108,9 @@ func (c Config) WithDefaults() Config {
 	if c.Fleet == "" {
 		c.Fleet = DefaultFleet
 	}
+	if c.Footprint == "" {
+		c.Footprint = DefaultFootprint
+	}
 	if c.Identity == "" {
 		c.Identity = IdentityNode
 	}
@@ -163,6 +173,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cleanup QPS must be positive and finite, got %v", c.CleanupQPS)
 	case len(c.RunID) > 63 || !dnsLabel.MatchString(c.RunID):
 		return fmt.Errorf("run ID %q must be a lower-case DNS label", c.RunID)
+	}
+	if _, err := agent.ParseFootprint(string(c.Footprint)); err != nil {
+		return err
 	}
 	if _, err := ParseIdentity(string(c.Identity)); err != nil {
 		return err

@@ -107,6 +107,7 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 	f.acfg = &agent.Config{
 		Template:  tmpl,
 		Heartbeat: cfg.Heartbeat,
+		Footprint: cfg.Footprint,
 		Scheduler: f.sched,
 		Recorder:  rec,
 		OnFatal:   f.agentFailed,

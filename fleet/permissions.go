@@ -75,6 +75,30 @@ var kubeletPodPermissions = []Permission{
 	{Verb: "patch", Resource: "pods", Subresource: "status", Namespace: PodNamespace, For: "kubelets report their pods Running and Ready"},
 }
 
+// What the kubelet footprint sends besides the heartbeats, needed by the fleet's credential itself
+// with --identity=fleet; as nodes, the Node authorizer grants it.
+var kubeletFootprintPermissions = []Permission{
+	{Verb: "watch", Resource: "nodes", For: "kubelets watch their Nodes"},
+	{Verb: "watch", Resource: "pods", For: "kubelets watch their pods"},
+	{Verb: "watch", Resource: "services", For: "kubelets watch Services"},
+	{Verb: "watch", Group: "node.k8s.io", Resource: "runtimeclasses", For: "kubelets watch RuntimeClasses"},
+	{Verb: "watch", Group: "storage.k8s.io", Resource: "csidrivers", For: "kubelets watch CSIDrivers"},
+	{Verb: "watch", Group: "certificates.k8s.io", Resource: "podcertificaterequests", For: "kubelets watch their PodCertificateRequests"},
+	{Verb: "get", Group: "storage.k8s.io", Resource: "csinodes", For: "kubelets read their CSINodes"},
+	{Verb: "create", Group: "storage.k8s.io", Resource: "csinodes", For: "kubelets create their CSINodes"},
+	{Verb: "create", Resource: "events", For: "kubelets record Events"},
+	{Verb: "patch", Resource: "events", For: "kubelets count repeated Events"},
+	{Verb: "get", Resource: "pods", For: "kubelets read a pod before each status patch"},
+}
+
+// FootprintPermissions is what the fleet's credential needs besides RunPermissions for footprint fp.
+func FootprintPermissions(id Identity, fp agent.Footprint) []Permission {
+	if id != IdentityFleet || fp != agent.FootprintKubelet {
+		return nil
+	}
+	return kubeletFootprintPermissions
+}
+
 // PodPermissions is what the fleet's credential needs besides RunPermissions when the run has pods.
 func PodPermissions(id Identity) []Permission {
 	perms := append([]Permission(nil), podPermissions...)

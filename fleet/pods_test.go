@@ -73,10 +73,19 @@ func (tf *testFleet) advanceBy(t *testing.T, d time.Duration) {
 }
 
 // The fleet creates its pods bound to their registered nodes, labelled and tolerating as configured;
-// each agent reports its pods Running and Ready once, and then sends nothing about them, however
+// each agent reports its pods once, as the kubelet's status manager: Pending, then Running and Ready
+// (a GET before each patch, which podActions leaves out), and then sends nothing about them, however
 // many heartbeats pass.
 func TestPodsAreCreatedBoundAndReportedReadyOnce(t *testing.T) {
-	tf := startFleet(t, Config{Nodes: 3, PodsPerNode: 2, PodTolerationSeconds: ptr.To[int64](20)})
+	// The heartbeat footprint reports a pod Running and Ready in one patch; the kubelet's status
+	// manager patches it Pending first.
+	for fp, patches := range map[agent.Footprint]int{agent.FootprintHeartbeat: 6, agent.FootprintKubelet: 12} {
+		t.Run(string(fp), func(t *testing.T) { podsCreatedBoundAndReportedReadyOnce(t, fp, patches) })
+	}
+}
+
+func podsCreatedBoundAndReportedReadyOnce(t *testing.T, fp agent.Footprint, patches int) {
+	tf := startFleet(t, Config{Nodes: 3, PodsPerNode: 2, PodTolerationSeconds: ptr.To[int64](20), Footprint: fp})
 	tf.advance(t, 5*time.Second)
 	tf.pollAdvancing(t, "6 Ready pods", func() bool { return tf.Progress().PodsReady == 6 })
 	for n := range 3 {
@@ -96,7 +105,7 @@ func TestPodsAreCreatedBoundAndReportedReadyOnce(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]int{"create": 6, "patch/status": 6, "list": 1, "watch": 1}
+	want := map[string]int{"create": 6, "patch/status": patches, "list": 1, "watch": 1}
 	if got := podActions(tf); !reflect.DeepEqual(got, want) {
 		t.Errorf("pod requests %v, want %v", got, want)
 	}
@@ -361,5 +370,19 @@ func TestPreflightChecksPodPermissionsOnlyWithPods(t *testing.T) {
 	}
 	if !slices.Contains(fleetID, "patch pods/status in default") {
 		t.Errorf("--identity=fleet pod permissions %v lack the kubelets' status patches", fleetID)
+	}
+}
+
+// In the heartbeat footprint an agent reports each pod Running and Ready with one patch, no GET.
+func TestHeartbeatFootprintReportsPodsInOnePatch(t *testing.T) {
+	tf := startFleet(t, Config{Nodes: 3, PodsPerNode: 2, Footprint: agent.FootprintHeartbeat})
+	tf.advance(t, 5*time.Second)
+	tf.pollAdvancing(t, "6 Ready pods", func() bool { return tf.Progress().PodsReady == 6 })
+	want := map[string]int{"create": 6, "patch/status": 6, "list": 1, "watch": 1}
+	if got := podActions(tf); !reflect.DeepEqual(got, want) {
+		t.Errorf("pod requests %v, want %v", got, want)
+	}
+	if err := tf.stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,6 +25,7 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 		if f.cfg.PodsPerNode > 0 {
 			perms = append(perms, PodPermissions(f.cfg.Identity)...)
 		}
+		perms = append(perms, FootprintPermissions(f.cfg.Identity, f.cfg.Footprint)...)
 		if err := CheckPermissions(ctx, f.admin, perms); err != nil {
 			return err
 		}

@@ -17,6 +17,8 @@ type Comparison struct {
 	// --kubeconfig or --context); empty when each ran on a fresh local control plane. Each side's
 	// numbers are still increases within its own measured window.
 	Target string `json:"target,omitempty"`
+	// Footprint is which of a kubelet's requests both modes' agents made.
+	Footprint string `json:"footprint,omitempty"`
 	// Sides are the modes in the order of the table's columns; the ratio is the second over the first.
 	Sides []Side `json:"sides"`
 	// Notes say where a measurement was not of steady state.
@@ -58,6 +60,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "fakelet compare: %d nodes, %s per mode, each on a fresh local control plane\n", c.Nodes, c.Duration)
 	} else {
 		fmt.Fprintf(w, "fakelet compare: %d nodes, %s per mode, one mode after the other on %s\n", c.Nodes, c.Duration, c.Target)
+	}
+	if c.Footprint != "" {
+		fmt.Fprintf(w, "footprint: %s\n", c.Footprint)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	width := 0

@@ -95,18 +95,21 @@ type MissedCount struct {
 
 // Parameters are the run's settings.
 type Parameters struct {
-	Nodes                 int     `json:"nodes"`
-	Mode                  string  `json:"mode"`
-	LeaseDurationSeconds  int32   `json:"leaseDurationSeconds"`
-	RenewInterval         string  `json:"renewInterval"`
-	StatusUpdateFrequency string  `json:"statusUpdateFrequency"`
-	StatusReportFrequency string  `json:"statusReportFrequency"`
-	Identity              string  `json:"identity"`
-	Images                int     `json:"images"`
-	Zones                 int     `json:"zones,omitempty"`
-	RegisterQPS           float64 `json:"registerQPS"`
-	Seed                  int64   `json:"seed,omitempty"`
-	ScrapeInterval        string  `json:"scrapeInterval"`
+	Nodes                 int    `json:"nodes"`
+	Mode                  string `json:"mode"`
+	LeaseDurationSeconds  int32  `json:"leaseDurationSeconds"`
+	RenewInterval         string `json:"renewInterval"`
+	StatusUpdateFrequency string `json:"statusUpdateFrequency"`
+	StatusReportFrequency string `json:"statusReportFrequency"`
+	Identity              string `json:"identity"`
+	// Footprint is which of a kubelet's requests the agents made: kubelet or heartbeat ("" in reports
+	// from before the kubelet footprint, which were heartbeat).
+	Footprint      string  `json:"footprint,omitempty"`
+	Images         int     `json:"images"`
+	Zones          int     `json:"zones,omitempty"`
+	RegisterQPS    float64 `json:"registerQPS"`
+	Seed           int64   `json:"seed,omitempty"`
+	ScrapeInterval string  `json:"scrapeInterval"`
 	// Args is the command line.
 	Args []string `json:"args,omitempty"`
 }

@@ -20,6 +20,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\n", r.generatorWarning())
 	}
 	fmt.Fprintf(tw, "fakelet report: %s, %d nodes, %s heartbeats, %s\n", name, p.Nodes, p.Mode, r.End.Sub(r.Start).Round(time.Second))
+	if p.Footprint != "" {
+		fmt.Fprintf(tw, "  footprint\t%s\n", p.Footprint)
+	}
 	fmt.Fprintf(tw, "  target\t%s\n", r.Target.Description)
 	fmt.Fprintf(tw, "  versions\tfakelet %s, %s, server %s\n", r.Versions.Fakelet, r.Versions.Go, orDash(r.Versions.Server))
 	fmt.Fprintf(tw, "  phases\t%s\n", r.phaseLine())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/measure/scrape"
@@ -32,6 +34,8 @@ type compareFlags struct {
 	// two fresh control planes.
 	target      targetFlags
 	sameCluster bool
+	footprint   agent.Footprint
+	footprintIn string // --footprint, as given
 }
 
 // compareModes are the modes fakelet compare measures, in the order it measures them: the ratio
@@ -68,6 +72,7 @@ cluster is the local control plane in --controlplane-dir, started if none is up.
 	f.IntVar(&cf.nodes, "nodes", 500, "number of fake kubelets in each run")
 	f.DurationVar(&cf.duration, "duration", 2*time.Minute, "how long each run is measured, once every node is Ready")
 	f.DurationVar(&cf.settle, "settle", 30*time.Second, "wait this long after every node is Ready, untainted and has its Lease, before measuring; on one cluster, also between the two runs")
+	f.StringVar(&cf.footprintIn, "footprint", string(fleet.DefaultFootprint), "which of a kubelet's requests both modes' kubelets make: kubelet or heartbeat (as fakelet run's --footprint)")
 	f.IntVar(&cf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	f.DurationVar(&cf.scrapeInterval, "scrape-interval", scrape.DefaultInterval, "scrape the control plane's /metrics this often")
 	f.StringVar(&cf.reportDir, "report-dir", "", "write each mode's report under DIR/lease and DIR/status, and compare.json (default reports/compare-<timestamp>/)")
@@ -91,6 +96,13 @@ func (cf *compareFlags) check() error {
 	if cf.images < 0 || cf.images > agent.MaxImages {
 		return fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, cf.images)
 	}
+	if cf.footprintIn != "" || cf.footprint == "" {
+		fp, err := agent.ParseFootprint(cmp.Or(cf.footprintIn, string(fleet.DefaultFootprint)))
+		if err != nil {
+			return fmt.Errorf("--footprint: %w", err)
+		}
+		cf.footprint = fp
+	}
 	if cf.target.kubeconfig != "" || cf.target.context != "" {
 		if cf.target.controlPlaneDir != "" || len(cf.target.apiServerArgs)+len(cf.target.controllerMgrArgs) > 0 {
 			return fmt.Errorf("--controlplane-dir, --apiserver-arg and --controller-manager-arg are for a local control plane, " +
@@ -109,7 +121,7 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 	if dir == "" {
 		dir = filepath.Join("reports", "compare-"+time.Now().Format("20060102-150405"))
 	}
-	c := &report.Comparison{Nodes: cf.nodes, Duration: cf.duration.String()}
+	c := &report.Comparison{Nodes: cf.nodes, Duration: cf.duration.String(), Footprint: string(cf.footprint)}
 	var clusterFor func(heartbeat.Mode) (*compareCluster, func(), error)
 	if cf.sameCluster {
 		tf := cf.target

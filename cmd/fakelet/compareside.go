@@ -89,7 +89,7 @@ func measureMode(ctx context.Context, log io.Writer, cf compareFlags, mode heart
 	// No Lease watch: it would add watch events to lease mode only.
 	s := measure.New(measure.Options{Sources: cl.sources, ScrapeInterval: cf.scrapeInterval, Client: cl.client})
 	cfg := fleet.Config{Nodes: cf.nodes, Fleet: compareFleet(mode), NamePrefix: compareFleet(mode),
-		Heartbeat: heartbeat.Config{Mode: mode}}
+		Heartbeat: heartbeat.Config{Mode: mode}, Footprint: cf.footprint}
 	cfg.Template.Images = cf.images
 	if cf.images == 0 {
 		cfg.Template.Images = -1

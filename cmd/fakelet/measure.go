@@ -137,7 +137,7 @@ func parameters(rf runFlags, cfg fleet.Config) report.Parameters {
 	return report.Parameters{
 		Nodes: cfg.Nodes, Mode: string(hb.Mode), LeaseDurationSeconds: hb.LeaseDurationSeconds,
 		RenewInterval: hb.RenewInterval.String(), StatusUpdateFrequency: hb.StatusUpdateFrequency.String(),
-		StatusReportFrequency: hb.StatusReportFrequency.String(), Identity: string(cfg.Identity),
+		StatusReportFrequency: hb.StatusReportFrequency.String(), Identity: string(cfg.Identity), Footprint: string(cfg.Footprint),
 		Images: rf.images, Zones: cfg.Zones, RegisterQPS: cfg.RegisterQPS,
 		ScrapeInterval: rf.report.scrapeInterval.String(), Args: os.Args,
 	}

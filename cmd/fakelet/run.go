@@ -24,6 +24,7 @@ type runFlags struct {
 	target                targetFlags
 	fleet                 fleet.Config
 	mode, identity        string
+	footprint             string
 	leaseDuration         time.Duration
 	renewInterval         time.Duration
 	statusUpdateFrequency time.Duration
@@ -94,6 +95,7 @@ Ready, and the run ends after the last one.`,
 	f.Float64Var(&rf.fleet.RegisterQPS, "register-qps", fleet.DefaultRegisterQPS, "kubelets started (and so Nodes registered) per second")
 	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
 	addCleanupQPSFlag(f, &rf.fleet.CleanupQPS)
+	f.StringVar(&rf.footprint, "footprint", string(fleet.DefaultFootprint), "kubelet: every kubelet's watches and requests besides its heartbeats (docs/architecture.md); heartbeat: the heartbeats and the pods' status only")
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.procs, "gomaxprocs", 0, "threads running Go code at once (0: one per 500 heartbeats a second, at most the CPUs fakelet may use; the GOMAXPROCS environment variable overrides this default)")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
@@ -117,6 +119,9 @@ func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
 	hb, err := rf.heartbeat(base)
 	if err != nil {
 		return cfg, err
+	}
+	if cfg.Footprint, err = agent.ParseFootprint(rf.footprint); err != nil {
+		return cfg, fmt.Errorf("--footprint: %w", err)
 	}
 	if cfg.Identity, err = fleet.ParseIdentity(rf.identity); err != nil {
 		return cfg, fmt.Errorf("--identity: %w", err)

@@ -31,6 +31,7 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--mode=gossip"}, `--mode: unknown heartbeat mode "gossip" (want "lease" or "status")`},
 		{[]string{"--mode="}, `--mode: unknown heartbeat mode ""`},
 		{[]string{"--identity=root"}, `--identity: unknown identity "root" (want "node" or "fleet")`},
+		{[]string{"--footprint=full"}, `--footprint: unknown footprint "full" (want "kubelet" or "heartbeat")`},
 		{[]string{"--images=51"}, "--images must be between 0 and 50, got 51"},
 		{[]string{"--images=-1"}, "--images must be between 0 and 50, got -1"},
 		{[]string{"--nodes=0"}, "--nodes must be positive, got 0"},

@@ -75,9 +75,9 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 	}
 	m.RegisterFleet(r.f)
 	cfg := r.cfg
-	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
+	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
 		cfg.Fleet, r.f.Config().RunID, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, cfg.Identity, cfg.Connections, cfg.RegisterQPS, r.procs)
+		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, cfg.Connections, cfg.RegisterQPS, r.procs)
 	return nil
 }
 

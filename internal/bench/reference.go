@@ -217,7 +217,8 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 		res.Fakelet = append(res.Fakelet, fleet.NodeName(FakeletPrefix, i))
 	}
 	// The fleet fakelet run would start, with its defaults: the agents share its connections.
-	f, err := fleet.New(fleet.Config{Nodes: o.Nodes, NamePrefix: FakeletPrefix, Fleet: referenceFleet}, cp.AdminConfig())
+	f, err := fleet.New(fleet.Config{Nodes: o.Nodes, NamePrefix: FakeletPrefix, Fleet: referenceFleet,
+		Footprint: agent.FootprintKubelet}, cp.AdminConfig())
 	if err != nil {
 		return res, err
 	}

@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleet"
+)
+
+// kubeletWatches are the resources every kubelet watches (agent/watches.go).
+var kubeletWatches = []string{"nodes", "services", "pods", "runtimeclasses", "csidrivers", "podcertificaterequests"}
+
+// TestKubeletFootprintHoldsWatches: in the kubelet footprint every node holds a watch of
+// each of a kubelet's reflectors at the apiserver, opened as the node (the Node authorizer lets a
+// kubelet watch only with its selectors, so a watch without them would be refused), and creates its
+// CSINode, owned by its Node, and its startup Events; in the heartbeat footprint a fleet holds none.
+func TestKubeletFootprintHoldsWatches(t *testing.T) {
+	cp := controlPlane(t)
+	const nodes = 5
+	before := longrunningWatches(t, cp)
+	rf := startFleet(t, fleet.Config{Nodes: nodes, Fleet: "footprint", NamePrefix: "footprint", RegisterQPS: 50,
+		Footprint: agent.FootprintKubelet})
+	eventually(t, 60*time.Second, "every node holding its watches", func() (bool, error) {
+		now := longrunningWatches(t, cp)
+		for _, r := range kubeletWatches {
+			if now[r]-before[r] < nodes {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	// The startup requests as the node: the Node authorizer and NodeRestriction let a kubelet create
+	// its own CSINode and Events.
+	c := admin(t, cp)
+	eventually(t, 30*time.Second, "each node's CSINode and startup Events", func() (bool, error) {
+		for i := range nodes {
+			name := fleet.NodeName("footprint", i)
+			n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			cn, err := c.StorageV1().CSINodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			if len(cn.OwnerReferences) != 1 || cn.OwnerReferences[0].UID != n.UID {
+				return false, fmt.Errorf("CSINode %s owned by %+v, want its Node %s", name, cn.OwnerReferences, n.UID)
+			}
+			evs, err := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+			if err != nil {
+				return false, err
+			}
+			reasons := map[string]bool{}
+			for _, e := range evs.Items {
+				reasons[e.Reason] = true
+			}
+			for _, r := range []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeAllocatableEnforced", "NodeReady"} {
+				if !reasons[r] {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	for _, c := range rf.Tally().Requests() {
+		if c.Failed > 0 && (c.Verb == "watch" || c.Resource == "csinodes" || c.Resource == "events") {
+			t.Errorf("%d %s %s refused", c.Failed, c.Verb, c.Resource)
+		}
+	}
+	if err := rf.stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the watches closed with the fleet", func() (bool, error) {
+		now := longrunningWatches(t, cp)
+		for _, r := range kubeletWatches {
+			if now[r] > before[r] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+
+	rf = startFleet(t, fleet.Config{Nodes: nodes, Fleet: "footprint-hb", NamePrefix: "footprint-hb", RegisterQPS: 50,
+		Footprint: agent.FootprintHeartbeat})
+	eventually(t, 60*time.Second, "5 registered nodes", func() (bool, error) { return rf.Progress().Ready == nodes, nil })
+	for _, c := range rf.Tally().Requests() {
+		if c.Verb == "watch" {
+			t.Errorf("the heartbeat footprint opened %d watches of %s", c.OK+c.Failed, c.Resource)
+		}
+	}
+}
+
+// longrunningWatches reads apiserver_longrunning_requests{verb="WATCH"} by resource.
+func longrunningWatches(t *testing.T, cp *controlplane.ControlPlane) map[string]float64 {
+	t.Helper()
+	client, err := cp.MetricsClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var families map[string]*dto.MetricFamily
+	eventually(t, time.Minute, "a scrape of the apiserver's metrics", func() (bool, error) {
+		resp, err := client.Get(cp.APIServerURL + "/metrics")
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("scrape apiserver: %s", resp.Status)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err = parser.TextToMetricFamilies(resp.Body)
+		return err == nil, nil
+	})
+	out := map[string]float64{}
+	for _, m := range families["apiserver_longrunning_requests"].GetMetric() {
+		var verb, resource string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "verb":
+				verb = l.GetValue()
+			case "resource":
+				resource = l.GetValue()
+			}
+		}
+		if strings.EqualFold(verb, "watch") {
+			out[resource] += m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
