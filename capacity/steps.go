@@ -117,18 +117,3 @@ func Run(ctx context.Context, c Config, f Fleet, sleep Sleep) (Result, error) {
 	}
 	return r, nil
 }
-
-// SleepOnTimer is a Sleep on the real clock.
-func SleepOnTimer(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

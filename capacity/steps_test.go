@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/internal/pause"
 	"github.com/spf13/pflag"
 )
 
@@ -155,7 +156,7 @@ func TestRunStopsWithTheContext(t *testing.T) {
 	f := &fakeFleet{now: t0}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r, err := Run(ctx, config(1000, 1000, 3000), f, SleepOnTimer)
+	r, err := Run(ctx, config(1000, 1000, 3000), f, pause.For)
 	if !errors.Is(err, context.Canceled) || len(r.Steps) != 0 {
 		t.Errorf("steps %d, err %v: want none and the context's error", len(r.Steps), err)
 	}
