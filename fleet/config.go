@@ -88,6 +88,9 @@ const (
 	// MaxNodes bounds a fleet's node numbers, as a profile's spec.nodes is bounded: group selection and
 	// the schedule are sized for 100,000 nodes, and ten times that is a typo that would exhaust memory.
 	MaxNodes = 1_000_000
+	// MaxCoalesce bounds Config.Coalesce: a longer step would hold heartbeats back by more than their
+	// timing is meant to vary.
+	MaxCoalesce = time.Second
 )
 
 // dnsLabel is what a node name prefix and a label value must look like.
@@ -138,11 +141,12 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting that cannot work.
+// Validate reports the first setting that cannot work; a numeric field out of range is a *FieldError,
+// so that a caller can name the field as its user set it.
 func (c Config) Validate() error {
 	switch {
 	case c.Nodes <= 0:
-		return fmt.Errorf("nodes must be positive, got %d", c.Nodes)
+		return fieldError("Nodes", "nodes", "must be positive, got %d", c.Nodes)
 	case c.FirstIndex < 0:
 		return fmt.Errorf("first node index must not be negative, got %d", c.FirstIndex)
 	case c.Nodes > MaxNodes || c.FirstIndex > MaxNodes-c.Nodes:
@@ -152,15 +156,15 @@ func (c Config) Validate() error {
 	case CheckFleetName(c.Fleet) != nil:
 		return CheckFleetName(c.Fleet)
 	case c.Zones < 0:
-		return fmt.Errorf("zones must not be negative, got %d", c.Zones)
+		return fieldError("Zones", "zones", "must not be negative, got %d", c.Zones)
 	case c.Connections < 0:
-		return fmt.Errorf("connections must not be negative, got %d", c.Connections)
+		return fieldError("Connections", "connections", "must not be negative, got %d", c.Connections)
 	case c.FlushWindow > wire.MaxFlushWindow:
 		return fmt.Errorf("flush window must be at most %v, got %v", wire.MaxFlushWindow, c.FlushWindow)
-	case c.Coalesce < 0:
-		return fmt.Errorf("coalesce must not be negative, got %v", c.Coalesce)
+	case c.Coalesce < 0 || c.Coalesce > MaxCoalesce:
+		return fieldError("Coalesce", "coalesce", "must be between 0 and %v, got %v", MaxCoalesce, c.Coalesce)
 	case !(c.RegisterQPS > 0) || math.IsInf(c.RegisterQPS, 1):
-		return fmt.Errorf("register QPS must be positive and finite, got %v", c.RegisterQPS)
+		return fieldError("RegisterQPS", "register QPS", "must be positive and finite, got %v", c.RegisterQPS)
 	case c.PodsPerNode < 0 || c.PodsPerNode > MaxPodsPerNode:
 		return fmt.Errorf("pods per node must be between 0 and %d (a node's pod capacity), got %d", MaxPodsPerNode, c.PodsPerNode)
 	case c.PodTolerationSeconds != nil && c.PodsPerNode == 0:
@@ -168,9 +172,9 @@ func (c Config) Validate() error {
 	case c.PodTolerationSeconds != nil && *c.PodTolerationSeconds < 0:
 		return fmt.Errorf("pod toleration seconds must not be negative, got %d", *c.PodTolerationSeconds)
 	case !(c.PodQPS > 0) || math.IsInf(c.PodQPS, 1):
-		return fmt.Errorf("pod QPS must be positive and finite, got %v", c.PodQPS)
+		return fieldError("PodQPS", "pod QPS", "must be positive and finite, got %v", c.PodQPS)
 	case !(c.CleanupQPS > 0) || math.IsInf(c.CleanupQPS, 1):
-		return fmt.Errorf("cleanup QPS must be positive and finite, got %v", c.CleanupQPS)
+		return fieldError("CleanupQPS", "cleanup QPS", "must be positive and finite, got %v", c.CleanupQPS)
 	case len(c.RunID) > 63 || !dnsLabel.MatchString(c.RunID):
 		return fmt.Errorf("run ID %q must be a lower-case DNS label", c.RunID)
 	}
@@ -184,6 +188,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
 	return nil
+}
+
+// FieldError is a numeric field of Config out of range.
+type FieldError struct {
+	Field   string // as Config spells it: "Nodes", "RegisterQPS"
+	name    string // as the message speaks of it: "nodes", "register QPS"
+	Problem string // "must be positive, got 0"
+}
+
+func (e *FieldError) Error() string { return e.name + " " + e.Problem }
+
+func fieldError(field, name, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, name: name, Problem: fmt.Sprintf(format, args...)}
 }
 
 // CheckNamePrefix reports why prefix cannot begin the names of a fleet's nodes.

@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +217,32 @@ func TestConfigValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// TestConfigValidationNamesTheField: a numeric field out of range is a *FieldError naming the field,
+// for the CLI to name its flag.
+func TestConfigValidationNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		cfg           Config
+		field, reason string
+	}{
+		{Config{Nodes: -5}, "Nodes", "must be positive, got -5"},
+		{Config{Nodes: 1, Zones: -1}, "Zones", "must not be negative, got -1"},
+		{Config{Nodes: 1, Connections: -2}, "Connections", "must not be negative, got -2"},
+		{Config{Nodes: 1, Coalesce: 2 * time.Second}, "Coalesce", "must be between 0 and 1s, got 2s"},
+		{Config{Nodes: 1, RegisterQPS: math.NaN()}, "RegisterQPS", "must be positive and finite, got NaN"},
+		{Config{Nodes: 1, CleanupQPS: math.Inf(1)}, "CleanupQPS", "must be positive and finite, got +Inf"},
+		{Config{Nodes: 1, PodsPerNode: 1, PodQPS: -1}, "PodQPS", "must be positive and finite, got -1"},
+	} {
+		var fe *FieldError
+		err := tc.cfg.WithDefaults().Validate()
+		if !errors.As(err, &fe) || fe.Field != tc.field || fe.Problem != tc.reason {
+			t.Errorf("%+v: error %#v, want field %s: %s", tc.cfg, err, tc.field, tc.reason)
+		}
+	}
+	var fe *FieldError
+	if err := (Config{Nodes: 1, RunID: "Not A Label"}).WithDefaults().Validate(); errors.As(err, &fe) {
+		t.Errorf("run ID: %v is a field error, want a plain one", err)
 	}
 }

@@ -3,20 +3,17 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/compare"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/heartbeat"
-	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
 )
@@ -37,10 +34,6 @@ type compareFlags struct {
 	footprint   agent.Footprint
 	footprintIn string // --footprint, as given
 }
-
-// compareModes are the modes fakelet compare measures, in the order it measures them: the ratio
-// column is the second over the first.
-var compareModes = []heartbeat.Mode{heartbeat.ModeLease, heartbeat.ModeStatus}
 
 func newCompareCommand() *cobra.Command {
 	var cf compareFlags
@@ -121,8 +114,8 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 	if dir == "" {
 		dir = filepath.Join("reports", "compare-"+time.Now().Format("20060102-150405"))
 	}
-	c := &report.Comparison{Nodes: cf.nodes, Duration: cf.duration.String(), Footprint: string(cf.footprint)}
-	var clusterFor func(heartbeat.Mode) (*compareCluster, func(), error)
+	o := cf.options(dir, log)
+	var c *report.Comparison
 	if cf.sameCluster {
 		tf := cf.target
 		if tf.controlPlaneDir == "" {
@@ -134,105 +127,41 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 		}
 		defer tgt.releaseOrSay(ctx, log)
 		fmt.Fprintf(log, "target: %s\n", tgt.description)
-		cl, err := clusterOf(tgt)
-		if err != nil {
+		if c, err = compare.OnOneCluster(ctx, o, tgt.config, tgt.local, tgt.description); err != nil {
 			return err
 		}
-		if err := noFleetsLeft(ctx, cl.client, compareModes); err != nil {
-			return err
-		}
-		c.Target = tgt.description
-		clusterFor = func(heartbeat.Mode) (*compareCluster, func(), error) { return cl, func() {}, nil }
 	} else {
-		work := cf.target.controlPlaneDir
-		if work == "" {
-			tmp, err := os.MkdirTemp("", "fakelet-compare-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			work = tmp
+		up := func(ctx context.Context, dir string) (*controlplane.ControlPlane, error) {
+			return controlplane.Up(ctx, controlplane.Options{
+				Dir: dir, BinDir: cf.target.binDir, Progress: io.Discard,
+				APIServerArgs: cf.target.apiServerArgs, ControllerManagerArgs: cf.target.controllerMgrArgs,
+			})
 		}
-		clusterFor = func(mode heartbeat.Mode) (*compareCluster, func(), error) {
-			return freshCluster(ctx, log, cf.target, filepath.Join(work, string(mode)))
+		var err error
+		if c, err = compare.OnFreshClusters(ctx, o, cf.target.controlPlaneDir, up); err != nil {
+			return err
 		}
-	}
-	reports, notes, err := measureModes(ctx, log, cf, dir, clusterFor)
-	if err != nil {
-		return err
-	}
-	c.Notes = notes
-	for i, r := range reports {
-		c.Sides = append(c.Sides, report.Side{Mode: string(compareModes[i]), Load: r.Load.Phases[0]})
 	}
 	fmt.Fprintln(out)
 	if err := c.WriteText(out); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
+	if err := compare.WriteJSON(c, dir); err != nil {
 		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "compare.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write compare.json: %w", err)
 	}
 	fmt.Fprintf(log, "reports: %s\n", dir)
 	return nil
 }
 
-// measureModes measures each of compareModes in turn on the cluster clusterFor gives it, writes its
-// report under dir, and lets the cluster go before the next. On one cluster (--same-cluster),
-// --settle passes between the modes.
-func measureModes(ctx context.Context, log io.Writer, cf compareFlags, dir string, clusterFor func(heartbeat.Mode) (*compareCluster, func(), error)) (reports []*report.Report, notes []string, err error) {
-	for i, mode := range compareModes {
-		if i > 0 && cf.sameCluster {
-			// The fleet before is gone (measureMode waited for it): let the cluster settle from its
-			// deletion before the next registers.
-			fmt.Fprintf(log, "settling %v before %s mode\n", cf.settle, mode)
-			if err := pause.For(ctx, cf.settle); err != nil {
-				return nil, nil, err
-			}
-		}
-		cl, release, err := clusterFor(mode)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s mode: %w", mode, err)
-		}
-		r, note, err := measureMode(ctx, log, cf, mode, cl)
-		release()
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s mode: %w", mode, err)
-		}
-		if note != "" {
-			notes = append(notes, note)
-		}
-		if err := r.WriteDir(filepath.Join(dir, string(mode))); err != nil {
-			return nil, nil, err
-		}
-		reports = append(reports, r)
+// options are the flags as the compare package takes them; each mode's report names its
+// parameters as fakelet run's would.
+func (cf compareFlags) options(dir string, log io.Writer) compare.Options {
+	rf := runFlags{images: cf.images}
+	rf.report.scrapeInterval = cf.scrapeInterval
+	return compare.Options{
+		Nodes: cf.nodes, Duration: cf.duration, Settle: cf.settle, ScrapeInterval: cf.scrapeInterval,
+		Images: cf.images, Footprint: cf.footprint, Dir: dir,
+		Parameters: func(cfg fleet.Config) report.Parameters { return parameters(rf, cfg) },
+		Versions:   versions(), Log: log,
 	}
-	return reports, notes, nil
-}
-
-// freshCluster starts a fresh local control plane in dir; release stops it.
-func freshCluster(ctx context.Context, log io.Writer, tf targetFlags, dir string) (*compareCluster, func(), error) {
-	fmt.Fprintf(log, "starting a fresh control plane in %s\n", dir)
-	cp, err := controlplane.Up(ctx, controlplane.Options{
-		Dir: dir, BinDir: tf.binDir, Progress: io.Discard,
-		APIServerArgs: tf.apiServerArgs, ControllerManagerArgs: tf.controllerMgrArgs,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	release := func() {
-		if err := cp.Down(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintf(log, "stop the control plane in %s: %v\n", dir, err)
-		}
-	}
-	cl, err := clusterOf(&target{config: cp.AdminConfig(), local: cp,
-		description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir)})
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	return cl, release, nil
 }

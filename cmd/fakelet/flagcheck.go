@@ -3,36 +3,50 @@ package main
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"fakelet.dev/fakelet/fleet"
 )
 
+// fleetFlags names the flag that sets each numeric field of fleet.Config, and what an error about it
+// should add.
+var fleetFlags = map[string]struct{ name, hint string }{
+	"Nodes":       {name: "--nodes"},
+	"Zones":       {name: "--zones"},
+	"Connections": {name: "--connections", hint: " (0 picks one per 1000 nodes)"},
+	"RegisterQPS": {name: "--register-qps"},
+	"CleanupQPS":  {name: "--cleanup-qps"},
+	"Coalesce":    {name: "--coalesce"},
+}
+
 // checkFleetFlags checks the flags that fill rf.fleet before defaults apply, so that each error names
 // its flag and an explicit value is never replaced by a default: fleet.Config treats a zero
-// --register-qps, and an empty --name-prefix or --fleet, as "use the default".
+// --register-qps or --cleanup-qps, and an empty --name-prefix or --fleet, as "use the default".
+// The ranges are fleet.Config.Validate's.
 func (rf *runFlags) checkFleetFlags() error {
 	c := rf.fleet
 	switch {
-	case c.Nodes <= 0:
-		return fmt.Errorf("--nodes must be positive, got %d", c.Nodes)
 	case c.Nodes > fleet.MaxNodes:
+		// Named with where the count came from: the flag, or a profile's spec.nodes.
 		return fmt.Errorf("%s: more than the largest fleet fakelet runs (%d nodes)", rf.nodesSource(c), fleet.MaxNodes)
-	case c.Zones < 0:
-		return fmt.Errorf("--zones must not be negative, got %d", c.Zones)
-	case c.Connections < 0:
-		return fmt.Errorf("--connections must not be negative, got %d (0 picks one per 1000 nodes)", c.Connections)
-	case !(c.RegisterQPS > 0) || !finite(c.RegisterQPS):
-		return fmt.Errorf("--register-qps must be positive and finite, got %v", c.RegisterQPS)
-	case !(c.CleanupQPS > 0) || !finite(c.CleanupQPS):
-		return fmt.Errorf("--cleanup-qps must be positive and finite, got %v", c.CleanupQPS)
-	case c.Coalesce < 0 || c.Coalesce > time.Second:
-		return fmt.Errorf("--coalesce must be between 0 and 1s, got %v", c.Coalesce)
+	case c.RegisterQPS == 0:
+		return errors.New("--register-qps must be positive and finite, got 0")
+	case c.CleanupQPS == 0:
+		return errors.New("--cleanup-qps must be positive and finite, got 0")
 	}
 	if err := checkName("--name-prefix", c.NamePrefix, fleet.CheckNamePrefix); err != nil {
 		return err
 	}
-	return checkName("--fleet", c.Fleet, fleet.CheckFleetName)
+	if err := checkName("--fleet", c.Fleet, fleet.CheckFleetName); err != nil {
+		return err
+	}
+	err := c.WithDefaults().Validate()
+	var fe *fleet.FieldError
+	if errors.As(err, &fe) {
+		if flag, ok := fleetFlags[fe.Field]; ok {
+			return fmt.Errorf("%s %s%s", flag.name, fe.Problem, flag.hint)
+		}
+	}
+	return err
 }
 
 // checkName checks a name as fleet.Config.Validate does, and refuses it empty: an empty value from

@@ -100,6 +100,3 @@ func memTotal() uint64 {
 	}
 	return 0
 }
-
-// finite says x is a number other than ±Inf: flag parsing accepts NaN and Inf as float64s.
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -19,7 +19,7 @@ var tiers = [][]string{
 	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
 	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm"},
 	{"report"},
-	{"measure", "measure/promrecord", "capacity"},
+	{"measure", "measure/promrecord", "capacity", "compare"},
 	{"cmd/fakelet", "e2e"},
 }
 
