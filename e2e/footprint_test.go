@@ -3,14 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
@@ -104,24 +100,7 @@ func TestKubeletFootprintHoldsWatches(t *testing.T) {
 // longrunningWatches reads apiserver_longrunning_requests{verb="WATCH"} by resource.
 func longrunningWatches(t *testing.T, cp *controlplane.ControlPlane) map[string]float64 {
 	t.Helper()
-	client, err := cp.MetricsClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var families map[string]*dto.MetricFamily
-	eventually(t, time.Minute, "a scrape of the apiserver's metrics", func() (bool, error) {
-		resp, err := client.Get(cp.APIServerURL + "/metrics")
-		if err != nil {
-			return false, nil
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, fmt.Errorf("scrape apiserver: %s", resp.Status)
-		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		families, err = parser.TextToMetricFamilies(resp.Body)
-		return err == nil, nil
-	})
+	families := apiserverMetrics(t, cp)
 	out := map[string]float64{}
 	for _, m := range families["apiserver_longrunning_requests"].GetMetric() {
 		var verb, resource string

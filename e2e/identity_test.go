@@ -63,6 +63,21 @@ func TestFakeKubeletsAreTreatedAsKubelets(t *testing.T) {
 // nodeHighDispatched reads apiserver_flowcontrol_dispatched_requests_total{priority_level="node-high"}.
 func nodeHighDispatched(t *testing.T, cp *controlplane.ControlPlane) float64 {
 	t.Helper()
+	families := apiserverMetrics(t, cp)
+	var sum float64
+	for _, m := range families["apiserver_flowcontrol_dispatched_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "priority_level" && l.GetValue() == "node-high" {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// apiserverMetrics is one scrape of the apiserver's metrics, retried for up to a minute.
+func apiserverMetrics(t *testing.T, cp *controlplane.ControlPlane) map[string]*dto.MetricFamily {
+	t.Helper()
 	client, err := cp.MetricsClient()
 	if err != nil {
 		t.Fatal(err)
@@ -81,13 +96,5 @@ func nodeHighDispatched(t *testing.T, cp *controlplane.ControlPlane) float64 {
 		families, err = parser.TextToMetricFamilies(resp.Body)
 		return err == nil, nil
 	})
-	var sum float64
-	for _, m := range families["apiserver_flowcontrol_dispatched_requests_total"].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "priority_level" && l.GetValue() == "node-high" {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return families
 }
