@@ -130,7 +130,7 @@ func New(cfg *Config, api Clients, name string, index int, zone string) *Agent {
 		cfg:   cfg,
 		api:   api,
 		name:  name,
-		user:  "system:node:" + name,
+		user:  NodeUserPrefix + name,
 		index: index,
 		zone:  zone,
 		ids:   machineIDs(name),

@@ -5,6 +5,9 @@ import "context"
 // NodesGroup is the group every kubelet credential carries.
 const NodesGroup = "system:nodes"
 
+// NodeUserPrefix begins the user name of every kubelet: system:node:<node name>.
+const NodeUserPrefix = "system:node:"
+
 var nodesGroups = []string{NodesGroup}
 
 type identityKey struct{}
@@ -30,6 +33,6 @@ func IdentityFrom(ctx context.Context) (user string, groups []string, ok bool) {
 // what an agent would without running one.
 func RequestContext(ctx context.Context, name string) (context.Context, *Meter) {
 	m := &Meter{}
-	a := &Agent{name: name, user: "system:node:" + name}
+	a := &Agent{name: name, user: NodeUserPrefix + name}
 	return context.WithValue(context.WithValue(ctx, identityKey{}, a), meterKey{}, m), m
 }

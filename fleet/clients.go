@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -49,21 +48,14 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 // tally is not nil, it counts the 429 answers they get, client-go's own retries of them included.
 // Lease renewals and status patches go over a wire.Client of their own (one per set) when the
 // server speaks TLS, unless legacy: then over net/http (renewals) and client-go (patches), as before
-// the wire package, for comparison.
+// the wire package, for comparison. counter counts their connections.
 //
 // wirePath says which way, and the wire connections' flush window (Config.FlushWindow).
-func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path wirePath) ([]agent.Clients, error) {
+func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path wirePath, counter *connCounter) ([]agent.Clients, error) {
 	out := make([]agent.Clients, n)
 	for i := range out {
-		cfg := rest.CopyConfig(base)
-		cfg.ContentType = protobuf
-		cfg.AcceptContentTypes = protobuf + ",application/json"
-		cfg.QPS = -1
-		cfg.Timeout = agent.RequestTimeout
-		cfg.UserAgent = UserAgent
-		// client-go shares one cached transport between configs with equal TLS settings; a dialer
-		// of its own gives each config its own transport, so its own connection.
-		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		cfg := agentConfig(base)
+		cfg.Dial = counter.dialer()
 		var wc *wire.Client
 		if !path.legacy {
 			var err error
@@ -79,35 +71,82 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path 
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
-		core, err := corev1client.NewForConfigAndClient(cfg, hc)
-		if err != nil {
+		if out[i], err = clientSet(cfg, hc, wc, id == IdentityNode, tally); err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
-		}
-		coord, err := coordinationv1client.NewForConfigAndClient(cfg, hc)
-		if err != nil {
-			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
-		}
-		u := coord.RESTClient().Put().URL()
-		s := &heartbeatSender{http: hc, wire: wc, host: u.Scheme + "://" + u.Host, timeout: cfg.Timeout,
-			header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}, {Name: "content-type", Value: protobuf}},
-			node:   id == IdentityNode, tally: tally}
-		if u.RawQuery != "" {
-			s.query = "?" + u.RawQuery
-		}
-		watches, err := newHTTPWatcher(hc, cfg)
-		if err != nil {
-			return nil, err
-		}
-		storage, err := storagev1client.NewForConfigAndClient(cfg, hc)
-		if err != nil {
-			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
-		}
-		out[i] = agent.Clients{Core: core, Coordination: leanCoordination{coord, newLeaseWriter(s, coord)}, Storage: storage, Watches: watches}
-		if wc != nil {
-			out[i].Core = newLeanCore(s, core)
 		}
 	}
 	return out, nil
+}
+
+// perNodeClients returns the agents' one set of clients over connections of each node's own
+// (perNodeTransport), everything included: the renewals and patches take the net/http way there,
+// since a wire.Client holds a connection and two goroutines of its own. With creds, each node
+// authenticates with its own client certificate; else with base's credential, impersonating the
+// node if id is IdentityNode.
+func perNodeClients(base *rest.Config, id Identity, creds NodeCredentials, tally *Tally, counter *connCounter) (agent.Clients, *perNodeTransport, error) {
+	cfg := agentConfig(base)
+	router, err := newPerNodeTransport(cfg, creds, counter)
+	if err != nil {
+		return agent.Clients{}, nil, err
+	}
+	var rt http.RoundTripper = router
+	switch {
+	case creds != nil:
+		rt = revokedNode{rt}
+	case id == IdentityNode:
+		rt = impersonateNode{rt}
+	}
+	hc := &http.Client{Transport: countWire{rt, tally}, Timeout: cfg.Timeout}
+	c, err := clientSet(cfg, hc, nil, false, tally)
+	if err != nil {
+		return agent.Clients{}, nil, fmt.Errorf("build per-node clients: %w", err)
+	}
+	return c, router, nil
+}
+
+// agentConfig is base as the agents' clients send: protobuf, no client-side rate limit (the
+// kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout and user agent.
+func agentConfig(base *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.ContentType = protobuf
+	cfg.AcceptContentTypes = protobuf + ",application/json"
+	cfg.QPS = -1
+	cfg.Timeout = agent.RequestTimeout
+	cfg.UserAgent = UserAgent
+	return cfg
+}
+
+// clientSet is a set of agent clients over hc, and wc for the renewals and patches if not nil;
+// impersonate makes wc's requests impersonate their agent (hc's transport does it for its own).
+func clientSet(cfg *rest.Config, hc *http.Client, wc *wire.Client, impersonate bool, tally *Tally) (agent.Clients, error) {
+	core, err := corev1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return agent.Clients{}, err
+	}
+	coord, err := coordinationv1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return agent.Clients{}, err
+	}
+	u := coord.RESTClient().Put().URL()
+	s := &heartbeatSender{http: hc, wire: wc, host: u.Scheme + "://" + u.Host, timeout: cfg.Timeout,
+		header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}, {Name: "content-type", Value: protobuf}},
+		node:   impersonate, tally: tally}
+	if u.RawQuery != "" {
+		s.query = "?" + u.RawQuery
+	}
+	watches, err := newHTTPWatcher(hc, cfg)
+	if err != nil {
+		return agent.Clients{}, err
+	}
+	storage, err := storagev1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return agent.Clients{}, err
+	}
+	c := agent.Clients{Core: core, Coordination: leanCoordination{coord, newLeaseWriter(s, coord)}, Storage: storage, Watches: watches}
+	if wc != nil {
+		c.Core = newLeanCore(s, core)
+	}
+	return c, nil
 }
 
 // wirePath is how heartbeat requests reach the apiserver.

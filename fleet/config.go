@@ -6,6 +6,7 @@ package fleet
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -35,13 +36,20 @@ type Config struct {
 	Zones      int    // nodes get topology.kubernetes.io/zone zone-1..zone-Zones round-robin; 0 sets none
 	Heartbeat  heartbeat.Config
 	// Footprint is which of a kubelet's requests the agents make; "" is DefaultFootprint.
-	Footprint   agent.Footprint
-	Template    agent.TemplateOptions // Fleet is taken from Fleet
-	Identity    Identity
-	Connections int     // HTTP/2 connections the agents share; 0 picks one per 1000 nodes
-	RegisterQPS float64 // agents started per second
-	Keep        bool    // leave Nodes and Leases behind on shutdown
-	Clock       clock.Clock
+	Footprint agent.Footprint
+	Template  agent.TemplateOptions // Fleet is taken from Fleet
+	Identity  Identity
+	// ConnectionMode is how the agents reach the apiserver; "" is ConnectionsShared.
+	ConnectionMode ConnectionMode
+	// Connections is, with ConnectionsShared, the sets of HTTP/2 connections the agents share; 0
+	// picks one per 1000 nodes. Per-node connections are one per node, and leave it 0.
+	Connections int
+	// NodeCredentials, if set, gives every node a client certificate of its own over its per-node
+	// connection, with IdentityNode; without it a per-node connection impersonates its node.
+	NodeCredentials NodeCredentials
+	RegisterQPS     float64 // agents started per second
+	Keep            bool    // leave Nodes and Leases behind on shutdown
+	Clock           clock.Clock
 	// Coalesce is the step of the fleet's timers: work due within one step runs together at its end
 	// (scheduler.Coalesce); 0 runs everything at its own time.
 	Coalesce time.Duration
@@ -123,7 +131,10 @@ func (c Config) WithDefaults() Config {
 	if c.PodQPS == 0 {
 		c.PodQPS = DefaultPodQPS
 	}
-	if c.Connections == 0 {
+	if c.ConnectionMode == "" {
+		c.ConnectionMode = ConnectionsShared
+	}
+	if c.Connections == 0 && c.ConnectionMode == ConnectionsShared {
 		c.Connections = max(1, (c.Nodes+999)/1000)
 	}
 	if c.Clock == nil {
@@ -159,6 +170,10 @@ func (c Config) Validate() error {
 		return fieldError("Zones", "zones", "must not be negative, got %d", c.Zones)
 	case c.Connections < 0:
 		return fieldError("Connections", "connections", "must not be negative, got %d", c.Connections)
+	case c.ConnectionMode == ConnectionsPerNode && c.Connections != 0:
+		return fieldError("Connections", "connections", "is one per node with per-node connections, got %d shared ones too", c.Connections)
+	case c.ConnectionMode == ConnectionsPerNode && c.LegacyWire:
+		return errors.New("the legacy wire path is one of shared connections: per-node connections send everything over net/http")
 	case c.FlushWindow > wire.MaxFlushWindow:
 		return fmt.Errorf("flush window must be at most %v, got %v", wire.MaxFlushWindow, c.FlushWindow)
 	case c.Coalesce < 0 || c.Coalesce > MaxCoalesce:
@@ -182,6 +197,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, err := ParseIdentity(string(c.Identity)); err != nil {
+		return err
+	}
+	if _, err := ParseConnectionMode(string(c.ConnectionMode)); err != nil {
 		return err
 	}
 	if err := c.Heartbeat.Validate(); err != nil {

@@ -23,6 +23,7 @@ type Fleet struct {
 	cfg       Config
 	admin     kubernetes.Interface
 	heartbeat []agent.Clients
+	conns     *fleetConns // nil for a fleet on given clients
 	acfg      *agent.Config
 	sched     *scheduler.Scheduler
 	tally     *Tally
@@ -59,16 +60,55 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
 	}
 	tally := NewTally(cfg.Heartbeat.RenewInterval)
-	clients, err := heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally, wirePath{cfg.LegacyWire, cfg.FlushWindow})
-	if err != nil {
+	conns := &fleetConns{counter: &connCounter{}, info: Connections{Mode: cfg.ConnectionMode, Identity: IdentityByFleet}}
+	var clients []agent.Clients
+	if cfg.ConnectionMode == ConnectionsPerNode {
+		if u, _, err := rest.DefaultServerUrlFor(restConfig); err != nil || u.Scheme != "https" {
+			return nil, fmt.Errorf("per-node connections are a kubelet's TLS connections, and the apiserver at %s is reached without TLS", restConfig.Host)
+		}
+		var creds NodeCredentials
+		if cfg.Identity == IdentityNode {
+			creds = cfg.NodeCredentials
+		}
+		var c agent.Clients
+		if c, conns.perNode, err = perNodeClients(restConfig, cfg.Identity, creds, tally, conns.counter); err != nil {
+			return nil, err
+		}
+		clients = []agent.Clients{c}
+		if creds != nil {
+			conns.info.Identity = IdentityByCertificate
+		}
+	} else if clients, err = heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally, wirePath{cfg.LegacyWire, cfg.FlushWindow}, conns.counter); err != nil {
 		return nil, err
+	}
+	if cfg.Identity == IdentityNode && conns.info.Identity != IdentityByCertificate {
+		conns.info.Identity = IdentityByImpersonation
 	}
 	f, err := newFleet(cfg, admin, clients, tally)
 	if err != nil {
 		return nil, err
 	}
+	f.conns = conns
 	f.checkPermissions = true
 	return f, nil
+}
+
+// fleetConns are the connections of the agents' clients.
+type fleetConns struct {
+	info    Connections       // without the counts
+	counter *connCounter      // counts them
+	perNode *perNodeTransport // per-node connections' router, or nil
+}
+
+// Connections says how the agents reach the apiserver and how many connections they hold. A fleet
+// on given clients (NewWithClients) counts none.
+func (f *Fleet) Connections() Connections {
+	if f.conns == nil {
+		return Connections{Mode: f.cfg.ConnectionMode}
+	}
+	c := f.conns.info
+	c.Open, c.Dialed = f.conns.counter.open.Load(), f.conns.counter.dialed.Load()
+	return c
 }
 
 // NewWithClients builds a fleet on given clients: admin for the fleet's own requests, heartbeat for
@@ -226,6 +266,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	cancel()
 	<-schedDone
 	closeWire(f.heartbeat)
+	if f.conns != nil && f.conns.perNode != nil {
+		f.conns.perNode.close()
+	}
 	if watchErr != nil {
 		return fmt.Errorf("watch the fleet's nodes and pods: %w", watchErr)
 	}

@@ -45,7 +45,7 @@ func TestHeartbeatClientTimesOutOnAHungServer(t *testing.T) {
 	}
 	t.Parallel()
 	srv, _ := hungServer(t)
-	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{})
+	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestHungRequestsDoNotPileUp(t *testing.T) {
 	t.Parallel()
 	const nodes = 20
 	srv, requests := hungServer(t)
-	heartbeat, err := heartbeatClients(&rest.Config{Host: srv.URL}, 2, IdentityFleet, nil, wirePath{})
+	heartbeat, err := heartbeatClients(&rest.Config{Host: srv.URL}, 2, IdentityFleet, nil, wirePath{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

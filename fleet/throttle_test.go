@@ -29,7 +29,7 @@ func TestThrottledAnswersAreCounted(t *testing.T) {
 	}))
 	defer srv.Close()
 	tally := NewTally(0)
-	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityNode, tally, wirePath{})
+	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityNode, tally, wirePath{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func (s *recordedStream) Ended(err error)          { s.ended <- err }
 // events read back, the 410 ERROR event included.
 func TestWatcherMatchesClientGo(t *testing.T) {
 	srv, seen := watchServer(t)
-	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{})
+	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestWatcherRefused(t *testing.T) {
 		http.Error(w, "too many requests, please try again later", http.StatusTooManyRequests)
 	}))
 	defer srv.Close()
-	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{})
+	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
