@@ -53,6 +53,17 @@ type Connections struct {
 	Open, Dialed int64
 }
 
+// IdentityOf says how the agents of a resolved cfg carry their nodes' identity (Connections.Identity).
+func IdentityOf(cfg Config) string {
+	switch {
+	case cfg.Identity == IdentityFleet:
+		return IdentityByFleet
+	case cfg.ConnectionMode == ConnectionsPerNode && cfg.NodeCredentials != nil:
+		return IdentityByCertificate
+	}
+	return IdentityByImpersonation
+}
+
 func (c Connections) String() string {
 	return fmt.Sprintf("%s connections, identity by %s", c.Mode, c.Identity)
 }

@@ -60,7 +60,7 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
 	}
 	tally := NewTally(cfg.Heartbeat.RenewInterval)
-	conns := &fleetConns{counter: &connCounter{}, info: Connections{Mode: cfg.ConnectionMode, Identity: IdentityByFleet}}
+	conns := &fleetConns{counter: &connCounter{}, info: Connections{Mode: cfg.ConnectionMode, Identity: IdentityOf(cfg)}}
 	var clients []agent.Clients
 	if cfg.ConnectionMode == ConnectionsPerNode {
 		if u, _, err := rest.DefaultServerUrlFor(restConfig); err != nil || u.Scheme != "https" {
@@ -75,14 +75,8 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 			return nil, err
 		}
 		clients = []agent.Clients{c}
-		if creds != nil {
-			conns.info.Identity = IdentityByCertificate
-		}
 	} else if clients, err = heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally, wirePath{cfg.LegacyWire, cfg.FlushWindow}, conns.counter); err != nil {
 		return nil, err
-	}
-	if cfg.Identity == IdentityNode && conns.info.Identity != IdentityByCertificate {
-		conns.info.Identity = IdentityByImpersonation
 	}
 	f, err := newFleet(cfg, admin, clients, tally)
 	if err != nil {
@@ -104,7 +98,7 @@ type fleetConns struct {
 // on given clients (NewWithClients) counts none.
 func (f *Fleet) Connections() Connections {
 	if f.conns == nil {
-		return Connections{Mode: f.cfg.ConnectionMode}
+		return Connections{Mode: f.cfg.ConnectionMode, Identity: IdentityOf(f.cfg)}
 	}
 	c := f.conns.info
 	c.Open, c.Dialed = f.conns.counter.open.Load(), f.conns.counter.dialed.Load()

@@ -210,6 +210,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Nodes: 1, CleanupQPS: -1}, "cleanup QPS"},
 		{Config{Nodes: 1, RunID: "Not A Label"}, "run ID"},
 		{Config{Nodes: 1, Identity: "root"}, "unknown identity"},
+		{Config{Nodes: 1, ConnectionMode: "per-host"}, `unknown connection mode "per-host" (want "shared" or "per-node")`},
+		{Config{Nodes: 1, ConnectionMode: ConnectionsPerNode, LegacyWire: true}, "legacy wire path is one of shared connections"},
 		{Config{Nodes: 1, Heartbeat: heartbeat.Config{Mode: "gossip"}}, "heartbeat mode"},
 		{Config{Nodes: 1, Heartbeat: heartbeat.Config{LeaseDurationSeconds: 40, RenewInterval: time.Minute}}, "shorter than the lease duration"},
 	} {
@@ -230,6 +232,7 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{Config{Nodes: -5}, "Nodes", "must be positive, got -5"},
 		{Config{Nodes: 1, Zones: -1}, "Zones", "must not be negative, got -1"},
 		{Config{Nodes: 1, Connections: -2}, "Connections", "must not be negative, got -2"},
+		{Config{Nodes: 4, ConnectionMode: ConnectionsPerNode, Connections: 2}, "Connections", "is one per node with per-node connections, got 2 shared ones too"},
 		{Config{Nodes: 1, Coalesce: 2 * time.Second}, "Coalesce", "must be between 0 and 1s, got 2s"},
 		{Config{Nodes: 1, RegisterQPS: math.NaN()}, "RegisterQPS", "must be positive and finite, got NaN"},
 		{Config{Nodes: 1, CleanupQPS: math.Inf(1)}, "CleanupQPS", "must be positive and finite, got +Inf"},

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,5 +233,14 @@ func TestPerNodeConnectionsCloseWithTheFleet(t *testing.T) {
 	router.close()
 	if got := counter.open.Load(); got != 0 {
 		t.Errorf("%d connections open after close, want 0", got)
+	}
+}
+
+// TestPerNodeConnectionsNeedTLS: a per-node connection is a kubelet's TLS connection; over plain
+// HTTP net/http would open several per node, so the fleet is refused before it is built.
+func TestPerNodeConnectionsNeedTLS(t *testing.T) {
+	_, err := New(Config{Nodes: 2, ConnectionMode: ConnectionsPerNode}, &rest.Config{Host: "http://127.0.0.1:1"})
+	if err == nil || !strings.Contains(err.Error(), "reached without TLS") {
+		t.Errorf("per-node connections over plain HTTP: %v, want a refusal", err)
 	}
 }

@@ -35,7 +35,7 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 {{if .R.GeneratorBound}}<p class="missing"><strong>{{.GeneratorWarning}}</strong></p>
 {{end}}<dl>
 <dt>target</dt><dd>{{.R.Target.Description}}</dd>
-<dt>nodes</dt><dd>{{.R.Parameters.Nodes}}, {{.R.Parameters.Mode}} heartbeats, identity {{.R.Parameters.Identity}}{{with .R.Parameters.Footprint}}, {{.}} footprint{{end}}</dd>
+<dt>nodes</dt><dd>{{.R.Parameters.Nodes}}, {{.R.Parameters.Mode}} heartbeats, identity {{.R.Parameters.Identity}}{{with .R.Parameters.Footprint}}, {{.}} footprint{{end}}{{with .R.Parameters.Connections}}, {{.}} connections (identity by {{$.R.Parameters.ConnectionIdentity}}){{end}}</dd>
 <dt>run</dt><dd>{{.Start}}, {{.Duration}}</dd>
 <dt>phases</dt><dd>{{.Phases}}</dd>
 <dt>versions</dt><dd>fakelet {{.R.Versions.Fakelet}}, {{.R.Versions.Go}}, server {{.R.Versions.Server}}</dd>

@@ -104,12 +104,17 @@ type Parameters struct {
 	Identity              string `json:"identity"`
 	// Footprint is which of a kubelet's requests the agents made: kubelet or heartbeat ("" in reports
 	// from before the kubelet footprint, which were heartbeat).
-	Footprint      string  `json:"footprint,omitempty"`
-	Images         int     `json:"images"`
-	Zones          int     `json:"zones,omitempty"`
-	RegisterQPS    float64 `json:"registerQPS"`
-	Seed           int64   `json:"seed,omitempty"`
-	ScrapeInterval string  `json:"scrapeInterval"`
+	Footprint string `json:"footprint,omitempty"`
+	// Connections is how the agents reached the apiserver: shared or per-node ("" in reports from
+	// before per-node connections, which were shared); ConnectionIdentity how their requests carried
+	// each node's identity: client certificate, impersonation or the fleet's credential.
+	Connections        string  `json:"connections,omitempty"`
+	ConnectionIdentity string  `json:"connectionIdentity,omitempty"`
+	Images             int     `json:"images"`
+	Zones              int     `json:"zones,omitempty"`
+	RegisterQPS        float64 `json:"registerQPS"`
+	Seed               int64   `json:"seed,omitempty"`
+	ScrapeInterval     string  `json:"scrapeInterval"`
 	// Args is the command line.
 	Args []string `json:"args,omitempty"`
 }

@@ -23,6 +23,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if p.Footprint != "" {
 		fmt.Fprintf(tw, "  footprint\t%s\n", p.Footprint)
 	}
+	if p.Connections != "" {
+		fmt.Fprintf(tw, "  connections\t%s, identity by %s\n", p.Connections, p.ConnectionIdentity)
+	}
 	fmt.Fprintf(tw, "  target\t%s\n", r.Target.Description)
 	fmt.Fprintf(tw, "  versions\tfakelet %s, %s, server %s\n", r.Versions.Fakelet, r.Versions.Go, orDash(r.Versions.Server))
 	fmt.Fprintf(tw, "  phases\t%s\n", r.phaseLine())

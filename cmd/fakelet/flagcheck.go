@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"fakelet.dev/fakelet/fleet"
 )
@@ -47,6 +48,23 @@ func (rf *runFlags) checkFleetFlags() error {
 		}
 	}
 	return err
+}
+
+// connectionFlag reads --connections into the fleet's connection mode: shared or per-node, or a
+// number of shared connection sets (0 picks one per 1000 nodes), as the flag took before per-node
+// connections existed.
+func (rf *runFlags) connectionFlag() error {
+	rf.fleet.ConnectionMode, rf.fleet.Connections = fleet.ConnectionsShared, 0
+	if mode, err := fleet.ParseConnectionMode(rf.connections); err == nil {
+		rf.fleet.ConnectionMode = mode
+		return nil
+	}
+	n, err := strconv.Atoi(rf.connections)
+	if err != nil {
+		return fmt.Errorf("--connections %q: want %s, %s or a number of shared connections", rf.connections, fleet.ConnectionsShared, fleet.ConnectionsPerNode)
+	}
+	rf.fleet.Connections = n // its range is fleet.Config.Validate's
+	return nil
 }
 
 // checkName checks a name as fleet.Config.Validate does, and refuses it empty: an empty value from

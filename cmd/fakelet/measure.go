@@ -138,6 +138,7 @@ func parameters(rf runFlags, cfg fleet.Config) report.Parameters {
 		Nodes: cfg.Nodes, Mode: string(hb.Mode), LeaseDurationSeconds: hb.LeaseDurationSeconds,
 		RenewInterval: hb.RenewInterval.String(), StatusUpdateFrequency: hb.StatusUpdateFrequency.String(),
 		StatusReportFrequency: hb.StatusReportFrequency.String(), Identity: string(cfg.Identity), Footprint: string(cfg.Footprint),
+		Connections: string(cfg.ConnectionMode), ConnectionIdentity: fleet.IdentityOf(cfg),
 		Images: rf.images, Zones: cfg.Zones, RegisterQPS: cfg.RegisterQPS,
 		ScrapeInterval: rf.report.scrapeInterval.String(), Args: os.Args,
 	}

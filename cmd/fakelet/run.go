@@ -25,6 +25,7 @@ type runFlags struct {
 	fleet                 fleet.Config
 	mode, identity        string
 	footprint             string
+	connections           string // --connections: a fleet.ConnectionMode or a number of shared connections
 	leaseDuration         time.Duration
 	renewInterval         time.Duration
 	statusUpdateFrequency time.Duration
@@ -86,7 +87,7 @@ Ready, and the run ends after the last one.`,
 	f.DurationVar(&rf.statusUpdateFrequency, "status-update-frequency", heartbeat.DefaultStatusUpdateFrequency, "how often each kubelet recomputes its node status")
 	f.DurationVar(&rf.statusReportFrequency, "status-report-frequency", heartbeat.DefaultStatusReportFrequency, "how often an unchanged status is patched in lease mode")
 	f.DurationVar(&rf.duration, "duration", 0, "how long to run (0: until Ctrl-C)")
-	f.IntVar(&rf.fleet.Connections, "connections", 0, "HTTP/2 connections the fleet's kubelets share (0: one per 1000 nodes)")
+	f.StringVar(&rf.connections, "connections", string(fleet.ConnectionsShared), "shared: the kubelets share one set of HTTP/2 connections per 1000 nodes (or N sets: a number); per-node: each kubelet has a TLS connection of its own for all its requests, as real kubelets do, with a client certificate of its own on the local control plane")
 	f.DurationVar(&rf.fleet.Coalesce, "coalesce", 0, "send the heartbeats due within each step of this length together at its end: about half the fleet's CPU at 1000 nodes, but the control plane batches them too and costs less than under kubelets' independent timing (docs/performance.md); 0: each at its own time")
 	f.BoolVar(&rf.fleet.LegacyWire, "legacy-wire", false, "send lease renewals over net/http and status patches through client-go, as before the wire package, to compare")
 	_ = f.MarkHidden("legacy-wire")
@@ -112,6 +113,9 @@ Ready, and the run ends after the last one.`,
 // config checks the flags and turns them into a fleet configuration, whose heartbeat is base (a
 // profile's, or the kubelet's defaults) with every heartbeat flag given laid over it.
 func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
+	if err := rf.connectionFlag(); err != nil {
+		return rf.fleet, err
+	}
 	if err := rf.checkFleetFlags(); err != nil {
 		return rf.fleet, err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"fakelet.dev/fakelet/fleet"
 )
 
 // TestInvalidRunFlagsAreRefusedClearly: each bad flag value stops `fakelet run` before it reaches a
@@ -61,6 +63,9 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--scrape-interval=0"}, "--scrape-interval 0s: at least 1s"},
 		{[]string{"--scrape-interval=-1s"}, "--scrape-interval -1s: at least 1s"},
 		{[]string{"--connections=11", "--nodes=10"}, "--connections 11: more than the fleet's 10 nodes"},
+		{[]string{"--connections=per-nod"}, `--connections "per-nod": want shared, per-node or a number of shared connections`},
+		{[]string{"--connections="}, `--connections "": want shared, per-node or a number`},
+		{[]string{"--connections=per-node", "--legacy-wire"}, "the legacy wire path is one of shared connections"},
 		{[]string{"--metrics-addr=9464"}, `--metrics-addr "9464": want HOST:PORT`},
 		{[]string{"--profile=steady", "--status-update-frequency=10ms"}, "--status-update-frequency 10ms: at least 1s"},
 		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be positive and finite, got 0"},
@@ -83,6 +88,37 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 			}
 			if strings.Contains(out.String(), "target:") {
 				t.Errorf("the run reached a target:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestConnectionsFlagPicksTheMode: --connections takes a mode or, as before per-node connections, a
+// number of shared connection sets.
+func TestConnectionsFlagPicksTheMode(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		mode  fleet.ConnectionMode
+		count int
+	}{
+		{nil, fleet.ConnectionsShared, 3},
+		{[]string{"--connections=shared"}, fleet.ConnectionsShared, 3},
+		{[]string{"--connections=2"}, fleet.ConnectionsShared, 2},
+		{[]string{"--connections=0"}, fleet.ConnectionsShared, 3},
+		{[]string{"--connections=per-node"}, fleet.ConnectionsPerNode, 0},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			rf := &runFlags{}
+			cmd := newRunCommandFor(rf)
+			if err := cmd.ParseFlags(append([]string{"--nodes=2500"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			cfg, _, err := rf.prepare(cmd.Flags())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ConnectionMode != tc.mode || cfg.Connections != tc.count {
+				t.Errorf("%s connections, %d sets; want %s, %d", cfg.ConnectionMode, cfg.Connections, tc.mode, tc.count)
 			}
 		})
 	}

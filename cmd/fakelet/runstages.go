@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/profiles"
 )
@@ -56,6 +57,7 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 	r.tgt = tgt
 	r.undo = append(r.undo, func() { tgt.releaseOrSay(ctx, r.log) })
 	fmt.Fprintf(r.log, "target: %s\n", tgt.description)
+	r.nodeCredentials()
 	start, err := r.rf.shard.coordinate(ctx, tgt.config, r.cfg, r.plan, r.log)
 	if err != nil {
 		return err
@@ -75,10 +77,38 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 	}
 	m.RegisterFleet(r.f)
 	cfg := r.cfg
-	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %d connections, registering %g/s, GOMAXPROCS %d\n",
+	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %s, registering %g/s, GOMAXPROCS %d\n",
 		cfg.Fleet, r.f.Config().RunID, cfg.Nodes, fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleet.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, cfg.Connections, cfg.RegisterQPS, r.procs)
+		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, connectionsText(r.f.Config()), cfg.RegisterQPS, r.procs)
 	return nil
+}
+
+// nodeCredentials gives each node of a per-node run on the local control plane a client certificate
+// of its own from the control plane's CA, as a kubelet's bootstrap leaves it; elsewhere fakelet has
+// no CA key, and each node's connection impersonates its node.
+func (r *fleetRun) nodeCredentials() {
+	if r.cfg.ConnectionMode != fleet.ConnectionsPerNode || r.cfg.Identity != fleet.IdentityNode || r.tgt.local == nil {
+		return
+	}
+	cp := r.tgt.local
+	if _, err := cp.CA(); err != nil {
+		fmt.Fprintf(r.log, "per-node connections: the local control plane's CA cannot sign (%v): each node's connection impersonates it instead\n", err)
+		return
+	}
+	r.cfg.NodeCredentials = func(node string) ([]byte, []byte, error) {
+		return cp.IssueClientCert(controlplane.NodeUser(node), []string{controlplane.NodesGroup})
+	}
+}
+
+// connectionsText says how a resolved fleet configuration's agents reach the apiserver.
+func connectionsText(cfg fleet.Config) string {
+	mode := string(cfg.ConnectionMode)
+	if cfg.ConnectionMode == fleet.ConnectionsShared {
+		mode = fmt.Sprintf("%s connections (%d sets)", mode, cfg.Connections)
+	} else {
+		mode += " connections"
+	}
+	return mode + " with the identity by " + fleet.IdentityOf(cfg)
 }
 
 // play checks the cluster, starts the measurement and runs the fleet, and the profile if any, until

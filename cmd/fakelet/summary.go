@@ -20,6 +20,7 @@ type runSummary struct {
 	Progress  fleet.Progress
 	Heartbeat map[string][2]int64 // kind -> ok, failed
 	Requests  []fleet.Count
+	Conns     fleet.Connections
 	Failures  []error
 	PodsErr   error // why the last pod the fleet gave up creating was not created
 	Usage     processUsage
@@ -28,7 +29,7 @@ type runSummary struct {
 func summarize(target string, f *fleet.Fleet, elapsed time.Duration) runSummary {
 	s := runSummary{
 		Target: target, Mode: f.Config().Heartbeat.Mode, Elapsed: elapsed,
-		Progress: f.Progress(), Heartbeat: map[string][2]int64{},
+		Progress: f.Progress(), Heartbeat: map[string][2]int64{}, Conns: f.Connections(),
 		Requests: f.Tally().Requests(), Failures: f.Failures(), PodsErr: f.PodCreateErr(), Usage: selfUsage(),
 	}
 	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
@@ -58,6 +59,9 @@ func (s runSummary) render(w io.Writer) {
 		fmt.Fprintf(tw, "  churn\t%d nodes added, %d removed\n", p.Added, p.Removed)
 	}
 	fmt.Fprintf(tw, "  heartbeat mode\t%s\n", s.Mode)
+	if s.Conns.Mode != "" {
+		fmt.Fprintf(tw, "  connections\t%s, identity by %s: %d dialed (a TCP and TLS handshake each)\n", s.Conns.Mode, s.Conns.Identity, s.Conns.Dialed)
+	}
 	secs := max(s.Elapsed.Seconds(), 1e-9)
 	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
 		hb := s.Heartbeat[kind]

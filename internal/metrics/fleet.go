@@ -15,6 +15,12 @@ type Fleet interface {
 	Tally() *fleet.Tally
 }
 
+// connectedFleet is a Fleet that counts its agents' connections (*fleet.Fleet does), for
+// fakelet_connections_open and fakelet_connections_dialed_total.
+type connectedFleet interface {
+	Connections() fleet.Connections
+}
+
 // Node states of fakelet_nodes. They overlap: a registered node is ready or not ready, and was
 // started.
 const (
@@ -33,8 +39,9 @@ func (m *Metrics) RegisterFleet(f Fleet) { m.fleets.add(f) }
 // fleetCollector reads each fleet's progress and tally when scraped, so the heartbeat path pays for
 // none of the metrics but the tally's atomic adds.
 type fleetCollector struct {
-	nodes, size *prometheus.Desc
-	requests    requestDescs
+	nodes, size       *prometheus.Desc
+	connsOpen, dialed *prometheus.Desc
+	requests          requestDescs
 
 	mu     sync.Mutex
 	fleets []Fleet
@@ -48,6 +55,13 @@ func newFleetCollector() *fleetCollector {
 			[]string{"fleet", "state"}, nil),
 		size: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "fleet_nodes"),
 			"Nodes the fleet runs (its --nodes).", []string{"fleet"}, nil),
+		// mode is the fleet's connection mode: shared or per-node.
+		connsOpen: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "connections_open"),
+			"TCP connections the fleet's agents hold to the apiserver (the fleet's own client's not included).",
+			[]string{"fleet", "mode"}, nil),
+		dialed: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "connections_dialed_total"),
+			"TCP connections the fleet's agents opened to the apiserver, each with its TLS handshake.",
+			[]string{"fleet", "mode"}, nil),
 		requests: newRequestDescs(),
 	}
 }
@@ -62,6 +76,8 @@ func (c *fleetCollector) add(f Fleet) {
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.nodes
 	ch <- c.size
+	ch <- c.connsOpen
+	ch <- c.dialed
 	c.requests.describe(ch)
 }
 
@@ -70,7 +86,10 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	fleets := append([]Fleet(nil), c.fleets...)
 	c.mu.Unlock()
-	type counts struct{ size, started, registered, ready, failed int }
+	type counts struct {
+		size, started, registered, ready, failed int
+		conns                                    map[fleet.ConnectionMode][2]int64 // open, dialed
+	}
 	byName := map[string]*counts{}
 	var names []string
 	var tallies []*fleet.Tally
@@ -91,10 +110,22 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		n.registered += p.Registered
 		n.ready += p.Ready
 		n.failed += p.Failed
+		if cf, ok := f.(connectedFleet); ok {
+			conns := cf.Connections()
+			if n.conns == nil {
+				n.conns = map[fleet.ConnectionMode][2]int64{}
+			}
+			sum := n.conns[conns.Mode]
+			n.conns[conns.Mode] = [2]int64{sum[0] + conns.Open, sum[1] + conns.Dialed}
+		}
 	}
 	for _, name := range names {
 		n := byName[name]
 		ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(n.size), name)
+		for mode, conns := range n.conns {
+			ch <- prometheus.MustNewConstMetric(c.connsOpen, prometheus.GaugeValue, float64(conns[0]), name, string(mode))
+			ch <- prometheus.MustNewConstMetric(c.dialed, prometheus.CounterValue, float64(conns[1]), name, string(mode))
+		}
 		for _, s := range []struct {
 			state string
 			v     int

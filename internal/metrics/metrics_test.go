@@ -365,3 +365,31 @@ func TestDocsListEveryMetric(t *testing.T) {
 		}
 	}
 }
+
+// connectedFakeFleet is a fakeFleet that counts its connections, as *fleet.Fleet does.
+type connectedFakeFleet struct {
+	fakeFleet
+	c fleet.Connections
+}
+
+func (f connectedFakeFleet) Connections() fleet.Connections { return f.c }
+
+// TestConnectionsAreCounted: the agents' connections open and dialed, by fleet and connection mode,
+// summed over the fleets of one name; fleets that count none have no series.
+func TestConnectionsAreCounted(t *testing.T) {
+	m := New(Options{NoProcessCollectors: true})
+	m.RegisterFleet(connectedFakeFleet{fakeFleet{name: "a"}, fleet.Connections{Mode: fleet.ConnectionsPerNode, Open: 500, Dialed: 502}})
+	m.RegisterFleet(connectedFakeFleet{fakeFleet{name: "a"}, fleet.Connections{Mode: fleet.ConnectionsPerNode, Open: 499, Dialed: 499}})
+	m.RegisterFleet(fakeFleet{name: "b"})
+	want := `
+# HELP fakelet_connections_open TCP connections the fleet's agents hold to the apiserver (the fleet's own client's not included).
+# TYPE fakelet_connections_open gauge
+fakelet_connections_open{fleet="a",mode="per-node"} 999
+# HELP fakelet_connections_dialed_total TCP connections the fleet's agents opened to the apiserver, each with its TLS handshake.
+# TYPE fakelet_connections_dialed_total counter
+fakelet_connections_dialed_total{fleet="a",mode="per-node"} 1001
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "fakelet_connections_open", "fakelet_connections_dialed_total"); err != nil {
+		t.Error(err)
+	}
+}
