@@ -22,6 +22,10 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 	if f.checkPermissions {
 		perms := RunPermissions(f.cfg.Identity, NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex),
 			NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex+f.cfg.Nodes-1))
+		if IdentityOf(f.cfg) == IdentityByCertificate {
+			// Each node's certificate is its credential: the fleet's impersonates no one.
+			perms = append([]Permission(nil), adminPermissions...)
+		}
 		if f.cfg.PodsPerNode > 0 {
 			perms = append(perms, PodPermissions(f.cfg.Identity)...)
 		}
