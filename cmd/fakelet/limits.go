@@ -19,6 +19,10 @@ const (
 	// docs/performance.md's bench tables, rounded up with room for registration, whose peak per node
 	// is higher than the steady state, and for the measurement's per-node state.
 	nodeMemory = 64 << 10
+	// connectionMemory is what a node's own connection adds with --connections per-node: its TLS
+	// and HTTP/2 buffers, reader goroutine and certificate, about 120 KiB measured at 1000 nodes
+	// (docs/performance.md), rounded up.
+	connectionMemory = 128 << 10
 	// maxLeaseDuration is the longest lease a Lease can hold: spec.leaseDurationSeconds is an int32.
 	maxLeaseDuration = math.MaxInt32 * time.Second
 	// minRenewInterval is a kubelet's shortest renew interval: a quarter (the kubelet's fixed
@@ -36,9 +40,13 @@ const (
 // the fleet this process runs (cfg, after --shard took its slice): that its nodes fit in this
 // machine's memory, and that it has no more connections than kubelets.
 func (rf *runFlags) checkLimits(cfg fleet.Config) error {
-	if mem := machineMemory(); mem > 0 && uint64(cfg.Nodes) > mem/nodeMemory {
+	perNode := uint64(nodeMemory)
+	if cfg.ConnectionMode == fleet.ConnectionsPerNode {
+		perNode += connectionMemory
+	}
+	if mem := machineMemory(); mem > 0 && uint64(cfg.Nodes) > mem/perNode {
 		return fmt.Errorf("%s: needs about %s at %d KiB per node (docs/performance.md), and this machine has %s; run fewer, or shards of the fleet on several machines (--shard, docs/distributed.md)",
-			rf.nodesSource(cfg), gib(uint64(cfg.Nodes)*nodeMemory), nodeMemory>>10, gib(mem))
+			rf.nodesSource(cfg), gib(uint64(cfg.Nodes)*perNode), perNode>>10, gib(mem))
 	}
 	if cfg.Connections > cfg.Nodes {
 		return fmt.Errorf("--connections %d: more than the fleet's %d nodes, and a kubelet uses one connection", cfg.Connections, cfg.Nodes)

@@ -22,6 +22,8 @@ import (
 var documented = map[string]dto.MetricType{
 	"fakelet_nodes":                            dto.MetricType_GAUGE,
 	"fakelet_fleet_nodes":                      dto.MetricType_GAUGE,
+	"fakelet_connections_open":                 dto.MetricType_GAUGE,
+	"fakelet_connections_dialed_total":         dto.MetricType_COUNTER,
 	"fakelet_heartbeats_total":                 dto.MetricType_COUNTER,
 	"fakelet_request_duration_seconds":         dto.MetricType_HISTOGRAM,
 	"fakelet_request_bytes_total":              dto.MetricType_COUNTER,
@@ -49,7 +51,8 @@ func exercised(t testing.TB, opts Options) *Metrics {
 	m.ActionApplied("stop", "victims")
 	m.ObserveReaction("ready_unknown", "victims", FromLastRenewal, 52*time.Second)
 	m.ReactionMissed("ready_unknown", "victims")
-	m.RegisterFleet(fakeFleet{name: "fakelet", p: fleet.Progress{Nodes: 10, Started: 10, Registered: 9, Ready: 7, Failed: 1}, t: r})
+	m.RegisterFleet(connectedFakeFleet{fakeFleet{name: "fakelet", p: fleet.Progress{Nodes: 10, Started: 10, Registered: 9, Ready: 7, Failed: 1}, t: r},
+		fleet.Connections{Mode: fleet.ConnectionsShared, Open: 2, Dialed: 2}})
 	return m
 }
 
