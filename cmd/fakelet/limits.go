@@ -20,8 +20,8 @@ const (
 	// is higher than the steady state, and for the measurement's per-node state.
 	nodeMemory = 64 << 10
 	// connectionMemory is what a node's own connection adds with --connections per-node: its TLS
-	// and HTTP/2 buffers, reader goroutine and certificate, about 120 KiB measured at 1000 nodes
-	// (docs/performance.md), rounded up.
+	// and HTTP/2 buffers, reader goroutine and certificate, as docs/performance.md measured it,
+	// rounded up with room for a connection dialed again while the old one closes.
 	connectionMemory = 128 << 10
 	// maxLeaseDuration is the longest lease a Lease can hold: spec.leaseDurationSeconds is an int32.
 	maxLeaseDuration = math.MaxInt32 * time.Second
