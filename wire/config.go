@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 )
 
 // Config is what a Client needs to reach one apiserver.
@@ -38,6 +39,10 @@ type Config struct {
 	// DisableCompression leaves out Accept-Encoding: gzip, which net/http's transport (so client-go)
 	// sends by default.
 	DisableCompression bool
+
+	// clock is what the writers' flush window is measured on; nil: the real clock. A test sets a
+	// fake one to step through the window.
+	clock clock.Clock
 }
 
 // MaxFlushWindow bounds how late a request may leave for the sake of sharing a write with others.

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"k8s.io/utils/clock"
 )
 
 // item is one thing for the writer to write.
@@ -57,13 +58,17 @@ func (cn *conn) writeLoop() {
 		bound = MaxFlushWindow
 	}
 	var batch []item
+	clk := cn.client.cfg.clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	var held time.Time // when the oldest unflushed frame was written; zero: none
-	var timer *time.Timer
+	var timer clock.Timer
 	for {
 		cn.mu.Lock()
 		for len(cn.queue) == 0 && cn.err == nil {
 			cn.mu.Unlock()
-			if !held.IsZero() && (window == 0 || time.Since(held) >= window) {
+			if !held.IsZero() && (window == 0 || clk.Since(held) >= window) {
 				if err := cn.bw.Flush(); err != nil {
 					cn.fail(err)
 					return
@@ -71,13 +76,13 @@ func (cn *conn) writeLoop() {
 				held = time.Time{}
 			} else if !held.IsZero() {
 				if timer == nil {
-					timer = time.NewTimer(window - time.Since(held))
+					timer = clk.NewTimer(window - clk.Since(held))
 				} else {
-					timer.Reset(window - time.Since(held))
+					timer.Reset(window - clk.Since(held))
 				}
 				select {
 				case <-cn.wake:
-				case <-timer.C:
+				case <-timer.C():
 				case <-cn.closed:
 				}
 				timer.Stop()
@@ -96,7 +101,7 @@ func (cn *conn) writeLoop() {
 		batch, cn.queue = cn.queue, batch[:0]
 		cn.mu.Unlock()
 		if held.IsZero() {
-			held = time.Now()
+			held = clk.Now()
 		}
 		for i := range batch {
 			if err := w.write(&batch[i]); err != nil {
@@ -105,7 +110,7 @@ func (cn *conn) writeLoop() {
 			}
 			batch[i] = item{}
 		}
-		if time.Since(held) >= bound {
+		if clk.Since(held) >= bound {
 			if err := cn.bw.Flush(); err != nil {
 				cn.fail(err)
 				return

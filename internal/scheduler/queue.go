@@ -17,11 +17,25 @@ type queue struct{ h entryHeap }
 
 func (q *queue) Len() int     { return len(q.h) }
 func (q *queue) peek() *entry { return &q.h[0] }
-func (q *queue) pop() entry   { return heap.Pop(&q.h).(entry) }
+
+// pop removes the earliest entry. It and push move entries in place and restore the order with
+// heap.Fix: heap.Push and heap.Pop would box each entry in an interface, an allocation per call.
+func (q *queue) pop() entry {
+	e := q.h[0]
+	last := len(q.h) - 1
+	q.h[0] = q.h[last]
+	q.h[last] = entry{}
+	q.h = q.h[:last]
+	if last > 0 {
+		heap.Fix(&q.h, 0)
+	}
+	return e
+}
 
 // push adds e and reports whether it became the earliest entry.
 func (q *queue) push(e entry) bool {
-	heap.Push(&q.h, e)
+	q.h = append(q.h, e)
+	heap.Fix(&q.h, len(q.h)-1)
 	return q.h[0].seq == e.seq
 }
 
@@ -35,11 +49,7 @@ func (h entryHeap) Less(i, j int) bool {
 	return h[i].when.Before(h[j].when)
 }
 func (h entryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *entryHeap) Push(x any)   { *h = append(*h, x.(entry)) }
-func (h *entryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = entry{}
-	*h = old[:len(old)-1]
-	return e
-}
+
+// Push and Pop complete heap.Interface; queue never calls them (see pop).
+func (h *entryHeap) Push(any) { panic("scheduler: entryHeap.Push") }
+func (h *entryHeap) Pop() any { panic("scheduler: entryHeap.Pop") }

@@ -112,15 +112,25 @@ func (s *Scheduler) Sleep(ctx context.Context, d time.Duration) error {
 func (s *Scheduler) Run(ctx context.Context) {
 	defer s.wg.Wait()
 	defer close(s.done)
+	// One timer for the loop's life, reset for each wait: a new one per wait allocated it and its
+	// channel at every wakeup of the fleet.
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	var due []entry
 	for {
-		due, ok := s.popDue()
-		for _, e := range due {
+		var ok bool
+		due, ok = s.popDue(due[:0])
+		for i, e := range due {
 			s.dispatch(e)
+			due[i] = entry{}
 		}
 		if len(due) > 0 {
 			continue
 		}
-		var timer clock.Timer
 		var fire <-chan time.Time
 		if ok {
 			// A fake clock may move between here and the timer, making it fire late; WaitIdle kicks
@@ -128,20 +138,26 @@ func (s *Scheduler) Run(ctx context.Context) {
 			s.mu.Lock()
 			wait := s.queue.peek().when.Sub(s.clock.Now())
 			s.mu.Unlock()
-			timer = s.clock.NewTimer(wait)
+			if timer == nil {
+				timer = s.clock.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
 			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
 			return
 		case <-s.kick:
 		case <-fire:
 		}
-		if timer != nil {
-			timer.Stop()
+		if fire != nil && !timer.Stop() {
+			// A fake timer that fired while the kick won keeps its value; drop it so that the
+			// next wait does not end at once. Go's own timers keep none after Stop.
+			select {
+			case <-fire:
+			default:
+			}
 		}
 	}
 }
@@ -191,8 +207,9 @@ func (s *Scheduler) wake() {
 	}
 }
 
-// popDue removes the entries due now, wakes due sleepers, and says whether any entry is left.
-func (s *Scheduler) popDue() (due []entry, more bool) {
+// popDue removes the entries due now, appending them to due, wakes due sleepers, and says whether
+// any entry is left.
+func (s *Scheduler) popDue(due []entry) (_ []entry, more bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.cond.Broadcast()
