@@ -22,7 +22,7 @@ const (
 	// connectionMemory is what a node's own connection adds with --connections per-node: its TLS
 	// and HTTP/2 buffers, reader goroutine and certificate, as docs/performance.md measured it,
 	// rounded up with room for a connection dialed again while the old one closes.
-	connectionMemory = 128 << 10
+	connectionMemory = 192 << 10
 	// maxLeaseDuration is the longest lease a Lease can hold: spec.leaseDurationSeconds is an int32.
 	maxLeaseDuration = math.MaxInt32 * time.Second
 	// minRenewInterval is a kubelet's shortest renew interval: a quarter (the kubelet's fixed

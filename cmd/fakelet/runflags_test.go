@@ -157,8 +157,8 @@ func TestNodesBeyondTheMachinesMemoryAreRefused(t *testing.T) {
 		{[]string{"--nodes=40000", "--shard=0/2"}, "--nodes 40000 (this shard's 20000): needs about 1.2 GiB"},
 		{[]string{"--nodes=40000", "--shard=0/3"}, ""},
 		{[]string{"--profile=steady", "--nodes=20000"}, "--nodes 20000: needs"},
-		{[]string{"--nodes=5461", "--connections=per-node"}, ""},
-		{[]string{"--nodes=5462", "--connections=per-node"}, "--nodes 5462: needs about 1.0 GiB at 192 KiB per node"},
+		{[]string{"--nodes=4096", "--connections=per-node"}, ""},
+		{[]string{"--nodes=4097", "--connections=per-node"}, "--nodes 4097: needs about 1.0 GiB at 256 KiB per node"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			rf := &runFlags{}
