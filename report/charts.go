@@ -78,6 +78,13 @@ func (r *Report) Charts() ([]Chart, error) {
 // charts builds the report's charts, leaving out those without data.
 func (r *Report) charts() ([]*chart, error) {
 	var out []*chart
+	if r.Capacity != nil {
+		cs, err := r.Capacity.charts()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
 	for _, c := range []struct {
 		title string
 		build func() (*chart, error)

@@ -1,0 +1,298 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"fakelet.dev/fakelet/measure/load"
+)
+
+// Capacity is the answer of a capacity run (fakelet capacity): the steps the fleet grew through,
+// each held and checked against the service levels, and the largest that held them all. The run's
+// phases are the steps' settles and holds, so the rest of the report is per step too.
+type Capacity struct {
+	Start  int    `json:"start"`
+	Step   int    `json:"step"`
+	Max    int    `json:"max"`
+	Settle string `json:"settle"`
+	Hold   string `json:"hold"`
+	// Held is the largest fleet that held every level; 0 if the first step broke one.
+	Held int `json:"held"`
+	// Broke is the level the first broken step broke (the first of its Levels if it broke several);
+	// nil if every step held, and the answer is then "at least Max".
+	Broke *Level         `json:"broke,omitempty"`
+	Steps []CapacityStep `json:"steps"`
+}
+
+// CapacityStep is one step: its size, its hold, its levels and the control plane's CPU and memory
+// over the hold.
+type CapacityStep struct {
+	Nodes     int            `json:"nodes"`
+	From      time.Time      `json:"from"`
+	To        time.Time      `json:"to"`
+	Levels    []Level        `json:"levels"`
+	Processes []load.Process `json:"processes,omitempty"`
+}
+
+// Level is one service level in one step: the measured value against its limit, in Unit ("" for a
+// count, "s" for seconds). A level that did not apply (the renewal interval in status mode) is left
+// out of the step.
+type Level struct {
+	Level  string  `json:"level"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	Unit   string  `json:"unit,omitempty"`
+	Broken bool    `json:"broken,omitempty"`
+}
+
+// By is how far the value passed the limit, as a fraction of the limit (for a limit of 0, the value
+// itself).
+func (l Level) By() float64 {
+	if l.Limit == 0 {
+		return l.Value
+	}
+	return l.Value/l.Limit - 1
+}
+
+// String says the level's value against its limit.
+func (l Level) String() string {
+	by := fmt.Sprintf("%.0f%% over", 100*l.By())
+	if l.Limit == 0 {
+		by = "over 0"
+	}
+	return fmt.Sprintf("%s %s against at most %s (%s)", l.Level, l.format(l.Value), l.format(l.Limit), by)
+}
+
+func (l Level) format(v float64) string {
+	if l.Unit == "s" {
+		return fmt.Sprintf("%.3g s", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// Answer is the capacity run's answer in one line.
+func (c *Capacity) Answer() string {
+	if c.Broke == nil {
+		return fmt.Sprintf("every step held every level, up to --max: the control plane holds at least %d nodes", c.Held)
+	}
+	broken := c.Steps[len(c.Steps)-1].Nodes
+	if c.Held == 0 {
+		return fmt.Sprintf("the first step, %d nodes, broke %s: the control plane holds fewer than %d nodes", broken, c.Broke, broken)
+	}
+	return fmt.Sprintf("held %d nodes; %d broke %s", c.Held, broken, c.Broke)
+}
+
+// writeCapacity writes the answer and a table of the steps.
+func (c *Capacity) write(w io.Writer) {
+	fmt.Fprintf(w, "capacity: %s\n", c.Answer())
+	fmt.Fprintf(w, "  steps of %d from %d to %d nodes, each settling %s and held %s\n", c.Step, c.Start, c.Max, c.Settle, c.Hold)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "nodes\t")
+	for _, l := range c.levelNames() {
+		fmt.Fprintf(tw, "%s\t", l)
+	}
+	for _, comp := range capacityComponents {
+		fmt.Fprintf(tw, "%s CPU\t%s MiB\t", short(comp), short(comp))
+	}
+	fmt.Fprintln(tw)
+	for _, st := range c.Steps {
+		fmt.Fprintf(tw, "%d\t", st.Nodes)
+		for _, name := range c.levelNames() {
+			cell := "-"
+			for _, l := range st.Levels {
+				if l.Level == name {
+					cell = l.format(l.Value)
+					if l.Broken {
+						cell += " !"
+					}
+				}
+			}
+			fmt.Fprintf(tw, "%s\t", cell)
+		}
+		for _, comp := range capacityComponents {
+			if p, ok := process(st, comp); ok {
+				fmt.Fprintf(tw, "%.2f\t%.0f\t", p.CPUCores, p.MaxMemoryBytes/(1<<20))
+			} else {
+				fmt.Fprint(tw, "-\t-\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "  (! broken; CPU in cores over the hold, memory the most seen in it)")
+}
+
+// capacityComponents are the control plane's components whose CPU and memory each step shows.
+var capacityComponents = []string{load.APIServer, load.Etcd, load.ControllerManager}
+
+func short(component string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(component, "kube-"), "controller-")
+}
+
+func process(st CapacityStep, component string) (load.Process, bool) {
+	for _, p := range st.Processes {
+		if p.Component == component {
+			return p, true
+		}
+	}
+	return load.Process{}, false
+}
+
+// levelNames are the levels of the steps, in the order of their first appearance.
+func (c *Capacity) levelNames() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, st := range c.Steps {
+		for _, l := range st.Levels {
+			if !seen[l.Level] {
+				seen[l.Level] = true
+				out = append(out, l.Level)
+			}
+		}
+	}
+	return out
+}
+
+// capacityCharts are each level against the fleet's size, with its limit, then the control plane's
+// CPU and memory against it.
+func (c *Capacity) charts() ([]*chart, error) {
+	if len(c.Steps) == 0 {
+		return nil, nil
+	}
+	var out []*chart
+	for _, name := range c.levelNames() {
+		ch, err := c.levelChart(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
+	}
+	for _, m := range []struct {
+		title, ylabel string
+		v             func(load.Process) float64
+	}{
+		{"Control plane CPU per step", "cores (average over the hold)", func(p load.Process) float64 { return p.CPUCores }},
+		{"Control plane memory per step", "MiB (most seen in the hold)", func(p load.Process) float64 { return p.MaxMemoryBytes / (1 << 20) }},
+	} {
+		ch, err := c.processChart(m.ylabel, m.v)
+		if err != nil {
+			return nil, err
+		}
+		if ch != nil {
+			ch.title = m.title
+			out = append(out, ch)
+		}
+	}
+	return out, nil
+}
+
+func newSizeChart(ylabel string) *chart {
+	p := plot.New()
+	p.X.Label.Text = "nodes"
+	p.Y.Label.Text = ylabel
+	p.Add(plotter.NewGrid())
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(10)
+	legend.Padding = vg.Points(3)
+	p.Legend = legend
+	return &chart{p: p, legend: legend, height: chartHeight}
+}
+
+func (c *Capacity) levelChart(name string) (*chart, error) {
+	var unit string
+	var values, limits plotter.XYs
+	for _, st := range c.Steps {
+		for _, l := range st.Levels {
+			if l.Level == name && !math.IsNaN(l.Value) {
+				unit = l.Unit
+				values = append(values, plotter.XY{X: float64(st.Nodes), Y: l.Value})
+				limits = append(limits, plotter.XY{X: float64(st.Nodes), Y: l.Limit})
+			}
+		}
+	}
+	ylabel := "count"
+	if unit == "s" {
+		ylabel = "seconds"
+	}
+	ch := newSizeChart(ylabel)
+	ch.title = name + " against fleet size"
+	colors := seriesColors(2)
+	ln, pts, err := plotter.NewLinePoints(values)
+	if err != nil {
+		return nil, err
+	}
+	ln.Color, ln.Width = colors[0], vg.Points(2)
+	pts.Color, pts.Radius = colors[0], vg.Points(3)
+	ch.p.Add(ln, pts)
+	ch.p.Legend.Add("measured", ln, pts)
+	ll, err := plotter.NewLine(limits)
+	if err != nil {
+		return nil, err
+	}
+	ll.Color, ll.Width, ll.Dashes = colors[1], vg.Points(1.5), []vg.Length{vg.Points(6), vg.Points(3)}
+	ch.p.Add(ll)
+	ch.p.Legend.Add("limit", ll)
+	ch.p.Y.Min = 0
+	return ch, nil
+}
+
+func (c *Capacity) processChart(ylabel string, v func(load.Process) float64) (*chart, error) {
+	ch := newSizeChart(ylabel)
+	colors := seriesColors(len(capacityComponents))
+	drawn := false
+	for i, comp := range capacityComponents {
+		var xys plotter.XYs
+		for _, st := range c.Steps {
+			if p, ok := process(st, comp); ok {
+				xys = append(xys, plotter.XY{X: float64(st.Nodes), Y: v(p)})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		ln, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, err
+		}
+		ln.Color, ln.Width = colors[i], vg.Points(2)
+		pts.Color, pts.Radius = colors[i], vg.Points(3)
+		ch.p.Add(ln, pts)
+		ch.p.Legend.Add(comp, ln, pts)
+		drawn = true
+	}
+	if !drawn {
+		return nil, nil
+	}
+	ch.p.Y.Min = 0
+	return ch, nil
+}
+
+// capacityPerfData are the steps' levels in clusterloader2's format: one item per step and level,
+// its value and limit in the level's unit.
+func (c *Capacity) perfData() []DataItem {
+	var out []DataItem
+	for _, st := range c.Steps {
+		for _, l := range st.Levels {
+			if math.IsNaN(l.Value) {
+				continue
+			}
+			out = append(out, DataItem{
+				Data: map[string]float64{"Value": l.Value, "Limit": l.Limit},
+				Unit: map[string]string{"": "count", "s": "s"}[l.Unit],
+				Labels: map[string]string{
+					"Metric": "Capacity", "Nodes": fmt.Sprint(st.Nodes), "Level": l.Level, "Broken": fmt.Sprint(l.Broken),
+				},
+			})
+		}
+	}
+	return out
+}
