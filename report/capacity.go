@@ -90,6 +90,27 @@ func (c *Capacity) Answer() string {
 	return fmt.Sprintf("held %d nodes; %d broke %s", c.Held, broken, c.Broke)
 }
 
+// HoldPhase names the phase of a step's hold, as fakelet capacity records it.
+func HoldPhase(nodes int) string { return fmt.Sprintf("%d nodes", nodes) }
+
+// capacityWarnings say which steps' holds fakelet's own send lag bounded (GeneratorBound): their
+// levels measured the generator, not the control plane.
+func (r *Report) capacityWarnings() []string {
+	if r.Capacity == nil {
+		return nil
+	}
+	var out []string
+	for _, st := range r.Capacity.Steps {
+		for _, ph := range r.Load.Phases {
+			if ph.Name == HoldPhase(st.Nodes) && GeneratorBound(ph) {
+				out = append(out, fmt.Sprintf("WARNING: fakelet's own send lag p99 was %.1f s in the hold of %d nodes (over %.0f s): that step measured the generator, not the control plane",
+					ph.SendLag.P99, st.Nodes, GeneratorBoundLag))
+			}
+		}
+	}
+	return out
+}
+
 // writeCapacity writes the answer and a table of the steps.
 func (c *Capacity) write(w io.Writer) {
 	fmt.Fprintf(w, "capacity: %s\n", c.Answer())

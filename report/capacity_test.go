@@ -86,3 +86,26 @@ func TestCapacityReportsAreNotMerged(t *testing.T) {
 		t.Errorf("merge of a capacity report: %v", err)
 	}
 }
+
+func TestACapacityStepBoundByTheGeneratorIsSaid(t *testing.T) {
+	r := capacityFixture()
+	r.Load.Phases = append(r.Load.Phases, load.Phase{Name: HoldPhase(2000), SendLag: &load.SendLag{Ticks: 100, P50: 0.5, P99: 2.5}})
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	const want = "WARNING: fakelet's own send lag p99 was 2.5 s in the hold of 2000 nodes (over 1 s): that step measured the generator, not the control plane"
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("summary lacks the warning:\n%s", text.String())
+	}
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "that step measured the generator") {
+		t.Error("report.html lacks the warning")
+	}
+	if strings.Count(text.String(), "WARNING") != 1 {
+		t.Errorf("a step within its send lag is warned about too:\n%s", text.String())
+	}
+}

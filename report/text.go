@@ -22,6 +22,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Capacity != nil {
 		_ = tw.Flush()
 		r.Capacity.write(w)
+		for _, warning := range r.capacityWarnings() {
+			fmt.Fprintln(w, warning)
+		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(tw, "fakelet report: %s, %d nodes, %s heartbeats, %s\n", name, p.Nodes, p.Mode, r.End.Sub(r.Start).Round(time.Second))

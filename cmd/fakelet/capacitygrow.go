@@ -17,6 +17,7 @@ import (
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/report"
 )
 
 // grower is a running fleet and its measurement as fakelet capacity's steps grow and measure them
@@ -76,7 +77,7 @@ func (g *grower) Now() time.Time { return time.Now() }
 
 // Hold begins the hold's phase and notes what the fleet counted so far.
 func (g *grower) Hold(n int, at time.Time) {
-	name := fmt.Sprintf("%d nodes", n)
+	name := report.HoldPhase(n)
 	g.s.PhaseBegan(name, at)
 	failed := g.failedHeartbeats()
 	_, intervals := g.f.Tally().Renewals()
