@@ -224,8 +224,24 @@ func newSizeChart(ylabel string) *chart {
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
 	legend.Padding = vg.Points(3)
-	p.Legend = legend
-	return &chart{p: p, legend: legend, height: chartHeight}
+	return &chart{p: p, legend: legend, height: chartHeight, beside: true}
+}
+
+// addLinePoints draws a line with a mark at each step, and names it in the legend.
+func (c *chart) addLinePoints(name string, ln *plotter.Line, pts *plotter.Scatter) {
+	c.p.Add(ln, pts)
+	c.legend.Add(name, ln, pts)
+	c.lines = append(c.lines, line{name: name, color: ln.Color})
+}
+
+// fixSizeAxes starts y at 0 and leaves room above the highest value and limit, so that neither
+// runs along the frame; a chart of zeros still shows 0 to 1.
+func fixSizeAxes(c *chart, top float64) {
+	c.p.Y.Min = 0
+	c.p.Y.Max = max(top*1.15, 1e-9)
+	if top <= 0 {
+		c.p.Y.Max = 1
+	}
 }
 
 func (c *Capacity) levelChart(name string) (*chart, error) {
@@ -253,23 +269,27 @@ func (c *Capacity) levelChart(name string) (*chart, error) {
 	}
 	ln.Color, ln.Width = colors[0], vg.Points(2)
 	pts.Color, pts.Radius = colors[0], vg.Points(3)
-	ch.p.Add(ln, pts)
-	ch.p.Legend.Add("measured", ln, pts)
+	ch.addLinePoints("measured", ln, pts)
 	ll, err := plotter.NewLine(limits)
 	if err != nil {
 		return nil, err
 	}
 	ll.Color, ll.Width, ll.Dashes = colors[1], vg.Points(1.5), []vg.Length{vg.Points(6), vg.Points(3)}
 	ch.p.Add(ll)
-	ch.p.Legend.Add("limit", ll)
-	ch.p.Y.Min = 0
+	ch.legend.Add("limit", ll)
+	ch.lines = append(ch.lines, line{name: "limit", color: ll.Color})
+	top := 0.0
+	for i := range values {
+		top = max(top, values[i].Y, limits[i].Y)
+	}
+	fixSizeAxes(ch, top)
 	return ch, nil
 }
 
 func (c *Capacity) processChart(ylabel string, v func(load.Process) float64) (*chart, error) {
 	ch := newSizeChart(ylabel)
 	colors := seriesColors(len(capacityComponents))
-	drawn := false
+	drawn, top := false, 0.0
 	for i, comp := range capacityComponents {
 		var xys plotter.XYs
 		for _, st := range c.Steps {
@@ -286,14 +306,16 @@ func (c *Capacity) processChart(ylabel string, v func(load.Process) float64) (*c
 		}
 		ln.Color, ln.Width = colors[i], vg.Points(2)
 		pts.Color, pts.Radius = colors[i], vg.Points(3)
-		ch.p.Add(ln, pts)
-		ch.p.Legend.Add(comp, ln, pts)
+		ch.addLinePoints(comp, ln, pts)
+		for _, xy := range xys {
+			top = max(top, xy.Y)
+		}
 		drawn = true
 	}
 	if !drawn {
 		return nil, nil
 	}
-	ch.p.Y.Min = 0
+	fixSizeAxes(ch, top)
 	return ch, nil
 }
 
