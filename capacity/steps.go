@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/measure/load"
 )
 
 // Config is what to grow and what to hold each step to.
@@ -58,8 +59,12 @@ type Fleet interface {
 	Grow(ctx context.Context, n int) error
 	// Now is the fleet's clock.
 	Now() time.Time
-	// Measure returns what the fleet and the control plane showed in [from, to).
-	Measure(ctx context.Context, from, to time.Time) (Measured, error)
+	// Hold says that the hold of the step of n nodes begins at at: what happens from then on is
+	// the step's.
+	Hold(n int, at time.Time)
+	// Measure returns what the fleet and the control plane showed in [from, to), and the control
+	// plane's CPU and memory over it.
+	Measure(ctx context.Context, from, to time.Time) (Measured, []load.Process, error)
 }
 
 // StepResult is one step: its size, when its hold ran, what it measured and the levels it broke.
@@ -69,6 +74,8 @@ type StepResult struct {
 	To       time.Time `json:"to"`
 	Measured Measured  `json:"measured"`
 	Broken   []Breach  `json:"broken,omitempty"`
+	// Processes are the CPU and memory of each component scraped over the hold.
+	Processes []load.Process `json:"processes,omitempty"`
 }
 
 // Result is a capacity run.
@@ -99,15 +106,16 @@ func Run(ctx context.Context, c Config, f Fleet, sleep Sleep) (Result, error) {
 			return r, err
 		}
 		from := f.Now()
+		f.Hold(n, from)
 		if err := sleep(ctx, c.Hold); err != nil {
 			return r, err
 		}
 		to := f.Now()
-		m, err := f.Measure(ctx, from, to)
+		m, procs, err := f.Measure(ctx, from, to)
 		if err != nil {
 			return r, fmt.Errorf("measure the step of %d nodes: %w", n, err)
 		}
-		st := StepResult{Nodes: n, From: from, To: to, Measured: m, Broken: c.Levels.Check(m, c.RenewInterval)}
+		st := StepResult{Nodes: n, From: from, To: to, Measured: m, Broken: c.Levels.Check(m, c.RenewInterval), Processes: procs}
 		r.Steps = append(r.Steps, st)
 		if len(st.Broken) > 0 {
 			r.Broke = &st.Broken[0]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fakelet.dev/fakelet/internal/pause"
+	"fakelet.dev/fakelet/measure/load"
 	"github.com/spf13/pflag"
 )
 
@@ -23,6 +24,7 @@ type fakeFleet struct {
 	grown      []int
 	alarmsFrom int
 	measured   [][2]time.Duration // each hold, from t0
+	holds      []int              // the steps whose hold began
 }
 
 func (f *fakeFleet) Grow(_ context.Context, n int) error {
@@ -35,13 +37,14 @@ func (f *fakeFleet) sleep(_ context.Context, d time.Duration) error {
 	f.now = f.now.Add(d)
 	return nil
 }
-func (f *fakeFleet) Measure(_ context.Context, from, to time.Time) (Measured, error) {
+func (f *fakeFleet) Hold(n int, at time.Time) { f.holds = append(f.holds, n) }
+func (f *fakeFleet) Measure(_ context.Context, from, to time.Time) (Measured, []load.Process, error) {
 	f.measured = append(f.measured, [2]time.Duration{from.Sub(t0), to.Sub(t0)})
 	m := Measured{MutatingP99: float64(f.size) / 6000, RenewalP99: 10.2}
 	if f.alarmsFrom > 0 && f.size >= f.alarmsFrom {
 		m.FalseAlarms = 1
 	}
-	return m, nil
+	return m, []load.Process{{Component: "kube-apiserver", CPUCores: float64(f.size) / 10000}}, nil
 }
 
 func config(start, step, max int) Config {
@@ -159,5 +162,19 @@ func TestRunStopsWithTheContext(t *testing.T) {
 	r, err := Run(ctx, config(1000, 1000, 3000), f, pause.For)
 	if !errors.Is(err, context.Canceled) || len(r.Steps) != 0 {
 		t.Errorf("steps %d, err %v: want none and the context's error", len(r.Steps), err)
+	}
+}
+
+func TestEveryStepsHoldBeginsAndCarriesItsProcesses(t *testing.T) {
+	f := &fakeFleet{now: t0}
+	r, err := Run(context.Background(), config(1000, 1000, 3000), f, f.sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.holds, []int{1000, 2000, 3000}) {
+		t.Errorf("holds began for %v, want every step", f.holds)
+	}
+	if p := r.Steps[1].Processes; len(p) != 1 || p[0].CPUCores != 0.2 {
+		t.Errorf("the second step's processes %+v, want the apiserver's 0.2 cores", p)
 	}
 }

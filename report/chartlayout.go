@@ -21,13 +21,13 @@ type frame struct {
 	plot, legend vg.Rectangle
 }
 
-// frames lays out charts of width w. The timed charts share one legend column, as wide as their
+// frames lays out charts of width w. The timed charts (and the others beside) share one legend column, as wide as their
 // widest legend, and their plots are inset so that their data areas coincide: gonum sizes each
 // y axis by its labels, which would shift one chart's time axis against another's.
 func frames(cs []*chart, w vg.Length) []frame {
 	var legendW vg.Length
 	for _, c := range cs {
-		if c.timed {
+		if c.beside {
 			legendW = max(legendW, c.legend.Rectangle(draw.Canvas{}).Size().X)
 		}
 	}
@@ -39,7 +39,7 @@ func frames(cs []*chart, w vg.Length) []frame {
 	left, right := make([]vg.Length, len(cs)), make([]vg.Length, len(cs))
 	var maxLeft, maxRight vg.Length
 	for i, c := range cs {
-		if !c.timed {
+		if !c.beside {
 			continue
 		}
 		area := draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: plotW, Y: c.height}}}
@@ -49,7 +49,7 @@ func frames(cs []*chart, w vg.Length) []frame {
 	}
 	out := make([]frame, len(cs))
 	for i, c := range cs {
-		if !c.timed {
+		if !c.beside {
 			out[i] = frame{plot: vg.Rectangle{Max: vg.Point{X: w, Y: c.height}}}
 			continue
 		}
@@ -69,7 +69,7 @@ func frames(cs []*chart, w vg.Length) []frame {
 // drawChart draws c in frame f on dc.
 func drawChart(dc vg.Canvas, c *chart, f frame) {
 	c.p.Draw(draw.Canvas{Canvas: dc, Rectangle: f.plot})
-	if c.timed {
+	if c.beside {
 		c.legend.Draw(draw.Canvas{Canvas: dc, Rectangle: f.legend})
 	}
 }

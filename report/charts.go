@@ -32,6 +32,9 @@ type chart struct {
 	// timed charts have the run's seconds on their x axis, the same range on each, drawn at the
 	// same place on the page, so that one moment sits at one x in every chart.
 	timed bool
+	// beside charts (every timed one, and a capacity run's charts against fleet size) have their
+	// legend in one column beside the data and their data areas aligned.
+	beside bool
 }
 
 type line struct {
@@ -78,6 +81,13 @@ func (r *Report) Charts() ([]Chart, error) {
 // charts builds the report's charts, leaving out those without data.
 func (r *Report) charts() ([]*chart, error) {
 	var out []*chart
+	if r.Capacity != nil {
+		cs, err := r.Capacity.charts()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
 	for _, c := range []struct {
 		title string
 		build func() (*chart, error)
@@ -115,7 +125,7 @@ func (r *Report) newTimeChart(y string) *chart {
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
 	legend.Padding = vg.Points(3)
-	return &chart{p: p, legend: legend, height: chartHeight, timed: true}
+	return &chart{p: p, legend: legend, height: chartHeight, timed: true, beside: true}
 }
 
 // addLine draws l and names it in the legend.

@@ -118,12 +118,23 @@ func distinct(cs []color.Color) map[[4]uint32]bool {
 
 // Each legend's names are drawn to the right of the data, where no line runs.
 func TestLegendsBesideTheData(t *testing.T) {
-	cs := buildCharts(t, busyFixture())
+	capacityCharts, err := capacityFixture().charts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range [][]*chart{buildCharts(t, busyFixture()), capacityCharts} {
+		legendsBesideTheData(t, cs)
+	}
+}
+
+func legendsBesideTheData(t *testing.T, cs []*chart) {
+	beside := 0
 	for i, f := range frames(cs, chartWidth) {
 		c := cs[i]
-		if !c.timed {
+		if !c.beside {
 			continue
 		}
+		beside++
 		var rec recorder.Canvas
 		drawChart(&rec, c, f)
 		data := c.p.DataCanvas(draw.Canvas{Rectangle: f.plot})
@@ -145,5 +156,8 @@ func TestLegendsBesideTheData(t *testing.T) {
 		if found < len(c.lines) {
 			t.Errorf("%s: %d of %d legend entries drawn", c.title, found, len(c.lines))
 		}
+	}
+	if beside < len(cs)-1 { // the reaction chart alone draws no legend
+		t.Errorf("%d of %d charts have their legend beside the data", beside, len(cs))
 	}
 }

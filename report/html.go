@@ -33,6 +33,15 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 <body>
 <h1>fakelet report: {{.Title}}</h1>
 {{if .R.GeneratorBound}}<p class="missing"><strong>{{.GeneratorWarning}}</strong></p>
+{{end}}{{with .R.Capacity}}<h2>Capacity</h2>
+<p><strong>{{.Answer}}</strong></p>
+{{range $.CapacityWarnings}}<p class="missing"><strong>{{.}}</strong></p>
+{{end}}
+<p>Steps of {{.Step}} from {{.Start}} to {{.Max}} nodes, each settling {{.Settle}} and held {{.Hold}}; each level over the hold, against its limit.</p>
+<table>
+<tr><th>nodes</th><th class="l">level</th><th>value</th><th>limit</th><th class="l"></th></tr>
+{{range $s := .Steps}}{{range .Levels}}<tr><td>{{$s.Nodes}}</td><td class="l">{{.Level}}</td><td>{{printf "%.3g" .Value}}{{with .Unit}} {{.}}{{end}}</td><td>{{printf "%.3g" .Limit}}</td><td class="l{{if .Broken}} missing{{end}}">{{if .Broken}}broken{{else}}held{{end}}</td></tr>
+{{end}}{{end}}</table>
 {{end}}<dl>
 <dt>target</dt><dd>{{.R.Target.Description}}</dd>
 <dt>nodes</dt><dd>{{.R.Parameters.Nodes}}, {{.R.Parameters.Mode}} heartbeats, identity {{.R.Parameters.Identity}}{{with .R.Parameters.Footprint}}, {{.}} footprint{{end}}{{with .R.Parameters.Connections}}, {{.}} connections (identity by {{$.R.Parameters.ConnectionIdentity}}){{end}}</dd>
@@ -143,7 +152,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	err = htmlPage.Execute(&buf, map[string]any{
 		"R": r, "Title": title, "Charts": svgs, "Cols": names, "Rows": rows,
 		"Start": r.Start.UTC().Format(time.RFC3339), "Duration": r.End.Sub(r.Start).Round(time.Second).String(),
-		"Phases": r.phaseLine(), "GeneratorWarning": generatorWarningOf(r),
+		"Phases": r.phaseLine(), "GeneratorWarning": generatorWarningOf(r), "CapacityWarnings": r.capacityWarnings(),
 	})
 	if err != nil {
 		return fmt.Errorf("render report.html: %w", err)

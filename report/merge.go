@@ -32,6 +32,12 @@ func Merge(shards []*Report) (*Report, error) {
 		return nil, errors.New("merge: no reports")
 	}
 	first := shards[0]
+	for i, s := range shards {
+		if s.Capacity != nil {
+			return nil, fmt.Errorf("merge: report %d is a capacity run's, and capacity runs are not sharded: "+
+				"fakelet capacity grows one fleet, whose steps no other shard's report shares", i+1)
+		}
+	}
 	for i, s := range shards[1:] {
 		switch {
 		case s.Profile != first.Profile:

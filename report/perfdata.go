@@ -49,6 +49,9 @@ func (r *Report) PerfData() PerfData {
 			add(*s.FromLastRenewal, s, reaction.FromLastRenewal)
 		}
 	}
+	if r.Capacity != nil {
+		pd.DataItems = append(pd.DataItems, r.Capacity.perfData()...)
+	}
 	for _, ph := range r.Load.Phases {
 		for _, l := range ph.Latency {
 			pd.DataItems = append(pd.DataItems, DataItem{

@@ -37,6 +37,9 @@ type Report struct {
 	// fleet, not the control plane, delayed the heartbeats, and the run measured fakelet.
 	GeneratorBound bool `json:"generatorBound,omitempty"`
 	Load           Load `json:"load"`
+	// Capacity is the answer of fakelet capacity, whose phases are its steps' settles and holds; nil
+	// for other runs.
+	Capacity *Capacity `json:"capacity,omitempty"`
 	// Source is set when the report was built from a Prometheus server's series (fakelet report
 	// --prometheus) rather than recorded by the run itself.
 	Source *Source `json:"source,omitempty"`
@@ -182,8 +185,9 @@ type Record struct {
 	// Load, if set, is the load computed window by window elsewhere (from Prometheus, whose
 	// increase() over each window is better than deltas between snapshots of the whole run), instead
 	// of from Snapshots.
-	Load   *Load
-	Source *Source
+	Load     *Load
+	Source   *Source
+	Capacity *Capacity
 }
 
 // maxTimelinePoints bounds the node-state timeline: one point a second for a run of ten minutes,
@@ -208,6 +212,7 @@ func Build(rec Record) *Report {
 	r := &Report{
 		Version: SchemaVersion, Profile: rec.Profile, Parameters: rec.Parameters, Versions: rec.Versions,
 		Target: rec.Target, Start: rec.Start, End: rec.End, Phases: rec.Phases, Source: rec.Source,
+		Capacity: rec.Capacity,
 	}
 	if len(r.Phases) == 0 {
 		r.Phases = []reaction.Phase{{Name: "run", Start: rec.Start, End: rec.End}}

@@ -19,6 +19,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.GeneratorBound {
 		fmt.Fprintf(tw, "%s\n", r.generatorWarning())
 	}
+	if r.Capacity != nil {
+		_ = tw.Flush()
+		r.Capacity.write(w)
+		for _, warning := range r.capacityWarnings() {
+			fmt.Fprintln(w, warning)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(tw, "fakelet report: %s, %d nodes, %s heartbeats, %s\n", name, p.Nodes, p.Mode, r.End.Sub(r.Start).Round(time.Second))
 	if p.Footprint != "" {
 		fmt.Fprintf(tw, "  footprint\t%s\n", p.Footprint)

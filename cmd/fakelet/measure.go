@@ -18,6 +18,7 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/metrics"
 	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
@@ -28,12 +29,41 @@ type reportFlags struct {
 	dir            string
 	scrapeInterval time.Duration
 	watchLeases    bool
+	// gracePeriod is --node-monitor-grace-period: 0 reads it from the local control plane, or takes
+	// the controller manager's default on another cluster.
+	gracePeriod time.Duration
 }
 
 func addReportFlags(f *pflag.FlagSet, rf *reportFlags) {
 	f.StringVar(&rf.dir, "report-dir", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/<profile>-<timestamp>/)")
 	f.DurationVar(&rf.scrapeInterval, "scrape-interval", scrape.DefaultInterval, "scrape the control plane's /metrics this often, besides at every phase boundary")
 	f.BoolVar(&rf.watchLeases, "watch-leases", true, "watch the fleet's Leases to count renewals and see deleted ones recreated (one more watcher of every Lease write)")
+	addGracePeriodFlag(f, &rf.gracePeriod)
+}
+
+// addGracePeriodFlag adds --node-monitor-grace-period, which the false alarms' attribution needs.
+func addGracePeriodFlag(f *pflag.FlagSet, d *time.Duration) {
+	f.DurationVar(d, "node-monitor-grace-period", 0, "the target's kube-controller-manager --node-monitor-grace-period, "+
+		"the window before a false alarm whose requests say what caused it (default: the local control plane's own, else the controller's default, "+
+		falsealarm.DefaultGrace.String()+")")
+}
+
+// gracePeriod is the node lifecycle controller's grace period on tgt: the flag's if given, else the
+// local control plane's, else the controller's default, which log says is assumed.
+func gracePeriod(flag time.Duration, tgt *target, log io.Writer) (time.Duration, error) {
+	if flag != 0 {
+		return flag, nil
+	}
+	if tgt.local != nil {
+		d, ok, err := tgt.local.NodeMonitorGracePeriod()
+		if err != nil || ok {
+			return d, err
+		}
+		return falsealarm.DefaultGrace, nil
+	}
+	fmt.Fprintf(log, "false alarms: assuming the controller's default --node-monitor-grace-period, %v; give --node-monitor-grace-period if %s's is another\n",
+		falsealarm.DefaultGrace, tgt.config.Host)
+	return falsealarm.DefaultGrace, nil
 }
 
 // runReport records a run and writes its report at the end.
@@ -46,11 +76,15 @@ type runReport struct {
 	metrics *runMetrics
 }
 
-// startReport prepares the record of a run against tgt; the session reads the fleet's requests from
+// startReport prepares the record of a run against tgt, saying on log what it assumes; the session reads the fleet's requests from
 // its tally once the fleet is observed (runReport.begin).
-func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics) (*runReport, error) {
+func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics, log io.Writer) (*runReport, error) {
 	if rf.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be positive, got %v", rf.scrapeInterval)
+	}
+	grace, err := gracePeriod(rf.gracePeriod, tgt, log)
+	if err != nil {
+		return nil, err
 	}
 	sources, err := measure.TargetSources(tgt.config, tgt.local)
 	if err != nil {
@@ -61,7 +95,7 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics) 
 		return nil, fmt.Errorf("client for %s: %w", tgt.config.Host, err)
 	}
 	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases,
-		OnReaction: reactionsInto(m)})
+		OnReaction: reactionsInto(m), GracePeriod: grace})
 	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-", metrics: m}, nil
 }
 

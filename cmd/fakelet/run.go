@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
@@ -71,43 +72,49 @@ Ready, and the run ends after the last one.`,
 		},
 	}
 	f := cmd.Flags()
+	addFleetFlags(f, rf)
+	f.IntVar(&rf.fleet.Nodes, "nodes", 1000, "number of fake kubelets")
+	f.IntVar(&rf.fleet.Zones, "zones", 0, "label nodes with topology.kubernetes.io/zone zone-1..zone-N round-robin (0: no zone label)")
+	f.DurationVar(&rf.duration, "duration", 0, "how long to run (0: until Ctrl-C)")
+	f.BoolVar(&rf.fleet.LegacyWire, "legacy-wire", false, "send lease renewals over net/http and status patches through client-go, as before the wire package, to compare")
+	_ = f.MarkHidden("legacy-wire")
+	f.DurationVar(&rf.fleet.FlushWindow, "flush-window", 0, "how long a connection's writer may hold requests for more, to send them in one write (0: 1ms; negative: none)")
+	_ = f.MarkHidden("flush-window")
+	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
+	addMetricsFlags(f, &rf.metrics)
+	addProfileFlags(f, &rf.profiles)
+	addShardFlags(f, &rf.shard)
+	addReportFlags(f, &rf.report)
+	addAfterRunFlag(f, &rf.afterRun)
+	return cmd
+}
+
+// addFleetFlags binds the flags that say what fleet runs on which target, which fakelet run and
+// fakelet capacity share.
+func addFleetFlags(f *pflag.FlagSet, rf *runFlags) {
 	f.StringVar(&rf.target.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to target (default: the local control plane)")
 	f.StringVar(&rf.target.context, "context", "", "kubeconfig context of the cluster to target (default: the local control plane)")
 	f.StringVar(&rf.target.controlPlaneDir, "controlplane-dir", controlplane.DefaultDir, "directory of the local control plane")
 	f.StringVar(&rf.target.binDir, "bin-dir", "", "directory of the control plane binaries (see fakelet controlplane up)")
 	f.StringArrayVar(&rf.target.apiServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag when fakelet starts the local control plane (repeatable)")
 	f.StringArrayVar(&rf.target.controllerMgrArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag when fakelet starts the local control plane (repeatable)")
-	f.IntVar(&rf.fleet.Nodes, "nodes", 1000, "number of fake kubelets")
 	f.StringVar(&rf.fleet.NamePrefix, "name-prefix", fleet.DefaultNamePrefix, "node i is named PREFIX-NNNNN")
 	f.StringVar(&rf.fleet.Fleet, "fleet", fleet.DefaultFleet, "fleet name, the value of the "+agent.FleetLabel+" label on every Node fakelet creates")
-	f.IntVar(&rf.fleet.Zones, "zones", 0, "label nodes with topology.kubernetes.io/zone zone-1..zone-N round-robin (0: no zone label)")
 	f.StringVar(&rf.mode, "mode", string(heartbeat.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
 	f.DurationVar(&rf.leaseDuration, "lease-duration", heartbeat.DefaultLeaseDurationSeconds*time.Second, "lease duration (whole seconds); the lease is renewed every quarter of it")
 	f.DurationVar(&rf.renewInterval, "renew-interval", 0, "lease renew interval (default: a quarter of --lease-duration)")
 	f.DurationVar(&rf.statusUpdateFrequency, "status-update-frequency", heartbeat.DefaultStatusUpdateFrequency, "how often each kubelet recomputes its node status")
 	f.DurationVar(&rf.statusReportFrequency, "status-report-frequency", heartbeat.DefaultStatusReportFrequency, "how often an unchanged status is patched in lease mode")
-	f.DurationVar(&rf.duration, "duration", 0, "how long to run (0: until Ctrl-C)")
 	f.StringVar(&rf.connections, "connections", string(fleet.ConnectionsShared), "shared: the kubelets share one set of HTTP/2 connections per 1000 nodes (or N sets: a number); per-node: each kubelet has a TLS connection of its own for all its requests, as real kubelets do, with a client certificate of its own on the local control plane")
 	f.DurationVar(&rf.fleet.Coalesce, "coalesce", 0, "send the heartbeats due within each step of this length together at its end: about half the fleet's CPU at 1000 nodes, but the control plane batches them too and costs less than under kubelets' independent timing (docs/performance.md); 0: each at its own time")
-	f.BoolVar(&rf.fleet.LegacyWire, "legacy-wire", false, "send lease renewals over net/http and status patches through client-go, as before the wire package, to compare")
-	_ = f.MarkHidden("legacy-wire")
-	f.DurationVar(&rf.fleet.FlushWindow, "flush-window", 0, "how long a connection's writer may hold requests for more, to send them in one write (0: 1ms; negative: none)")
-	_ = f.MarkHidden("flush-window")
 	f.Float64Var(&rf.fleet.RegisterQPS, "register-qps", fleet.DefaultRegisterQPS, "kubelets started (and so Nodes registered) per second")
-	f.BoolVar(&rf.fleet.Keep, "keep", false, "leave the fleet's Nodes and Leases in the cluster at the end")
 	addCleanupQPSFlag(f, &rf.fleet.CleanupQPS)
 	f.StringVar(&rf.footprint, "footprint", string(fleet.DefaultFootprint), "kubelet: every kubelet's watches and requests besides its heartbeats (docs/architecture.md); heartbeat: the heartbeats and the pods' status only")
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.procs, "gomaxprocs", 0, "threads running Go code at once (0: one per 500 heartbeats a second, at most the CPUs fakelet may use; the GOMAXPROCS environment variable overrides this default)")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	addInsecureFlag(f, &rf.target)
-	addMetricsFlags(f, &rf.metrics)
-	addProfileFlags(f, &rf.profiles)
-	addShardFlags(f, &rf.shard)
 	addInClusterFlag(f, &rf.target)
-	addReportFlags(f, &rf.report)
-	addAfterRunFlag(f, &rf.afterRun)
-	return cmd
 }
 
 // config checks the flags and turns them into a fleet configuration, whose heartbeat is base (a
@@ -129,6 +136,9 @@ func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
 	}
 	if cfg.Identity, err = fleet.ParseIdentity(rf.identity); err != nil {
 		return cfg, fmt.Errorf("--identity: %w", err)
+	}
+	if rf.report.gracePeriod < 0 {
+		return cfg, fmt.Errorf("--node-monitor-grace-period must not be negative, got %v", rf.report.gracePeriod)
 	}
 	if rf.report.scrapeInterval < minScrapeInterval {
 		return cfg, fmt.Errorf("--scrape-interval %v: at least %v, since each scrape reads every component's /metrics and more would measure the scrapes",

@@ -69,6 +69,7 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--metrics-addr=9464"}, `--metrics-addr "9464": want HOST:PORT`},
 		{[]string{"--profile=steady", "--status-update-frequency=10ms"}, "--status-update-frequency 10ms: at least 1s"},
 		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be positive and finite, got 0"},
+		{[]string{"--node-monitor-grace-period=-1s"}, "--node-monitor-grace-period must not be negative, got -1s"},
 		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be positive and finite, got NaN"},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"extra"}, `unknown command "extra" for "fakelet run"`},

@@ -68,7 +68,7 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 			fmt.Fprintln(r.log, "start:", err)
 		}
 	})
-	if r.rr, err = startReport(r.rf.report, &r.cfg, tgt, m); err != nil {
+	if r.rr, err = startReport(r.rf.report, &r.cfg, tgt, m, r.log); err != nil {
 		return err
 	}
 	r.cfg.CleanupLog = r.log

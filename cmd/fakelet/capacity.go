@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"fakelet.dev/fakelet/capacity"
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/pause"
+	"fakelet.dev/fakelet/report"
+)
+
+func init() { subcommandFactories = append(subcommandFactories, newCapacityCommand) }
+
+// capacityFlags are fakelet capacity's: the fleet as fakelet run has it (its --nodes is --max), the
+// steps and the levels.
+type capacityFlags struct {
+	run   runFlags
+	steps capacity.Config
+	shard string
+}
+
+func newCapacityCommand() *cobra.Command {
+	cf := &capacityFlags{}
+	cmd := &cobra.Command{
+		Use:   "capacity",
+		Short: "Grow a fleet in steps until the control plane breaks a service level: how many nodes it holds",
+		Long: `Grow one fleet of fake kubelets in steps, from --start nodes by --step up to --max, on the
+target (the local control plane unless --kubeconfig or --context, as fakelet run). Each step
+registers its new nodes, runs --settle, then holds for --hold while its service levels are
+measured: no false alarm (a node fakelet kept healthy marked Unknown, tainted or evicted), the
+fleet's lease PUTs and status PATCHes at most 1 s at p99 as the apiserver measured them, no API
+Priority and Fairness rejection of node traffic (the node-high priority level), the lease
+renewal interval's p99 at most 10% over the renew interval, and no failed heartbeat. The run stops
+at the first step that breaks one, deletes the fleet, and writes report.json, report.html and
+perfdata.json: the largest size that held every level, the level that broke first and by how much,
+and the control plane's CPU and memory at every step (docs/capacity.md).
+
+It grows kubelet load only: run a workload tool beside it for the load of other clients.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.prepare(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runCapacity(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cf, cfg)
+		},
+	}
+	f := cmd.Flags()
+	addFleetFlags(f, &cf.run)
+	capacity.AddFlags(f, &cf.steps)
+	f.StringVar(&cf.run.report.dir, "out", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/capacity-<timestamp>/)")
+	f.DurationVar(&cf.run.report.scrapeInterval, "scrape-interval", 15*time.Second, "scrape the control plane's /metrics this often, besides at every step's settle and hold")
+	addGracePeriodFlag(f, &cf.run.report.gracePeriod)
+	f.StringVar(&cf.shard, "shard", "", "not supported: fakelet capacity grows one fleet in one process")
+	return cmd
+}
+
+// prepare checks every flag before anything starts, and returns the fleet of the first step. The
+// fleet's flags are checked as fakelet run checks them, at the largest step.
+func (cf *capacityFlags) prepare(flags *pflag.FlagSet) (fleet.Config, error) {
+	if flags.Changed("shard") || os.Getenv(fleet.ShardEnv) != "" {
+		return fleet.Config{}, errors.New("--shard: fakelet capacity grows one fleet in one process; sharded capacity runs are not supported " +
+			"(the shards would have to grow their slices in lockstep and stop together at the first step any of them saw broken), " +
+			"and fakelet report merge refuses capacity reports: run it unsharded (unset $" + fleet.ShardEnv + ")")
+	}
+	rf := &cf.run
+	rf.fleet.Nodes = cf.steps.Max
+	cfg, err := rf.config(heartbeat.Config{})
+	if err != nil {
+		return cfg, err
+	}
+	// The renewal level is relative to the kubelet's heartbeat period: its renew interval, or in
+	// status mode (no Lease) its status update frequency, which the hold must span twice too.
+	cf.steps.RenewInterval = cfg.Heartbeat.RenewInterval
+	if cfg.Heartbeat.Mode == heartbeat.ModeStatus {
+		cf.steps.RenewInterval = cfg.Heartbeat.StatusUpdateFrequency
+	}
+	if err := cf.steps.Validate(); err != nil {
+		return cfg, err
+	}
+	if err := rf.checkLimits(cfg); err != nil {
+		return cfg, err
+	}
+	cfg.Nodes = cf.steps.Start // the connections stay those of --max's fleet
+	return cfg, nil
+}
+
+// runCapacity grows the fleet step by step on the target, then writes the report and deletes the
+// fleet. A step that breaks a level is the answer, not an error.
+func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg fleet.Config) error {
+	r := &fleetRun{rf: cf.run, cfg: cfg, out: out, log: log}
+	r.rf.metrics.addr = "" // no metrics server: the report is the answer
+	if r.rf.procs == 0 && os.Getenv("GOMAXPROCS") == "" {
+		atMax := cfg
+		atMax.Nodes = cf.steps.Max
+		r.rf.procs = fleetProcs(atMax, runtime.GOMAXPROCS(0)) // for the last step's fleet, not the first's
+	}
+	defer r.release()
+	if err := r.setUp(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "capacity: steps of %d from %d to %d nodes, each settling %v and held %v\n",
+		cf.steps.Step, cf.steps.Start, cf.steps.Max, cf.steps.Settle, cf.steps.Hold)
+	if err := r.f.Preflight(ctx); err != nil {
+		return err
+	}
+	runCtx, endRun := context.WithCancel(ctx)
+	defer endRun()
+	if err := r.rr.begin(runCtx, r.f); err != nil {
+		return err
+	}
+	fleetDone := make(chan error, 1)
+	go func() { fleetDone <- r.f.Run(runCtx) }()
+	select {
+	case <-r.f.Running():
+	case err := <-fleetDone:
+		return err
+	}
+	stepsCtx, endSteps := context.WithCancel(runCtx)
+	g := newGrower(r.f, r.rr.session, log)
+	var res capacity.Result
+	var stepsErr error
+	stepsDone := make(chan struct{})
+	go func() {
+		defer close(stepsDone)
+		res, stepsErr = capacity.Run(stepsCtx, cf.steps, g, pause.For)
+	}()
+	var runErr error
+	select {
+	case <-stepsDone:
+	case runErr = <-fleetDone: // the fleet stopped under the steps: they end with it
+		endSteps()
+		<-stepsDone
+	}
+	endSteps()
+	r.rr.session.Stop()
+	rep := buildCapacityReport(r, cf, res, g.size())
+	writeErr := writeCapacityReport(rep, cf.run.report.dir, out, log)
+	endRun()
+	if runErr == nil {
+		runErr = <-fleetDone
+	}
+	if runErr == nil {
+		fmt.Fprintln(log, "deleted the fleet's Nodes and Leases")
+	}
+	var left *fleet.LeftError
+	if errors.As(runErr, &left) {
+		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Fleet, cf.run.target))
+	}
+	return errors.Join(stepsErr, runErr, writeErr)
+}
+
+// buildCapacityReport is the run's report with the capacity answer, the fleet's size at the end.
+func buildCapacityReport(r *fleetRun, cf *capacityFlags, res capacity.Result, nodes int) *report.Report {
+	cfg := r.cfg
+	cfg.Nodes = nodes
+	rec := r.rr.session.Record("", parameters(r.rf, cfg), versions(), report.Target{
+		Server: r.tgt.config.Host, Description: r.tgt.description, Local: r.tgt.local != nil,
+	})
+	rec.Capacity = res.Report(cf.steps)
+	return report.Build(rec)
+}
+
+func writeCapacityReport(rep *report.Report, dir string, out, log io.Writer) error {
+	if dir == "" {
+		dir = filepath.Join("reports", "capacity-"+rep.Start.Format("20060102-150405"))
+	}
+	fmt.Fprintln(out)
+	if err := rep.WriteText(out); err != nil {
+		return err
+	}
+	if err := rep.WriteDir(dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "report: %s\n", filepath.Join(dir, report.HTMLFile))
+	return nil
+}

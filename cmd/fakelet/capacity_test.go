@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fakelet.dev/fakelet/fleet"
+)
+
+// TestInvalidCapacityFlagsAreRefusedClearly: each bad value stops fakelet capacity before it reaches
+// a cluster (a kubeconfig that does not exist: a value wrongly accepted fails on loading it).
+func TestInvalidCapacityFlagsAreRefusedClearly(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--start=3000", "--max=2000"}, "--max (2000) must be at least --start (3000)"},
+		{[]string{"--step=0"}, "--step must be positive, got 0"},
+		{[]string{"--start=0"}, "--start must be positive, got 0"},
+		{[]string{"--hold=30s", "--lease-duration=80s"}, "--hold must be at least two renew intervals (40s), got 30s"},
+		{[]string{"--mode=status", "--status-update-frequency=2m"}, "--hold must be at least two renew intervals (4m0s), got 2m0s"},
+		{[]string{"--max-mutating-p99=0s"}, "--max-mutating-p99 must be positive"},
+		{[]string{"--max-false-alarms=-1"}, "--max-false-alarms must not be negative"},
+		{[]string{"--register-qps=0"}, "--register-qps must be positive and finite, got 0"},
+		{[]string{"--connections=11", "--max=10", "--start=5", "--step=5"}, "--connections 11: more than the fleet's 10 nodes"},
+		{[]string{"--max=2000000"}, "more than the largest fleet fakelet runs"},
+		{[]string{"--mode=gossip"}, "--mode"},
+		{[]string{"--node-monitor-grace-period=-1s"}, "--node-monitor-grace-period must not be negative"},
+		{[]string{"--shard=0/2"}, "--shard: fakelet capacity grows one fleet in one process; sharded capacity runs are not supported"},
+		{[]string{"--nodes=10"}, "unknown flag: --nodes"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRootCommand()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			root.SetArgs(append([]string{"capacity", "--kubeconfig", missing}, tc.args...))
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("fakelet capacity %s: error %v, want one containing %q", strings.Join(tc.args, " "), err, tc.want)
+			}
+			if strings.Contains(out.String(), "target:") {
+				t.Errorf("the run reached a target:\n%s", out.String())
+			}
+		})
+	}
+}
+
+func TestCapacityShardFromTheEnvironmentIsRefused(t *testing.T) {
+	t.Setenv(fleet.ShardEnv, "1/3")
+	root := newRootCommand()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs([]string{"capacity", "--kubeconfig", filepath.Join(t.TempDir(), "none")})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "unset $"+fleet.ShardEnv) {
+		t.Errorf("error %v, want the shard refused", err)
+	}
+}
+
+// TestP99BetweenIsOfTheHoldOnly: a step's renewal p99 is of the intervals observed since its hold
+// began, not of the whole run's.
+func TestP99BetweenIsOfTheHoldOnly(t *testing.T) {
+	bounds := []float64{10, 11, 20, 40}
+	before := fleet.Histogram{Bounds: bounds, Cumulative: []uint64{0, 0, 100, 100}, Count: 100} // 100 slow ones earlier
+	after := fleet.Histogram{Bounds: bounds, Cumulative: []uint64{100, 200, 300, 300}, Count: 300}
+	if got := p99Between(before, after); got < 10 || got > 11 {
+		t.Errorf("p99 %v, want within (10, 11]: the earlier slow intervals left out", got)
+	}
+	if got := p99Between(after, after); got != 0 || math.IsNaN(got) {
+		t.Errorf("p99 of nothing %v, want 0", got)
+	}
+}
