@@ -64,8 +64,10 @@ func (k Known) covers(w string, c Class) bool {
 }
 
 // Compare lists, for each window in order, every class either kind of node sent, per node, sorted
-// by resource then verb; a row some entry of known covers carries its reason.
-func Compare(c Counts, windows []string, reference, fakelet []string, known []Known) []Row {
+// by resource then verb; a row that differs beyond b and that some entry of known covers carries its
+// reason. A covered row within b carries none: the agent sends what the kubelet sends there, and the
+// table says so.
+func Compare(c Counts, windows []string, reference, fakelet []string, known []Known, b Bound) []Row {
 	var rows []Row
 	for _, w := range windows {
 		ref, fl := c.PerNode(w, reference), c.PerNode(w, fakelet)
@@ -85,6 +87,10 @@ func Compare(c Counts, windows []string, reference, fakelet []string, known []Kn
 		})
 		for _, cl := range sorted {
 			row := Row{Window: w, Class: cl, Reference: ref[cl], Fakelet: fl[cl]}
+			if !row.Differs(b) {
+				rows = append(rows, row)
+				continue
+			}
 			for _, k := range known {
 				if k.covers(w, cl) {
 					row.Explained = k.Reason
@@ -103,6 +109,23 @@ func Unexplained(rows []Row, b Bound) []Row {
 	for _, r := range rows {
 		if r.Differs(b) && r.Explained == "" {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Unneeded returns the entries of known that explain none of rows: in this run the agent sent what
+// the kubelet sent wherever they apply, or neither sent the class. An entry unneeded in a run with
+// long windows may be one to remove; a short run may just not show what it is for.
+func Unneeded(rows []Row, known []Known) []Known {
+	used := map[string]bool{}
+	for _, r := range rows {
+		used[r.Explained] = true
+	}
+	var out []Known
+	for _, k := range known {
+		if !used[k.Reason] {
+			out = append(out, k)
 		}
 	}
 	return out

@@ -46,8 +46,9 @@ func TestCompareAndTable(t *testing.T) {
 		"h0": {get: 6, put: 4, csi: 1}, "h1": {get: 6, put: 4, csi: 1},
 		"f0": {get: 2, put: 4}, "f1": {get: 2, put: 5},
 	}}
-	known := []Known{{Resource: "csinodes", Reason: "no CSI plugin manager"}, {Verb: "get", Resource: "nodes", Windows: []string{"restart"}, Reason: "only at restart"}}
-	rows := Compare(c, []string{"startup"}, []string{"h0", "h1"}, []string{"f0", "f1"}, known)
+	known := []Known{{Resource: "csinodes", Reason: "no CSI plugin manager"}, {Verb: "get", Resource: "nodes", Windows: []string{"restart"}, Reason: "only at restart"},
+		{Resource: "leases", Reason: "leases differ"}}
+	rows := Compare(c, []string{"startup"}, []string{"h0", "h1"}, []string{"f0", "f1"}, known, DefaultBound)
 	if len(rows) != 3 {
 		t.Fatalf("rows %+v", rows)
 	}
@@ -55,8 +56,8 @@ func TestCompareAndTable(t *testing.T) {
 	if rows[0].Class != csi || rows[0].Explained != "no CSI plugin manager" || rows[0].Fakelet != 0 {
 		t.Errorf("row 0 %+v", rows[0])
 	}
-	if rows[1].Class != put || rows[1].Reference != 4 || rows[1].Fakelet != 4.5 || rows[1].Differs(DefaultBound) {
-		t.Errorf("row 1 %+v: 4.5 against 4 is within 15%%", rows[1])
+	if rows[1].Class != put || rows[1].Reference != 4 || rows[1].Fakelet != 4.5 || rows[1].Differs(DefaultBound) || rows[1].Explained != "" {
+		t.Errorf("row 1 %+v: 4.5 against 4 is within 15%%, whatever the known differences say", rows[1])
 	}
 	if rows[2].Class != get || rows[2].Explained != "" || !rows[2].Differs(DefaultBound) {
 		t.Errorf("row 2 %+v: the known difference is for the restart window only", rows[2])
@@ -64,6 +65,10 @@ func TestCompareAndTable(t *testing.T) {
 	bad := Unexplained(rows, DefaultBound)
 	if len(bad) != 1 || bad[0].Class != get {
 		t.Errorf("unexplained %+v, want get nodes alone", bad)
+	}
+	// The leases' entry explains nothing in this run; the restart window's get nodes, no row of it.
+	if unneeded := Unneeded(rows, known); len(unneeded) != 2 || unneeded[0].Reason != "only at restart" || unneeded[1].Reason != "leases differ" {
+		t.Errorf("unneeded %+v, want the restart's get nodes and the leases'", unneeded)
 	}
 	if r := (Row{Reference: 0, Fakelet: 0}); !math.IsNaN(r.Ratio()) || r.Differs(Bound{}) {
 		t.Errorf("neither sent: ratio %v, differs %v", r.Ratio(), r.Differs(Bound{}))
