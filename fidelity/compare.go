@@ -64,9 +64,10 @@ func (k Known) covers(w string, c Class) bool {
 }
 
 // Compare lists, for each window in order, every class either kind of node sent, per node, sorted
-// by resource then verb; a row that differs beyond b and that some entry of known covers carries its
-// reason. A covered row within b carries none: the agent sends what the kubelet sends there, and the
-// table says so.
+// by resource then verb; a row that differs by more than b's tolerance and that some entry of known
+// covers carries its reason, even within b's slack (a kubelet's 2 status patches at start against an
+// agent's 1 are within one request, and still a difference with a reason). A covered row within the
+// tolerance carries none: the agent sends what the kubelet sends there, and the table says so.
 func Compare(c Counts, windows []string, reference, fakelet []string, known []Known, b Bound) []Row {
 	var rows []Row
 	for _, w := range windows {
@@ -87,7 +88,7 @@ func Compare(c Counts, windows []string, reference, fakelet []string, known []Kn
 		})
 		for _, cl := range sorted {
 			row := Row{Window: w, Class: cl, Reference: ref[cl], Fakelet: fl[cl]}
-			if !row.Differs(b) {
+			if !row.Differs(Bound{Tolerance: b.Tolerance}) {
 				rows = append(rows, row)
 				continue
 			}
