@@ -57,6 +57,7 @@ func (s *statusLoop) tryRegister() bool {
 	if err == nil {
 		a.ownNode(created.UID)
 		a.remember(a.cfg.Template.Compact(created))
+		s.listerMiss = a.kubelet()
 		return true
 	}
 	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {

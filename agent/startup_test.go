@@ -194,3 +194,31 @@ func TestKubeletPodSequence(t *testing.T) {
 		t.Errorf("deletion:\n got %s\nwant %s", strings.Join(got, "; "), want)
 	}
 }
+
+// A kubelet's first status update after it created its Node reads the Node from its lister, which
+// has not seen it yet, and its retry GETs it before the patch; the heartbeat footprint patches from
+// the POST's answer.
+func TestFirstStatusUpdateGetsTheNodeItCreated(t *testing.T) {
+	for _, tc := range []struct {
+		footprint Footprint
+		want      string
+	}{
+		{FootprintKubelet, "create nodes, get nodes, patch nodes/status"},
+		{FootprintHeartbeat, "create nodes, patch nodes/status"},
+	} {
+		h := newHarness(t, func(c *Config) { c.Footprint = tc.footprint })
+		a := New(h.cfg, Clients{Core: h.client.CoreV1(), Coordination: h.client.CoordinationV1()}, "fakelet-00005", 5, "")
+		a.Start(h.ctx)
+		h.advance(5 * time.Second)
+		var got []string
+		for _, c := range h.take() {
+			if strings.HasPrefix(c.res, "nodes") {
+				got = append(got, c.verb+" "+c.res)
+			}
+		}
+		// The Lease's first sync GETs the Node for its owner too, before and after.
+		if s := strings.Join(got, ", "); !strings.Contains(s, tc.want) {
+			t.Errorf("%s footprint: node requests %s, want %s among them", tc.footprint, s, tc.want)
+		}
+	}
+}

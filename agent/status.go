@@ -18,6 +18,10 @@ type statusLoop struct {
 	r          *run
 	c          caller
 	registered bool
+	// listerMiss: the run just created its Node, which a kubelet's node lister has not seen yet when
+	// its first status update reads it (the watch event comes after the POST's answer), so that
+	// update's first try fails and the next one GETs the Node (kubelet footprint only).
+	listerMiss bool
 	lastReport time.Time     // last successful patch; zero after a (re)start
 	delay      time.Duration // the kubelet's delayAfterNodeStatusChange
 	delayFor   time.Duration // the report period delay was drawn for
@@ -65,6 +69,10 @@ func (s *statusLoop) tryUpdate(try int) error {
 	a := s.r.a
 	var original *corev1.Node
 	if try == 0 {
+		if s.listerMiss {
+			s.listerMiss = false
+			return errNoNode
+		}
 		if original = a.serverNode(); original == nil {
 			return errNoNode
 		}

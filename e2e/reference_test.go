@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -11,29 +10,20 @@ import (
 	"fakelet.dev/fakelet/internal/bench"
 )
 
-// referenceEnv runs TestKubemarkReference. Until the agent sends a kubelet's whole footprint
-// (issue 15: its watches, CSINode and startup sequence), nearly every class differs from the hollow
-// kubelet's and agent.FootprintDifferences excuses them broadly, so the test would guard little for
-// the two to three minutes it takes: it runs only when asked, until the agent has that footprint and
-// this skip goes.
-const referenceEnv = "FAKELET_KUBEMARK_REFERENCE"
-
 // referenceWindows are short: the startup window still holds a kubelet's whole start (it registers
 // and is Ready within seconds), the others hold a few Lease renewals, one pod's life and one restart.
 var referenceWindows = bench.Windows{Startup: 30 * time.Second, Steady: 30 * time.Second, Pods: 30 * time.Second, Restart: 30 * time.Second}
 
 // TestKubemarkReference runs two kubemark hollow kubelets and two fakelet agents on a control plane
 // of their own and fails on any class of request whose count per node differs by more than
-// fidelity.DefaultBound, in any window, unless agent.FootprintDifferences gives its reason.
+// fidelity.DefaultBound, in any window, unless agent.FootprintDifferences gives its reason. It runs in
+// make test, which builds bin/kubemark with the control plane, and fails without it.
 func TestKubemarkReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: needs a real control plane and kubemark; skipped under -short")
 	}
-	if os.Getenv(referenceEnv) == "" {
-		t.Skipf("the kubemark reference runs with %s=1: the agent does not send a kubelet's watches and startup sequence yet (issue 15), so the comparison would excuse most classes", referenceEnv)
-	}
 	if _, err := bench.FindKubemark(""); err != nil {
-		t.Fatal(err)
+		t.Fatalf("the kubemark reference needs bin/kubemark (make controlplane): %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -60,6 +50,10 @@ func TestKubemarkReference(t *testing.T) {
 		if !found {
 			t.Errorf("%s window: no Lease renewal from the hollow kubelets; the audit log (%s) missed them", w, res.AuditLog)
 		}
+	}
+	// Not a failure: a short run may not show what an entry is for (a watch's 5-10 minute timeout).
+	for _, k := range fidelity.Unneeded(rows, bench.KnownDifferences()) {
+		t.Logf("known difference not needed in this run: %s", k.Reason)
 	}
 	for _, r := range fidelity.Unexplained(rows, fidelity.DefaultBound) {
 		t.Errorf("%s window, %s: fakelet %.2f per node, hollow kubelet %.2f: differs beyond %.0f%% with no reason in agent.FootprintDifferences",

@@ -64,8 +64,11 @@ func (k Known) covers(w string, c Class) bool {
 }
 
 // Compare lists, for each window in order, every class either kind of node sent, per node, sorted
-// by resource then verb; a row some entry of known covers carries its reason.
-func Compare(c Counts, windows []string, reference, fakelet []string, known []Known) []Row {
+// by resource then verb; a row that differs by more than b's tolerance and that some entry of known
+// covers carries its reason, even within b's slack (a kubelet's 2 status patches at start against an
+// agent's 1 are within one request, and still a difference with a reason). A covered row within the
+// tolerance carries none: the agent sends what the kubelet sends there, and the table says so.
+func Compare(c Counts, windows []string, reference, fakelet []string, known []Known, b Bound) []Row {
 	var rows []Row
 	for _, w := range windows {
 		ref, fl := c.PerNode(w, reference), c.PerNode(w, fakelet)
@@ -85,6 +88,10 @@ func Compare(c Counts, windows []string, reference, fakelet []string, known []Kn
 		})
 		for _, cl := range sorted {
 			row := Row{Window: w, Class: cl, Reference: ref[cl], Fakelet: fl[cl]}
+			if !row.Differs(Bound{Tolerance: b.Tolerance}) {
+				rows = append(rows, row)
+				continue
+			}
 			for _, k := range known {
 				if k.covers(w, cl) {
 					row.Explained = k.Reason
@@ -103,6 +110,23 @@ func Unexplained(rows []Row, b Bound) []Row {
 	for _, r := range rows {
 		if r.Differs(b) && r.Explained == "" {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Unneeded returns the entries of known that explain none of rows: in this run the agent sent what
+// the kubelet sent wherever they apply, or neither sent the class. An entry unneeded in a run with
+// long windows may be one to remove; a short run may just not show what it is for.
+func Unneeded(rows []Row, known []Known) []Known {
+	used := map[string]bool{}
+	for _, r := range rows {
+		used[r.Explained] = true
+	}
+	var out []Known
+	for _, k := range known {
+		if !used[k.Reason] {
+			out = append(out, k)
 		}
 	}
 	return out

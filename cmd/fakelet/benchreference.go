@@ -128,6 +128,12 @@ func writeReference(w io.Writer, o bench.ReferenceOptions, res bench.ReferenceRe
 		}
 		fmt.Fprintf(w, "- %s: %s\n", win.Name, strings.Join(parts, ", "))
 	}
+	if unneeded := fidelity.Unneeded(rows, bench.KnownDifferences()); len(unneeded) > 0 {
+		fmt.Fprintf(w, "\nKnown differences this run did not need (the agent sent what the kubelet sent, or neither sent the class):\n")
+		for _, k := range unneeded {
+			fmt.Fprintf(w, "- %s\n", k.Reason)
+		}
+	}
 	b := fidelity.DefaultBound
 	if bad := fidelity.Unexplained(rows, b); len(bad) > 0 {
 		fmt.Fprintf(w, "\n%d classes differ by more than %.0f%% (and more than %v request per node) without a known reason.\n",

@@ -94,13 +94,13 @@ type ReferenceResult struct {
 	Began    time.Time
 }
 
-// Compare compares the run's windows, with known differences.
+// Compare compares the run's windows within fidelity.DefaultBound, with known differences.
 func (r ReferenceResult) Compare(known []fidelity.Known) []fidelity.Row {
 	var names []string
 	for _, w := range r.Windows {
 		names = append(names, w.Name)
 	}
-	return fidelity.Compare(fidelity.Count(r.Requests, r.Windows), names, r.Hollow, r.Fakelet, known)
+	return fidelity.Compare(fidelity.Count(r.Requests, r.Windows), names, r.Hollow, r.Fakelet, known, fidelity.DefaultBound)
 }
 
 // sharedNode stands for the fleet in counts of its shared requests.
@@ -283,11 +283,8 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 			return res, err
 		}
 	}
-	for _, a := range f.Agents() {
-		a.Stop()
-		if err := f.StartNode(a.Index()); err != nil {
-			return res, err
-		}
+	if err := restartAgents(f); err != nil {
+		return res, err
 	}
 	if err := pause.For(ctx, time.Until(from.Add(o.Windows.Restart))); err != nil {
 		return res, err
@@ -308,6 +305,20 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 	defer log.Close()
 	res.Requests, err = fidelity.ReadAudit(log)
 	return res, err
+}
+
+// restartAgents restarts every agent of f at once, as the restart window restarts the hollow
+// kubelets' processes. It stops and starts each agent, as a profile's stop and start do: the hook
+// to switch to the fleet's own restart of a kubelet (the restart profile op's), which drops what the
+// old process knew, once that lands.
+func restartAgents(f *fleet.Fleet) error {
+	for _, a := range f.Agents() {
+		a.Stop()
+		if err := f.StartNode(a.Index()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitReady waits until every node in names exists and is Ready, and fails early if a hollow kubelet
