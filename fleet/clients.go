@@ -48,8 +48,8 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 // client-side rate limit (the kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout. If
 // tally is not nil, it counts the 429 answers they get, client-go's own retries of them included.
 // Lease renewals and status patches go over a wire.Client of their own (one per set) when the
-// server speaks TLS, unless legacy: then over net/http (renewals) and client-go (patches), as before
-// the wire package, for comparison.
+// server speaks TLS, and the agents' watches over another (wireWatcher), unless legacy: then over
+// net/http (renewals, watches) and client-go (patches), as before the wire package, for comparison.
 //
 // wirePath says which way, and the wire connections' flush window (Config.FlushWindow).
 func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path wirePath) ([]agent.Clients, error) {
@@ -64,11 +64,15 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path 
 		// client-go shares one cached transport between configs with equal TLS settings; a dialer
 		// of its own gives each config its own transport, so its own connection.
 		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		var wc *wire.Client
+		var wc, watchWire *wire.Client
 		if !path.legacy {
 			var err error
 			if wc, err = wireClient(cfg, path.flushWindow); err != nil {
 				return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
+			}
+			// The watches' own connections (wireWatcher says why), dialled at the first watch.
+			if watchWire, err = wireClient(cfg, path.flushWindow); err != nil {
+				return nil, fmt.Errorf("build watch client %d: %w", i, err)
 			}
 		}
 		if id == IdentityNode {
@@ -94,7 +98,12 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path 
 		if u.RawQuery != "" {
 			s.query = "?" + u.RawQuery
 		}
-		watches, err := newHTTPWatcher(hc, cfg)
+		var watches agent.Watcher
+		if watchWire != nil {
+			watches, err = newWireWatcher(watchWire, cfg, id == IdentityNode, tally)
+		} else {
+			watches, err = newHTTPWatcher(hc, cfg)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -116,12 +125,15 @@ type wirePath struct {
 	flushWindow time.Duration // Config.FlushWindow
 }
 
-// closeWire closes the wire.Clients of heartbeat clients: their connections' goroutines end with
-// the run.
+// closeWire closes the wire.Clients of heartbeat clients, the watches' too: their connections'
+// goroutines end with the run.
 func closeWire(clients []agent.Clients) {
 	for _, c := range clients {
 		if lean, ok := c.Coordination.(leanCoordination); ok && lean.w.s.wire != nil {
 			lean.w.s.wire.Close()
+		}
+		if w, ok := c.Watches.(*wireWatcher); ok {
+			w.client.Close()
 		}
 	}
 }

@@ -88,7 +88,7 @@ Ready, and the run ends after the last one.`,
 	f.DurationVar(&rf.duration, "duration", 0, "how long to run (0: until Ctrl-C)")
 	f.IntVar(&rf.fleet.Connections, "connections", 0, "HTTP/2 connections the fleet's kubelets share (0: one per 1000 nodes)")
 	f.DurationVar(&rf.fleet.Coalesce, "coalesce", 0, "send the heartbeats due within each step of this length together at its end: about half the fleet's CPU at 1000 nodes, but the control plane batches them too and costs less than under kubelets' independent timing (docs/performance.md); 0: each at its own time")
-	f.BoolVar(&rf.fleet.LegacyWire, "legacy-wire", false, "send lease renewals over net/http and status patches through client-go, as before the wire package, to compare")
+	f.BoolVar(&rf.fleet.LegacyWire, "legacy-wire", false, "send lease renewals and watches over net/http and status patches through client-go, as before the wire package, to compare")
 	_ = f.MarkHidden("legacy-wire")
 	f.DurationVar(&rf.fleet.FlushWindow, "flush-window", 0, "how long a connection's writer may hold requests for more, to send them in one write (0: 1ms; negative: none)")
 	_ = f.MarkHidden("flush-window")
