@@ -23,6 +23,7 @@ import (
 type eventDecoder struct {
 	h    agent.WatchHandler
 	json bool // the server answered JSON: events are objects one after another
+	gzip bool // the body is gzipped (see writeGzip)
 
 	partial *[]byte // the incomplete event's bytes so far; nil: none
 
@@ -31,6 +32,11 @@ type eventDecoder struct {
 	have  uint8 // bytes of size read
 	sized bool  // size is complete: need is the event's length
 	need  int
+
+	// gzip: the compressed bytes of the member not yet complete, and how much of its output the
+	// events have had.
+	member *[]byte
+	fed    int
 
 	// JSON: where the scan is within the event being read.
 	depth    int
@@ -50,6 +56,13 @@ var partials = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 // Write reads p. It returns the error that ends the stream: the Status of an ERROR event (as an
 // *errors.StatusError), or why the stream cannot be read.
 func (d *eventDecoder) Write(p []byte) error {
+	if d.gzip {
+		return d.writeGzip(p)
+	}
+	return d.events(p)
+}
+
+func (d *eventDecoder) events(p []byte) error {
 	if d.json {
 		return d.writeJSON(p)
 	}
@@ -59,8 +72,9 @@ func (d *eventDecoder) Write(p []byte) error {
 // End says the body ended: an event cut off by the end is an unexpected EOF. It gives back the
 // buffer of an incomplete event.
 func (d *eventDecoder) End() error {
-	incomplete := d.partial != nil || d.have > 0 || d.sized || d.depth > 0
+	incomplete := d.partial != nil || d.member != nil || d.have > 0 || d.sized || d.depth > 0
 	d.release()
+	d.releaseMember()
 	d.have, d.sized, d.depth, d.inString, d.escaped = 0, false, 0, false, false
 	if incomplete {
 		return io.ErrUnexpectedEOF

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -56,6 +58,22 @@ func protobufStream(t testing.TB, events []metav1.WatchEvent) []byte {
 	return out
 }
 
+// gzipMembers gzips each flush as a member of its own, as kube-apiserver compresses a streaming list.
+func gzipMembers(t testing.TB, flushes ...[]byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	for _, f := range flushes {
+		zw := gzip.NewWriter(&out)
+		if _, err := zw.Write(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
 // jsonStream is the same events as a JSON watch body.
 func jsonStream(t testing.TB) []byte {
 	t.Helper()
@@ -90,16 +108,21 @@ func (c *collected) Ended(error)              {}
 // TestDecoderReadsEventsCutAnywhere feeds a watch body in two pieces cut at every byte, and in pieces
 // of every size up to the whole: the same events and the same 410 at the end, whatever the cut.
 func TestDecoderReadsEventsCutAnywhere(t *testing.T) {
+	events := watchEvents(t)
 	for _, format := range []struct {
-		name string
-		json bool
-		body []byte
-	}{{"protobuf", false, protobufStream(t, watchEvents(t))}, {"json", true, jsonStream(t)}} {
+		name       string
+		json, gzip bool
+		body       []byte
+	}{
+		{"protobuf", false, false, protobufStream(t, events)},
+		{"json", true, false, jsonStream(t)},
+		{"protobuf gzipped per flush", false, true, gzipMembers(t, protobufStream(t, events[:2]), protobufStream(t, events[2:3]), protobufStream(t, events[3:]))},
+	} {
 		t.Run(format.name, func(t *testing.T) {
 			check := func(t *testing.T, pieces [][]byte) {
 				t.Helper()
 				c := &collected{}
-				d := &eventDecoder{h: c, json: format.json}
+				d := &eventDecoder{h: c, json: format.json, gzip: format.gzip}
 				var err error
 				for _, p := range pieces {
 					if err = d.Write(p); err != nil {
@@ -118,7 +141,7 @@ func TestDecoderReadsEventsCutAnywhere(t *testing.T) {
 						t.Fatalf("event %d: %+v, want %+v", i, c.events[i], wantEvents[i])
 					}
 				}
-				if d.partial != nil {
+				if d.partial != nil || d.member != nil {
 					t.Fatal("the decoder kept a buffer after the stream ended")
 				}
 			}

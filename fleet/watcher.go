@@ -127,5 +127,6 @@ func refusal(code int, contentType, retryAfter string, body []byte, resource str
 	if retryAfter != "" {
 		fmt.Sscan(retryAfter, &retry)
 	}
-	return apierrors.NewGenericServerResponse(code, "watch", schema.GroupResource{Resource: resource}, "", string(body), retry, true)
+	// client-go names a watch's verb as its method's.
+	return apierrors.NewGenericServerResponse(code, "get", schema.GroupResource{Resource: resource}, "", string(body), retry, true)
 }

@@ -107,8 +107,7 @@ func (s *wireWatch) response(r *wire.Response) error {
 		s.refused = &refused{status: r.Status, contentType: r.ContentType, retryAfter: r.RetryAfter, gzip: r.ContentEncoding == "gzip"}
 		return nil
 	}
-	if r.ContentEncoding != "" {
-		// kube-apiserver does not compress watches; a stream this decoder cannot read is refused.
+	if r.ContentEncoding != "" && r.ContentEncoding != "gzip" {
 		s.state = watchDone
 		err := fmt.Errorf("watch %s answered with content encoding %q", s.resource, r.ContentEncoding)
 		s.dec.h.Opened(err)
@@ -117,6 +116,7 @@ func (s *wireWatch) response(r *wire.Response) error {
 	s.state = watchOpen
 	mt, _, _ := mime.ParseMediaType(r.ContentType)
 	s.dec.json = mt != protobuf
+	s.dec.gzip = r.ContentEncoding == "gzip"
 	s.dec.h.Opened(nil)
 	return nil
 }
