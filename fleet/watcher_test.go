@@ -42,7 +42,7 @@ type watchServer struct {
 	seen   []*http.Request
 }
 
-func newWatchServer(t *testing.T) *watchServer {
+func newWatchServer(t testing.TB) *watchServer {
 	t.Helper()
 	s := &watchServer{}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +80,7 @@ func (s *watchServer) requests() []*http.Request {
 
 // watchClients returns the fleet's heartbeat clients for srv, impersonating nodes, over the wire
 // package or the legacy path.
-func watchClients(t *testing.T, host string, ca []byte, legacy bool) agent.Clients {
+func watchClients(t testing.TB, host string, ca []byte, legacy bool) agent.Clients {
 	t.Helper()
 	clients, err := heartbeatClients(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{legacy: legacy})
 	if err != nil {

@@ -37,7 +37,7 @@ type frameServer struct {
 	conns int
 }
 
-func newFrameServer(t *testing.T, settings []http2.Setting, serve func(*frameConn)) *frameServer {
+func newFrameServer(t testing.TB, settings []http2.Setting, serve func(*frameConn)) *frameServer {
 	t.Helper()
 	certs := httptest.NewUnstartedServer(nil)
 	certs.StartTLS()
