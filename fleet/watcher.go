@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/pause"
 )
 
 // httpWatcher carries the agents' watches over the fleet's heartbeat connections (agent.Watcher),
@@ -69,17 +70,28 @@ func (w *httpWatcher) stream(ctx context.Context, req agent.WatchRequest, h agen
 	if w.agent != "" {
 		hr.Header.Set("User-Agent", w.agent)
 	}
-	resp, err := w.client.Do(hr)
-	if err != nil {
-		h.Opened(err)
-		return
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		if resp, err = w.client.Do(hr); err != nil {
+			h.Opened(err)
+			return
+		}
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
+		resp.Body.Close()
+		if wait, ok := (exchange{code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}).retry(); ok && attempt < maxRetries {
+			if err := pause.For(ctx, wait); err != nil {
+				h.Opened(err)
+				return
+			}
+			continue
+		}
 		h.Opened(refusal(resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), body, req.Resource))
 		return
 	}
+	defer resp.Body.Close()
 	h.Opened(nil)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	h.Ended(readEvents(resp.Body, &eventDecoder{h: h, json: mt != protobuf}))

@@ -191,11 +191,13 @@ func testWatcherMatchesClientGo(t *testing.T, legacy bool) {
 		{"answered in JSON", watchAnswer{code: 200, header: http.Header{"Content-Type": {"application/json;stream=watch"}}, body: jsonStream(t)}, 3},
 		{"event of 2 MB", watchAnswer{code: 200, header: pb, body: protobufStream(t, append([]metav1.WatchEvent{*big}, events...))}, 4},
 		{"closed at the server's timeout", watchAnswer{code: 200, header: pb, body: protobufStream(t, events[:3])}, 3},
-		// Without Retry-After: with it, client-go sends the watch again itself, which the fleet's
-		// watchers leave to the reflector's backoff.
 		{"throttled", watchAnswer{code: 429, header: http.Header{"Content-Type": {protobuf}},
 			body: encode(t, protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
 		{"throttled, text", watchAnswer{code: 429, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("slow down\n")}, 0},
+		// With Retry-After, client-go sends the watch again, 10 times at most, before it fails.
+		{"throttled with Retry-After", watchAnswer{code: 429, header: http.Header{"Content-Type": {protobuf}}, retryAfter: "0",
+			body: encode(t, protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
+		{"unavailable with Retry-After", watchAnswer{code: 503, header: http.Header{"Content-Type": {"text/plain"}}, retryAfter: "0", body: []byte("shutting down\n")}, 0},
 		{"refused for an expired resource version", watchAnswer{code: 410, header: http.Header{"Content-Type": {"application/json"}},
 			body: encode(t, "application/json", metav1.SchemeGroupVersion, &apierrors.NewResourceExpired("too old resource version: 1 (2)").ErrStatus)}, 0},
 	} {
@@ -235,10 +237,13 @@ func testWatcherMatchesClientGo(t *testing.T, legacy bool) {
 			opened, got, _ := s.seen()
 
 			reqs := srv.requests()
-			if len(reqs) != 2 {
-				t.Fatalf("server saw %d requests, want 2", len(reqs))
+			if len(reqs)%2 != 0 {
+				t.Fatalf("server saw %d requests, want as many from the watcher as from client-go", len(reqs))
 			}
-			cg, ours := reqs[0], reqs[1]
+			if want := 1 + maxRetries; tc.answer.retryAfter != "" && len(reqs) != 2*want {
+				t.Errorf("server saw %d requests, want %d from each", len(reqs), want)
+			}
+			cg, ours := reqs[0], reqs[len(reqs)/2]
 			if cg.URL.String() != ours.URL.String() {
 				t.Errorf("URL:\nclient-go %s\nfakelet   %s", cg.URL, ours.URL)
 			}

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -61,18 +62,25 @@ func (w *wireWatcher) Watch(ctx context.Context, req agent.WatchRequest, h agent
 			own = append(own, wire.Field{Name: "impersonate-group", Value: g})
 		}
 	}
-	s := &wireWatch{dec: eventDecoder{h: h}, resource: req.Resource, meter: agent.MeterFrom(ctx), tally: w.tally}
-	w.client.Stream(ctx, &wire.Request{Path: w.prefix + req.Path + "?" + req.Query.Encode(), Header: w.header, Own: own},
-		wire.Handlers{OnResponse: s.response, OnData: s.data, OnEnd: s.end})
+	w.send(ctx, &wire.Request{Path: w.prefix + req.Path + "?" + req.Query.Encode(), Header: w.header, Own: own}, h, req.Resource, 0)
+}
+
+func (w *wireWatcher) send(ctx context.Context, req *wire.Request, h agent.WatchHandler, resource string, attempt int) {
+	s := &wireWatch{w: w, ctx: ctx, req: req, attempt: attempt,
+		dec: eventDecoder{h: h}, resource: resource, meter: agent.MeterFrom(ctx)}
+	w.client.Stream(ctx, req, wire.Handlers{OnResponse: s.response, OnData: s.data, OnEnd: s.end})
 }
 
 // wireWatch is one watch stream's state: a few words and the decoder's, with no buffer while no
 // event is cut across DATA frames.
 type wireWatch struct {
+	w        *wireWatcher
+	ctx      context.Context
+	req      *wire.Request
+	attempt  int          // client-go's retries of a refusal with Retry-After
 	dec      eventDecoder // its handler is the watch's
 	resource string
 	meter    *agent.Meter // nil: not an agent loop's
-	tally    *Tally
 	state    watchState
 	refused  *refused // a refusal's answer, read until its end
 	err      error    // what a handler ended the stream with: an ERROR event, an undecodable stream
@@ -99,8 +107,8 @@ type refused struct {
 const maxRefusalBody = 1 << 16
 
 func (s *wireWatch) response(r *wire.Response) error {
-	if r.Status == http.StatusTooManyRequests && s.tally != nil {
-		s.tally.throttled.Add(1)
+	if r.Status == http.StatusTooManyRequests && s.w.tally != nil {
+		s.w.tally.throttled.Add(1)
 	}
 	if r.Status != http.StatusOK {
 		s.state = watchRefused
@@ -150,6 +158,12 @@ func (s *wireWatch) end(err error) {
 		h.Opened(err)
 	case watchRefused:
 		r := s.refused
+		// client-go sends a watch again after the Retry-After of a 429 or 5xx, up to 10 times,
+		// before its caller sees the error, as it does any request.
+		if wait, ok := (exchange{code: r.status, retryAfter: r.retryAfter}).retry(); ok && s.attempt < maxRetries && s.ctx.Err() == nil {
+			time.AfterFunc(wait, func() { s.w.send(s.ctx, s.req, h, s.resource, s.attempt+1) })
+			return
+		}
 		body := r.body
 		if r.gzip {
 			if b, gerr := gunzip(body); gerr == nil {
