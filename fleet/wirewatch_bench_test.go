@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"golang.org/x/net/http2"
 
 	"fakelet.dev/fakelet/agent"
