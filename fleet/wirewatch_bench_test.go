@@ -52,9 +52,12 @@ func BenchmarkWatchHeld(b *testing.B) {
 			select {
 			case <-h.all:
 			case <-time.After(2 * time.Minute):
-				b.Fatalf("%d of %d watches opened", h.opened.Load(), b.N)
+				b.Fatalf("%d of %d watches answered", h.opened.Load(), b.N)
 			}
 			b.StopTimer()
+			if n := h.failed.Load(); n > 0 {
+				b.Fatalf("%d of %d watches failed: %v", n, b.N, h.err.Load())
+			}
 			b.ReportMetric(float64(heapInUse()-before)/float64(b.N), "heap-B/watch")
 			b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/float64(b.N), "goroutines/watch")
 			b.ReportMetric(float64(srv.accepted()), "conns")
@@ -70,15 +73,20 @@ func heapInUse() int64 {
 	return int64(m.HeapInuse) + int64(m.StackInuse)
 }
 
-// countOpened closes all when want watches are open.
+// countOpened closes all when want watches are answered.
 type countOpened struct {
-	opened atomic.Int32
-	want   int32
-	all    chan struct{}
+	opened, failed atomic.Int32
+	err            atomic.Value
+	want           int32
+	all            chan struct{}
 }
 
 func (c *countOpened) Opened(err error) {
-	if err == nil && c.opened.Add(1) == c.want {
+	if err != nil {
+		c.failed.Add(1)
+		c.err.Store(err)
+	}
+	if c.opened.Add(1) == c.want {
 		close(c.all)
 	}
 }
