@@ -47,8 +47,9 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 // client-side rate limit (the kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout. If
 // tally is not nil, it counts the 429 answers they get, client-go's own retries of them included.
 // Lease renewals and status patches go over a wire.Client of their own (one per set) when the
-// server speaks TLS, unless legacy: then over net/http (renewals) and client-go (patches), as before
-// the wire package, for comparison. counter counts their connections.
+// server speaks TLS, and the agents' watches over another (wireWatcher), unless legacy: then over
+// net/http (renewals, watches) and client-go (patches), as before the wire package, for comparison.
+// counter counts their connections.
 //
 // wirePath says which way, and the wire connections' flush window (Config.FlushWindow).
 func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path wirePath, counter *connCounter) ([]agent.Clients, error) {
@@ -56,11 +57,15 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path 
 	for i := range out {
 		cfg := agentConfig(base)
 		cfg.Dial = counter.dialer()
-		var wc *wire.Client
+		var wc, watchWire *wire.Client
 		if !path.legacy {
 			var err error
 			if wc, err = wireClient(cfg, path.flushWindow); err != nil {
 				return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
+			}
+			// The watches' own connections (wireWatcher says why), dialled at the first watch.
+			if watchWire, err = wireClient(cfg, path.flushWindow); err != nil {
+				return nil, fmt.Errorf("build watch client %d: %w", i, err)
 			}
 		}
 		if id == IdentityNode {
@@ -71,7 +76,7 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path 
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
-		if out[i], err = clientSet(cfg, hc, wc, id == IdentityNode, tally); err != nil {
+		if out[i], err = clientSet(cfg, hc, wc, watchWire, id == IdentityNode, tally); err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
 	}
@@ -97,7 +102,7 @@ func perNodeClients(base *rest.Config, id Identity, creds NodeCredentials, tally
 		rt = impersonateNode{rt}
 	}
 	hc := &http.Client{Transport: countWire{rt, tally}, Timeout: cfg.Timeout}
-	c, err := clientSet(cfg, hc, nil, false, tally)
+	c, err := clientSet(cfg, hc, nil, nil, false, tally)
 	if err != nil {
 		return agent.Clients{}, nil, fmt.Errorf("build per-node clients: %w", err)
 	}
@@ -116,9 +121,10 @@ func agentConfig(base *rest.Config) *rest.Config {
 	return cfg
 }
 
-// clientSet is a set of agent clients over hc, and wc for the renewals and patches if not nil;
-// impersonate makes wc's requests impersonate their agent (hc's transport does it for its own).
-func clientSet(cfg *rest.Config, hc *http.Client, wc *wire.Client, impersonate bool, tally *Tally) (agent.Clients, error) {
+// clientSet is a set of agent clients over hc, and wc for the renewals and patches and watchWire for
+// the watches if not nil; impersonate makes wc's and watchWire's requests impersonate their agent
+// (hc's transport does it for its own).
+func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, impersonate bool, tally *Tally) (agent.Clients, error) {
 	core, err := corev1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return agent.Clients{}, err
@@ -134,7 +140,12 @@ func clientSet(cfg *rest.Config, hc *http.Client, wc *wire.Client, impersonate b
 	if u.RawQuery != "" {
 		s.query = "?" + u.RawQuery
 	}
-	watches, err := newHTTPWatcher(hc, cfg)
+	var watches agent.Watcher
+	if watchWire != nil {
+		watches, err = newWireWatcher(watchWire, cfg, impersonate, tally)
+	} else {
+		watches, err = newHTTPWatcher(hc, cfg)
+	}
 	if err != nil {
 		return agent.Clients{}, err
 	}
@@ -155,12 +166,15 @@ type wirePath struct {
 	flushWindow time.Duration // Config.FlushWindow
 }
 
-// closeWire closes the wire.Clients of heartbeat clients: their connections' goroutines end with
-// the run.
+// closeWire closes the wire.Clients of heartbeat clients, the watches' too: their connections'
+// goroutines end with the run.
 func closeWire(clients []agent.Clients) {
 	for _, c := range clients {
 		if lean, ok := c.Coordination.(leanCoordination); ok && lean.w.s.wire != nil {
 			lean.w.s.wire.Close()
+		}
+		if w, ok := c.Watches.(*wireWatcher); ok {
+			w.client.Close()
 		}
 	}
 }

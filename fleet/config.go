@@ -53,8 +53,9 @@ type Config struct {
 	// Coalesce is the step of the fleet's timers: work due within one step runs together at its end
 	// (scheduler.Coalesce); 0 runs everything at its own time.
 	Coalesce time.Duration
-	// LegacyWire sends lease renewals over net/http and status patches through client-go, as before
-	// the wire package did, to compare the two (fakelet run's hidden --legacy-wire).
+	// LegacyWire sends lease renewals and the agents' watches over net/http and status patches
+	// through client-go, as before the wire package did, to compare the two (fakelet run's hidden
+	// --legacy-wire).
 	LegacyWire bool
 	// FlushWindow is how long each wire connection's writer may hold written requests for more
 	// before one write sends them all (wire.Config.FlushWindow): 0 is wire.MaxFlushWindow; negative

@@ -1,9 +1,7 @@
 package fleet
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/pause"
 )
 
 // httpWatcher carries the agents' watches over the fleet's heartbeat connections (agent.Watcher),
@@ -26,9 +25,9 @@ import (
 // impersonateNode, the node's identity. It reads of each event only its type, its object's resource
 // version and the initial-events-end annotation, without decoding the object.
 //
-// Each stream has a goroutine of its own, reading its response body: the simple first
-// implementation, whose cost grows with the watches held (docs/performance.md). The fleet's own
-// HTTP/2 transport will carry them without one.
+// Each stream has a goroutine of its own, reading its response body, whose cost grows with the
+// watches held (docs/performance.md): it carries the watches only where the wire package cannot
+// (--legacy-wire, a plain-HTTP server); otherwise the wireWatcher does (fleet/wirewatch.go).
 type httpWatcher struct {
 	client *http.Client // without a client timeout: a watch lasts as long as the server keeps it
 	base   url.URL
@@ -71,103 +70,58 @@ func (w *httpWatcher) stream(ctx context.Context, req agent.WatchRequest, h agen
 	if w.agent != "" {
 		hr.Header.Set("User-Agent", w.agent)
 	}
-	resp, err := w.client.Do(hr)
-	if err != nil {
-		h.Opened(err)
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		if resp, err = w.client.Do(hr); err != nil {
+			h.Opened(err)
+			return
+		}
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
+		resp.Body.Close()
+		if wait, ok := (exchange{code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}).retry(); ok && attempt < maxRetries {
+			if err := pause.For(ctx, wait); err != nil {
+				h.Opened(err)
+				return
+			}
+			continue
+		}
+		h.Opened(refusal(resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), body, req.Resource))
 		return
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		h.Opened(statusError(resp, body, req.Resource))
-		return
-	}
 	h.Opened(nil)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == protobuf {
-		h.Ended(readProtobufEvents(resp.Body, h))
-	} else {
-		h.Ended(readJSONEvents(resp.Body, h))
-	}
+	h.Ended(readEvents(resp.Body, &eventDecoder{h: h, json: mt != protobuf}))
 }
 
-// readProtobufEvents reads a protobuf watch stream: each frame a length and a metav1.WatchEvent.
-func readProtobufEvents(body io.Reader, h agent.WatchHandler) error {
-	r := bufio.NewReaderSize(body, 4096)
-	var buf []byte
-	var size [4]byte
+// readEvents feeds a watch body to d until it ends.
+func readEvents(body io.Reader, d *eventDecoder) error {
+	var chunk [4096]byte
 	for {
-		if _, err := io.ReadFull(r, size[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil // the server closed the stream between events: its timeout
-			}
-			return err
-		}
-		n := binary.BigEndian.Uint32(size[:])
-		if n > 64<<20 {
-			return fmt.Errorf("watch event of %d bytes", n)
-		}
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return err
-		}
-		e, status, err := decodeProtobufEvent(buf)
-		if err != nil {
-			return err
-		}
-		if status != nil {
-			return apierrors.FromObject(status)
-		}
-		h.Event(e)
-	}
-}
-
-// jsonEvent is what is read of a JSON watch event.
-type jsonEvent struct {
-	Type   string          `json:"type"`
-	Object json.RawMessage `json:"object"`
-}
-
-type jsonMeta struct {
-	Metadata struct {
-		ResourceVersion string            `json:"resourceVersion"`
-		Annotations     map[string]string `json:"annotations"`
-	} `json:"metadata"`
-}
-
-// readJSONEvents reads a JSON watch stream, for an apiserver that answers in JSON.
-func readJSONEvents(body io.Reader, h agent.WatchHandler) error {
-	dec := json.NewDecoder(body)
-	for {
-		var e jsonEvent
-		if err := dec.Decode(&e); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if e.Type == "ERROR" {
-			var s metav1.Status
-			if err := json.Unmarshal(e.Object, &s); err != nil {
+		n, err := body.Read(chunk[:])
+		if n > 0 {
+			if err := d.Write(chunk[:n]); err != nil {
+				d.End()
 				return err
 			}
-			return apierrors.FromObject(&s)
 		}
-		var m jsonMeta
-		if err := json.Unmarshal(e.Object, &m); err != nil {
+		if errors.Is(err, io.EOF) {
+			return d.End() // the server closed the stream: its timeout
+		}
+		if err != nil {
+			d.End()
 			return err
 		}
-		h.Event(agent.WatchEvent{Type: e.Type, ResourceVersion: m.Metadata.ResourceVersion,
-			InitialEventsEnd: m.Metadata.Annotations[metav1.InitialEventsAnnotationKey] == "true"})
 	}
 }
 
-// statusError is the error of a refused watch, from the Status the apiserver sent if it can be read.
-func statusError(resp *http.Response, body []byte, resource string) error {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+// refusal is the error of a refused watch, from the Status the apiserver sent if it can be read,
+// as client-go makes it; both watchers use it.
+func refusal(code int, contentType, retryAfter string, body []byte, resource string) error {
+	mt, _, _ := mime.ParseMediaType(contentType)
 	var s *metav1.Status
 	switch mt {
 	case protobuf:
@@ -182,8 +136,9 @@ func statusError(resp *http.Response, body []byte, resource string) error {
 		return apierrors.FromObject(s)
 	}
 	retry := 0
-	if v := resp.Header.Get("Retry-After"); v != "" {
-		fmt.Sscan(v, &retry)
+	if retryAfter != "" {
+		fmt.Sscan(retryAfter, &retry)
 	}
-	return apierrors.NewGenericServerResponse(resp.StatusCode, "watch", schema.GroupResource{Resource: resource}, "", string(body), retry, true)
+	// client-go names a watch's verb as its method's.
+	return apierrors.NewGenericServerResponse(code, "get", schema.GroupResource{Resource: resource}, "", string(body), retry, true)
 }

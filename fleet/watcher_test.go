@@ -2,10 +2,14 @@ package fleet
 
 import (
 	"context"
-	"encoding/binary"
+	"encoding/pem"
+	"errors"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,173 +18,264 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	protobufserializer "k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
 )
 
-// watchServer answers every watch with the same protobuf stream, as kube-apiserver encodes it: a
-// streaming list's object, its initial-events-end bookmark, a change, and a 410 ERROR event.
-func watchServer(t *testing.T) (*httptest.Server, func() []*http.Request) {
-	t.Helper()
-	enc := protobufserializer.NewSerializer(scheme.Scheme, scheme.Scheme)
-	object := func(o runtime.Object) []byte {
-		b, err := runtime.Encode(scheme.Codecs.EncoderForVersion(enc, corev1.SchemeGroupVersion), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	status := &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired, Message: "too old resource version: 5 (11)"}
-	events := []metav1.WatchEvent{
-		{Type: "ADDED", Object: runtime.RawExtension{Raw: object(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "5",
-			Annotations: map[string]string{"a": "b"}}, Spec: corev1.PodSpec{NodeName: "fakelet-00001"}})}},
-		{Type: "BOOKMARK", Object: runtime.RawExtension{Raw: object(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "10",
-			Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})}},
-		{Type: "MODIFIED", Object: runtime.RawExtension{Raw: object(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "11"}})}},
-		{Type: "ERROR", Object: runtime.RawExtension{Raw: object(status)}},
-	}
-	var mu sync.Mutex
-	var seen []*http.Request
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
-		w.WriteHeader(http.StatusOK)
-		for _, e := range events {
-			b, err := e.Marshal()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			var size [4]byte
-			binary.BigEndian.PutUint32(size[:], uint32(len(b)))
-			_, _ = w.Write(size[:])
-			_, _ = w.Write(b)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv, func() []*http.Request {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
+// watchAnswer is what the scripted watch server answers every request with.
+type watchAnswer struct {
+	code       int
+	header     http.Header
+	body       []byte
+	retryAfter string
 }
 
-type recordedStream struct {
-	opened error
-	events []agent.WatchEvent
-	ended  chan error
+// watchServer answers every request with its current answer over TLS and HTTP/2, and keeps what
+// it saw of each.
+type watchServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	answer watchAnswer
+	seen   []*http.Request
 }
+
+func newWatchServer(t testing.TB) *watchServer {
+	t.Helper()
+	s := &watchServer{}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.seen = append(s.seen, r)
+		a := s.answer
+		s.mu.Unlock()
+		for k, v := range a.header {
+			w.Header()[k] = v
+		}
+		if a.retryAfter != "" {
+			w.Header().Set("Retry-After", a.retryAfter)
+		}
+		w.WriteHeader(a.code)
+		_, _ = w.Write(a.body)
+	}))
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.EnableHTTP2 = true
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *watchServer) play(a watchAnswer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answer, s.seen = a, nil
+}
+
+func (s *watchServer) requests() []*http.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen
+}
+
+// watchClients returns the fleet's heartbeat clients for srv, impersonating nodes, over the wire
+// package or the legacy path.
+func watchClients(t testing.TB, host string, ca []byte, legacy bool) agent.Clients {
+	t.Helper()
+	clients, err := heartbeatClients(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{legacy: legacy}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWire(clients) })
+	_, onWire := clients[0].Watches.(*wireWatcher)
+	if onWire == legacy {
+		t.Fatalf("legacy %v, but the watcher is a %T", legacy, clients[0].Watches)
+	}
+	return clients[0]
+}
+
+func certOf(s *httptest.Server) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+}
+
+// recordedStream is a WatchHandler that keeps what it was told.
+type recordedStream struct {
+	mu     sync.Mutex
+	opened []error
+	events []agent.WatchEvent
+	ends   int
+	ended  chan error // the stream's last word: a failed Opened or Ended
+}
+
+func newRecordedStream() *recordedStream { return &recordedStream{ended: make(chan error, 2)} }
 
 func (s *recordedStream) Opened(err error) {
-	s.opened = err
+	s.mu.Lock()
+	s.opened = append(s.opened, err)
+	s.mu.Unlock()
 	if err != nil {
 		s.ended <- err
 	}
 }
-func (s *recordedStream) Event(e agent.WatchEvent) { s.events = append(s.events, e) }
-func (s *recordedStream) Ended(err error)          { s.ended <- err }
 
-// TestWatcherMatchesClientGo sends a streaming list as the reflector does, through client-go and
-// through the fleet's watcher: the same query, content type and User-Agent on the wire, and the same
-// events read back, the 410 ERROR event included.
-func TestWatcherMatchesClientGo(t *testing.T) {
-	srv, seen := watchServer(t)
-	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+func (s *recordedStream) Event(e agent.WatchEvent) {
+	s.mu.Lock()
+	s.events = append(s.events, e)
+	s.mu.Unlock()
+}
 
-	w, err := clients[0].Core.Pods("").Watch(ctx, metav1.ListOptions{
-		FieldSelector:        "spec.nodeName=fakelet-00001",
-		AllowWatchBookmarks:  true,
-		SendInitialEvents:    ptr.To(true),
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		TimeoutSeconds:       ptr.To[int64](437),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []agent.WatchEvent
-	var wantErr error
-	for e := range w.ResultChan() {
-		if e.Type == watch.Error {
-			wantErr = apierrors.FromObject(e.Object)
-			break
-		}
-		m, _ := e.Object.(metav1.Object)
-		want = append(want, agent.WatchEvent{Type: string(e.Type), ResourceVersion: m.GetResourceVersion(),
-			InitialEventsEnd: m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"})
-	}
-	w.Stop()
+func (s *recordedStream) Ended(err error) {
+	s.mu.Lock()
+	s.ends++
+	s.mu.Unlock()
+	s.ended <- err
+}
 
-	s := &recordedStream{ended: make(chan error, 1)}
-	clients[0].Watches.Watch(ctx, agent.WatchRequest{Resource: "pods", Path: "/api/v1/pods", Query: url.Values{
-		"fieldSelector":        {"spec.nodeName=fakelet-00001"},
-		"allowWatchBookmarks":  {"true"},
-		"sendInitialEvents":    {"true"},
-		"resourceVersionMatch": {"NotOlderThan"},
-		"timeoutSeconds":       {"437"},
-		"timeout":              {"7m17s"},
-		"watch":                {"true"},
-	}}, s)
-	var gotErr error
+func (s *recordedStream) wait(t *testing.T) error {
+	t.Helper()
 	select {
-	case gotErr = <-s.ended:
-	case <-ctx.Done():
+	case err := <-s.ended:
+		return err
+	case <-time.After(20 * time.Second):
 		t.Fatal("the stream did not end")
-	}
-
-	reqs := seen()
-	if len(reqs) != 2 {
-		t.Fatalf("server saw %d requests, want 2", len(reqs))
-	}
-	cg, ours := reqs[0], reqs[1]
-	if cg.URL.String() != ours.URL.String() {
-		t.Errorf("URL:\nclient-go %s\nfakelet   %s", cg.URL, ours.URL)
-	}
-	for _, h := range []string{"User-Agent", "Accept"} {
-		if cg.Header.Get(h) != ours.Header.Get(h) {
-			t.Errorf("%s: client-go %q, fakelet %q", h, cg.Header.Get(h), ours.Header.Get(h))
-		}
-	}
-	if s.opened != nil {
-		t.Fatalf("opened: %v", s.opened)
-	}
-	if len(want) != 3 || len(s.events) != len(want) {
-		t.Fatalf("events: client-go %v, fakelet %v", want, s.events)
-	}
-	for i := range want {
-		if want[i] != s.events[i] {
-			t.Errorf("event %d: client-go %+v, fakelet %+v", i, want[i], s.events[i])
-		}
-	}
-	if !apierrors.IsResourceExpired(gotErr) || !apierrors.IsResourceExpired(wantErr) || gotErr.Error() != wantErr.Error() {
-		t.Errorf("end: client-go %v, fakelet %v; want both 410 Expired", wantErr, gotErr)
+		return nil
 	}
 }
 
-func TestWatcherRefused(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many requests, please try again later", http.StatusTooManyRequests)
-	}))
-	defer srv.Close()
-	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &recordedStream{ended: make(chan error, 1)}
-	clients[0].Watches.Watch(context.Background(), agent.WatchRequest{Resource: "pods", Path: "/api/v1/pods", Query: url.Values{"watch": {"true"}}}, s)
-	if err := <-s.ended; !apierrors.IsTooManyRequests(err) {
-		t.Errorf("refused watch: %v, want 429", err)
+func (s *recordedStream) seen() ([]error, []agent.WatchEvent, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opened, s.events, s.ends
+}
+
+// podsWatch is the pod source's watch, as the agent's reflector sends it and client-go encodes it.
+var podsWatch = agent.WatchRequest{Resource: "pods", Path: "/api/v1/pods", Query: url.Values{
+	"fieldSelector":        {"spec.nodeName=fakelet-00001"},
+	"allowWatchBookmarks":  {"true"},
+	"sendInitialEvents":    {"true"},
+	"resourceVersionMatch": {"NotOlderThan"},
+	"timeoutSeconds":       {"437"},
+	"timeout":              {"7m17s"},
+	"watch":                {"true"},
+}}
+
+// TestWatcherMatchesClientGo sends a streaming list as the reflector does, through client-go and
+// through the fleet's watcher, over the wire package and over the legacy path, against the same
+// scripted answers: the same URL, content type, User-Agent and impersonation on the wire, and the
+// same events and the same ending error read back.
+func TestWatcherMatchesClientGo(t *testing.T) {
+	t.Run("wire", func(t *testing.T) { testWatcherMatchesClientGo(t, false) })
+	t.Run("legacy", func(t *testing.T) { testWatcherMatchesClientGo(t, true) })
+}
+
+func testWatcherMatchesClientGo(t *testing.T, legacy bool) {
+	srv := newWatchServer(t)
+	clients := watchClients(t, srv.URL, certOf(srv.Server), legacy)
+	events := watchEvents(t)
+	pb := http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf;stream=watch"}}
+	// An event of 2 MB takes more than the stream's and the connection's first windows.
+	big := events[0].DeepCopy()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "ns", ResourceVersion: "7",
+		Annotations: map[string]string{"big": strings.Repeat("x", 2<<20)}}}
+	big.Object = runtime.RawExtension{Raw: encode(t, protobuf, corev1.SchemeGroupVersion, pod)}
+	throttled := apierrors.NewTooManyRequests("too many requests, please try again later", 1)
+
+	for _, tc := range []struct {
+		name   string
+		answer watchAnswer
+		events int
+	}{
+		{"streaming list ended by 410", watchAnswer{code: 200, header: pb, body: protobufStream(t, events)}, 3},
+		{"streaming list gzipped per flush", watchAnswer{code: 200, header: http.Header{"Content-Type": pb["Content-Type"], "Content-Encoding": {"gzip"}},
+			body: gzipMembers(t, protobufStream(t, events[:2]), protobufStream(t, events[2:]))}, 3},
+		{"answered in JSON", watchAnswer{code: 200, header: http.Header{"Content-Type": {"application/json;stream=watch"}}, body: jsonStream(t)}, 3},
+		{"event of 2 MB", watchAnswer{code: 200, header: pb, body: protobufStream(t, append([]metav1.WatchEvent{*big}, events...))}, 4},
+		{"closed at the server's timeout", watchAnswer{code: 200, header: pb, body: protobufStream(t, events[:3])}, 3},
+		{"throttled", watchAnswer{code: 429, header: http.Header{"Content-Type": {protobuf}},
+			body: encode(t, protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
+		{"throttled, text", watchAnswer{code: 429, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("slow down\n")}, 0},
+		// With Retry-After, client-go sends the watch again, 10 times at most, before it fails.
+		{"throttled with Retry-After", watchAnswer{code: 429, header: http.Header{"Content-Type": {protobuf}}, retryAfter: "0",
+			body: encode(t, protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
+		{"unavailable with Retry-After", watchAnswer{code: 503, header: http.Header{"Content-Type": {"text/plain"}}, retryAfter: "0", body: []byte("shutting down\n")}, 0},
+		{"refused for an expired resource version", watchAnswer{code: 410, header: http.Header{"Content-Type": {"application/json"}},
+			body: encode(t, "application/json", metav1.SchemeGroupVersion, &apierrors.NewResourceExpired("too old resource version: 1 (2)").ErrStatus)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv.play(tc.answer)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			ctx, _ = agent.RequestContext(ctx, "fakelet-00001")
+
+			var want []agent.WatchEvent
+			var wantErr error
+			w, err := clients.Core.Pods("").Watch(ctx, metav1.ListOptions{
+				FieldSelector:        "spec.nodeName=fakelet-00001",
+				AllowWatchBookmarks:  true,
+				SendInitialEvents:    ptr.To(true),
+				ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+				TimeoutSeconds:       ptr.To[int64](437),
+			})
+			if err != nil {
+				wantErr = err
+			} else {
+				for e := range w.ResultChan() {
+					if e.Type == watch.Error {
+						wantErr = apierrors.FromObject(e.Object)
+						break
+					}
+					m, _ := e.Object.(metav1.Object)
+					want = append(want, agent.WatchEvent{Type: string(e.Type), ResourceVersion: m.GetResourceVersion(),
+						InitialEventsEnd: m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"})
+				}
+				w.Stop()
+			}
+
+			s := newRecordedStream()
+			clients.Watches.Watch(ctx, podsWatch, s)
+			gotErr := s.wait(t)
+			opened, got, _ := s.seen()
+
+			reqs := srv.requests()
+			if len(reqs)%2 != 0 {
+				t.Fatalf("server saw %d requests, want as many from the watcher as from client-go", len(reqs))
+			}
+			if want := 1 + maxRetries; tc.answer.retryAfter != "" && len(reqs) != 2*want {
+				t.Errorf("server saw %d requests, want %d from each", len(reqs), want)
+			}
+			cg, ours := reqs[0], reqs[len(reqs)/2]
+			if cg.URL.String() != ours.URL.String() {
+				t.Errorf("URL:\nclient-go %s\nfakelet   %s", cg.URL, ours.URL)
+			}
+			for _, h := range []string{"User-Agent", "Accept", "Accept-Encoding", "Impersonate-User", "Impersonate-Group"} {
+				if strings.Join(cg.Header.Values(h), ",") != strings.Join(ours.Header.Values(h), ",") {
+					t.Errorf("%s: client-go %q, fakelet %q", h, cg.Header.Values(h), ours.Header.Values(h))
+				}
+			}
+			if ours.Header.Get("Impersonate-User") != "system:node:fakelet-00001" {
+				t.Errorf("impersonated %q", ours.Header.Get("Impersonate-User"))
+			}
+			if len(want) != tc.events || len(got) != len(want) {
+				t.Fatalf("events: client-go %v, fakelet %v", want, got)
+			}
+			for i := range want {
+				if want[i] != got[i] {
+					t.Errorf("event %d: client-go %+v, fakelet %+v", i, want[i], got[i])
+				}
+			}
+			if len(opened) != 1 || (opened[0] == nil) != (err == nil) {
+				t.Errorf("opened %v, client-go's watch returned %v", opened, err)
+			}
+			if (gotErr == nil) != (wantErr == nil) || (wantErr != nil && gotErr.Error() != wantErr.Error()) {
+				t.Errorf("end: client-go %v, fakelet %v", wantErr, gotErr)
+			}
+			var ws, gs *apierrors.StatusError
+			if errors.As(wantErr, &ws) != errors.As(gotErr, &gs) || (ws != nil && ws.ErrStatus.Code != gs.ErrStatus.Code) {
+				t.Errorf("end: client-go %#v, fakelet %#v", wantErr, gotErr)
+			}
+			if ws != nil && ws.ErrStatus.Details != nil && ws.ErrStatus.Details.RetryAfterSeconds != gs.ErrStatus.Details.RetryAfterSeconds {
+				t.Errorf("Retry-After: client-go %d, fakelet %d", ws.ErrStatus.Details.RetryAfterSeconds, gs.ErrStatus.Details.RetryAfterSeconds)
+			}
+		})
 	}
 }

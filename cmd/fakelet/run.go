@@ -76,7 +76,7 @@ Ready, and the run ends after the last one.`,
 	f.IntVar(&rf.fleet.Nodes, "nodes", 1000, "number of fake kubelets")
 	f.IntVar(&rf.fleet.Zones, "zones", 0, "label nodes with topology.kubernetes.io/zone zone-1..zone-N round-robin (0: no zone label)")
 	f.DurationVar(&rf.duration, "duration", 0, "how long to run (0: until Ctrl-C)")
-	f.BoolVar(&rf.fleet.LegacyWire, "legacy-wire", false, "send lease renewals over net/http and status patches through client-go, as before the wire package, to compare")
+	f.BoolVar(&rf.fleet.LegacyWire, "legacy-wire", false, "send lease renewals and watches over net/http and status patches through client-go, as before the wire package, to compare")
 	_ = f.MarkHidden("legacy-wire")
 	f.DurationVar(&rf.fleet.FlushWindow, "flush-window", 0, "how long a connection's writer may hold requests for more, to send them in one write (0: 1ms; negative: none)")
 	_ = f.MarkHidden("flush-window")
