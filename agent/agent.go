@@ -178,6 +178,7 @@ func (a *Agent) Start(ctx context.Context) {
 		}
 		if a.api.Watches != nil {
 			r.watches = a.kubeletReflectors(r)
+			r.recovery.unsynced = len(r.watches)
 			for _, f := range r.watches {
 				a.cfg.Scheduler.After(0, f)
 			}
@@ -193,6 +194,7 @@ func (a *Agent) Stop() {
 	a.mu.Unlock()
 	if r != nil {
 		r.cancel()
+		a.ended(r.caughtUp())
 	}
 }
 
@@ -326,6 +328,7 @@ func (a *Agent) fail(err error) {
 	a.mu.Unlock()
 	if r != nil {
 		r.cancel()
+		a.ended(r.caughtUp())
 	}
 	if first && a.cfg.OnFatal != nil {
 		a.cfg.OnFatal(a, err)
@@ -359,6 +362,7 @@ type run struct {
 	events  eventRecorder
 	// nodeEventsSent: the Node's first conditions were recorded as Events in this run.
 	nodeEventsSent bool
+	recovery       recovery // guarded by Agent.mu (recovery.go)
 }
 
 // newRun returns a run of a within ctx, its loops not scheduled yet.
