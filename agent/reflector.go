@@ -107,7 +107,9 @@ func (f *reflector) Opened(err error) {
 		return
 	}
 	if rec := a.cfg.Recorder; rec != nil {
-		rec.Request(Request{Verb: "watch", Resource: f.resource, Err: err, Latency: now.Sub(f.sent)})
+		// Without its Node: a watch is no heartbeat, and its latency is the stream's opening, which
+		// the false alarms' attribution of a node's last requests must not count as the server's.
+		rec.Request(Request{Verb: "watch", Resource: f.resource, Err: err, Latency: now.Sub(f.sent), Sent: f.sent})
 	}
 	if err != nil {
 		f.lost()
