@@ -193,8 +193,11 @@ func (a *Agent) Stop() {
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
+		// The fleet stops its agents after its own context ended: that is the end of the run, not a
+		// kubelet falling behind.
+		fleetEnded := r.ctx.Err() != nil
 		r.cancel()
-		a.ended(r.caughtUp())
+		a.ended(r.caughtUp() && !fleetEnded)
 	}
 }
 
@@ -327,8 +330,9 @@ func (a *Agent) fail(err error) {
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
+		fleetEnded := r.ctx.Err() != nil
 		r.cancel()
-		a.ended(r.caughtUp())
+		a.ended(r.caughtUp() && !fleetEnded)
 	}
 	if first && a.cfg.OnFatal != nil {
 		a.cfg.OnFatal(a, err)

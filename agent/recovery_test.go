@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -158,5 +159,20 @@ func TestHeartbeatRestartRecovers(t *testing.T) {
 	// Registration's first try is 100 ms after the start; the status PATCH follows at once.
 	if got, want := log.take(), "100ms recovered fakelet-00002; 20s disrupted fakelet-00002 process; 25.1s recovered fakelet-00002"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// The fleet stops its agents after its context ended: the end of the run is no kubelet falling behind.
+func TestTheFleetsEndIsNoDisruption(t *testing.T) {
+	log := &recoveryLog{}
+	h := newHarness(t, func(c *Config) { c.Recorder = log })
+	a := h.agent("fakelet-00003", 3)
+	ctx, cancel := context.WithCancel(h.ctx)
+	a.Start(ctx)
+	h.advance(time.Second)
+	cancel()
+	a.Stop()
+	if got, want := log.take(), "100ms recovered fakelet-00003"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
