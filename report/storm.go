@@ -124,9 +124,13 @@ func (r *Report) writeStorms(w io.Writer) {
 			continue
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "    request\tcount\tper second\tpeak per second\tat\t\n")
+		width := len("request")
 		for _, q := range s.Requests {
-			fmt.Fprintf(tw, "    %s %s\t%d\t%.1f\t%d\t+%ds\t\n", q.Verb, q.Resource, q.Count, q.Rate, q.Peak, q.PeakSecond)
+			width = max(width, len(q.Verb)+1+len(q.Resource))
+		}
+		fmt.Fprintf(tw, "    %-*s\tcount\tper second\tpeak per second\tat\t\n", width, "request")
+		for _, q := range s.Requests {
+			fmt.Fprintf(tw, "    %-*s\t%d\t%.1f\t%d\t+%ds\t\n", width, q.Verb+" "+q.Resource, q.Count, q.Rate, q.Peak, q.PeakSecond)
 		}
 		_ = tw.Flush()
 	}
