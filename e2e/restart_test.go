@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/scrape"
+	"fakelet.dev/fakelet/measure/storm"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 )
@@ -136,4 +138,66 @@ func TestReportOfARestartStorm(t *testing.T) {
 				ready.LastHeartbeatTime.Time, st.Start, st.End)
 		}
 	}
+}
+
+// TestAPIServerRestartIsAWatchStorm: an apiserver restart breaks every watch of a kubelet-footprint
+// fleet, which lists them all again once it is back: one storm, caused by watches, that ends when
+// every node holds its watches again, as the apiserver's count of open watches says.
+func TestAPIServerRestartIsAWatchStorm(t *testing.T) {
+	cp := privateControlPlane(t, controlplane.Options{})
+	const nodes = 5
+	storms := storm.NewRecorder()
+	rf := runFleet(t, cp.AdminConfig(), fleet.Config{Nodes: nodes, Fleet: "rewatch", NamePrefix: "rewatch", RegisterQPS: 50,
+		Footprint: agent.FootprintKubelet, Recorder: storms})
+	holding := func() (bool, error) {
+		now := longrunningWatches(t, cp)
+		for _, r := range kubeletWatches {
+			if now[r] < nodes {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	eventually(t, 60*time.Second, "every node holding its watches", holding)
+	if s, _ := storms.Storms(); len(s) != 0 {
+		t.Fatalf("storms before the restart: %+v", s)
+	}
+
+	ctx := t.Context()
+	if err := controlplane.KillComponent(ctx, cp.Dir, "kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	time.Sleep(2 * time.Second) // the outage itself: nothing to wait for
+	if _, err := controlplane.StartComponent(ctx, cp.Dir, "kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, cp)
+	eventually(t, 60*time.Second, "the storm over", func() (bool, error) {
+		s, _ := storms.Storms()
+		return len(s) == 1 && !s[0].End.IsZero(), nil
+	})
+	if ok, _ := holding(); !ok {
+		t.Errorf("the storm ended before the apiserver held every node's watches: %v", longrunningWatches(t, cp))
+	}
+	s, _ := storms.Storms()
+	st := s[0]
+	t.Logf("storm from %v after the kill, all back %v later: causes %v", st.Start.Sub(killed).Round(time.Millisecond),
+		st.End.Sub(st.Start).Round(time.Millisecond), st.Causes)
+	if st.Nodes != nodes || st.Causes[agent.DisruptedWatch] < nodes || st.Causes[agent.DisruptedProcess] != 0 {
+		t.Errorf("storm of %d nodes, causes %v; want every node's watches", st.Nodes, st.Causes)
+	}
+	if st.Start.Before(killed) {
+		t.Errorf("the storm began %v before the kill", killed.Sub(st.Start))
+	}
+	relists := 0
+	for _, sec := range st.Seconds {
+		for _, w := range kubeletWatches {
+			relists += sec.Requests["watch "+w]
+		}
+	}
+	if relists < nodes*len(kubeletWatches) {
+		t.Errorf("%d watches opened in the storm, want every node's %d again at least", relists, len(kubeletWatches))
+	}
+	stillRunning(t, rf)
 }
