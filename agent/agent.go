@@ -194,8 +194,9 @@ func (a *Agent) Stop() {
 	a.mu.Unlock()
 	if r != nil {
 		// The fleet stops its agents after its own context ended: that is the end of the run, not a
-		// kubelet falling behind.
-		fleetEnded := r.ctx.Err() != nil
+		// kubelet falling behind. (The context Start was given, not the run's own: a parent's
+		// cancellation reaches its children a moment after its Done channel closes.)
+		fleetEnded := r.parent.Err() != nil
 		r.cancel()
 		a.ended(r.caughtUp() && !fleetEnded)
 	}
@@ -330,7 +331,7 @@ func (a *Agent) fail(err error) {
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
-		fleetEnded := r.ctx.Err() != nil
+		fleetEnded := r.parent.Err() != nil
 		r.cancel()
 		a.ended(r.caughtUp() && !fleetEnded)
 	}
@@ -354,6 +355,7 @@ func newer(rv, than string) bool {
 // so a request still finishing from the old one cannot disturb it.
 type run struct {
 	a      *Agent
+	parent context.Context // the one Start was given
 	ctx    context.Context
 	cancel context.CancelFunc
 	lease  leaseLoop
@@ -371,7 +373,7 @@ type run struct {
 
 // newRun returns a run of a within ctx, its loops not scheduled yet.
 func newRun(a *Agent, ctx context.Context) *run {
-	r := &run{a: a}
+	r := &run{a: a, parent: ctx}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
 	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r = r, r, r, r, r
 	r.lease.c.init(r)
