@@ -178,6 +178,7 @@ func (a *Agent) Start(ctx context.Context) {
 		}
 		if a.api.Watches != nil {
 			r.watches = a.kubeletReflectors(r)
+			r.recovery.unsynced = len(r.watches)
 			for _, f := range r.watches {
 				a.cfg.Scheduler.After(0, f)
 			}
@@ -192,7 +193,12 @@ func (a *Agent) Stop() {
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
+		// The fleet stops its agents after its own context ended: that is the end of the run, not a
+		// kubelet falling behind. (The context Start was given, not the run's own: a parent's
+		// cancellation reaches its children a moment after its Done channel closes.)
+		fleetEnded := r.parent.Err() != nil
 		r.cancel()
+		a.ended(r.caughtUp() && !fleetEnded)
 	}
 }
 
@@ -325,7 +331,9 @@ func (a *Agent) fail(err error) {
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
+		fleetEnded := r.parent.Err() != nil
 		r.cancel()
+		a.ended(r.caughtUp() && !fleetEnded)
 	}
 	if first && a.cfg.OnFatal != nil {
 		a.cfg.OnFatal(a, err)
@@ -347,6 +355,7 @@ func newer(rv, than string) bool {
 // so a request still finishing from the old one cannot disturb it.
 type run struct {
 	a      *Agent
+	parent context.Context // the one Start was given
 	ctx    context.Context
 	cancel context.CancelFunc
 	lease  leaseLoop
@@ -359,11 +368,12 @@ type run struct {
 	events  eventRecorder
 	// nodeEventsSent: the Node's first conditions were recorded as Events in this run.
 	nodeEventsSent bool
+	recovery       recovery // guarded by Agent.mu (recovery.go)
 }
 
 // newRun returns a run of a within ctx, its loops not scheduled yet.
 func newRun(a *Agent, ctx context.Context) *run {
-	r := &run{a: a}
+	r := &run{a: a, parent: ctx}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
 	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r = r, r, r, r, r
 	r.lease.c.init(r)

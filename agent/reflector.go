@@ -35,6 +35,7 @@ type reflector struct {
 	unavailable bool   // rv expired (410) or is too large: the next list starts from the newest
 	listing     bool   // the stream is a streaming list that has not sent its initial-events-end yet
 	relist      bool   // the next stream is a streaming list
+	synced      bool   // the stream is past its initial list: the kubelet holds this watch (recovery.go)
 	events      int32  // events of the stream
 	opened      time.Time
 	sent        time.Time
@@ -106,10 +107,32 @@ func (f *reflector) Opened(err error) {
 		return
 	}
 	if rec := a.cfg.Recorder; rec != nil {
-		rec.Request(Request{Verb: "watch", Resource: f.resource, Err: err, Latency: now.Sub(f.sent)})
+		// Without its Node: a watch is no heartbeat, and its latency is the stream's opening, which
+		// the false alarms' attribution of a node's last requests must not count as the server's.
+		rec.Request(Request{Verb: "watch", Resource: f.resource, Err: err, Latency: now.Sub(f.sent), Sent: f.sent})
 	}
 	if err != nil {
+		f.lost()
 		f.failed(err)
+		return
+	}
+	if !f.listing {
+		f.gotBack() // a watch from the last resource version: nothing to list first
+	}
+}
+
+// gotBack and lost tell the run that the reflector holds its watch, or not any more.
+func (f *reflector) gotBack() {
+	if !f.synced {
+		f.synced = true
+		f.r.watchSynced()
+	}
+}
+
+func (f *reflector) lost() {
+	if f.synced {
+		f.synced = false
+		f.r.watchLost()
 	}
 }
 
@@ -121,6 +144,7 @@ func (f *reflector) Event(e WatchEvent) {
 		if e.Type == EventBookmark && e.InitialEventsEnd {
 			f.listing, f.relist, f.unavailable = false, false, false
 			f.rv = e.ResourceVersion
+			f.gotBack()
 		}
 		return
 	}
@@ -144,6 +168,7 @@ func (f *reflector) Ended(err error) {
 		f.again(0) // the server's timeout: watch on from the last resource version
 		return
 	}
+	f.lost()
 	f.failed(err)
 }
 

@@ -22,10 +22,12 @@ type statusLoop struct {
 	// its first status update reads it (the watch event comes after the POST's answer), so that
 	// update's first try fails and the next one GETs the Node (kubelet footprint only).
 	listerMiss bool
-	lastReport time.Time     // last successful patch; zero after a (re)start
-	delay      time.Duration // the kubelet's delayAfterNodeStatusChange
-	delayFor   time.Duration // the report period delay was drawn for
-	due        time.Time     // when the next tick is due; zero for the first
+	// readyReported: a patch of this run reported Ready (recovery.go).
+	readyReported bool
+	lastReport    time.Time     // last successful patch; zero after a (re)start
+	delay         time.Duration // the kubelet's delayAfterNodeStatusChange
+	delayFor      time.Duration // the report period delay was drawn for
+	due           time.Time     // when the next tick is due; zero for the first
 	// unchanged remembers the last Node and health whose recomputed status did not change: the
 	// status is a function of the two (and of the time, in heartbeat times only), so while neither
 	// changes the 10 s tick needs no recomputation to know it would send nothing.
@@ -133,6 +135,10 @@ func (s *statusLoop) tryUpdate(try int) error {
 	}
 	if s.r.a.kubelet() && nodeReady(node) != nodeReady(original) {
 		s.r.events.nodeStatusEvent(readyReason(nodeReady(node)))
+	}
+	if !s.readyReported && nodeReady(node) {
+		s.readyReported = true
+		s.r.reportedReady()
 	}
 	now := clock.Now()
 	s.r.pods.nodeReported(s.lastReport.IsZero(), nodeReady(node) && !nodeReady(original))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +43,30 @@ func (f *Fleet) StartNode(index int) error {
 }
 
 var errNoSuchNode = errors.New("not in the fleet")
+
+// RestartNode restarts the kubelet of node number index, as after an upgrade: its process dies at
+// once, with whatever it had in flight, and a new one starts downtime later on the fleet's clock,
+// with none of the old one's state. A node churn removed in the meantime is not started again.
+func (f *Fleet) RestartNode(index int, downtime time.Duration) error {
+	a := f.Agent(index)
+	if a == nil {
+		return fmt.Errorf("restart node %s: %w", NodeName(f.cfg.NamePrefix, index), errNoSuchNode)
+	}
+	a.Stop()
+	if downtime <= 0 {
+		return f.StartNode(index)
+	}
+	f.sched.After(downtime, startLater{f, index})
+	return nil
+}
+
+// startLater is a restarted kubelet's new process, once its downtime is over.
+type startLater struct {
+	f     *Fleet
+	index int
+}
+
+func (s startLater) Run() { _ = s.f.StartNode(s.index) }
 
 // AddNodes adds agents for node numbers indexes to the running fleet and starts them at once, as new
 // machines booting (a scale-up); the caller paces them. Indexes must continue the fleet's numbering in

@@ -23,6 +23,8 @@ import (
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/scrape"
+	"fakelet.dev/fakelet/measure/storm"
+	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -60,6 +62,7 @@ type Session struct {
 	fleetSrc *scrape.FleetSource
 	scraper  *scrape.Scraper
 	alarms   *falsealarm.Detector
+	storms   *storm.Recorder
 
 	mu      sync.Mutex
 	start   time.Time
@@ -88,7 +91,7 @@ func New(opts Options) *Session {
 	}
 	s := &Session{opts: opts, recorder: observe.NewRecorder(opts.Now), fleetSrc: &scrape.FleetSource{},
 		tracker: reaction.NewTracker(), actions: headtail.Sample[*reaction.Action]{Keep: actionsKept}, latest: map[string]*reaction.Action{},
-		alarms: falsealarm.New(opts.GracePeriod)}
+		alarms: falsealarm.New(opts.GracePeriod), storms: storm.NewRecorder()}
 	s.recorder.OnRenewal(s.renewed)
 	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
 	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
@@ -133,6 +136,7 @@ func (s *Session) Observe(f *fleet.Fleet) {
 	f.OnPod(s.recorder.PodHandler())
 	s.fleetSrc.Add(f.Tally())
 	f.Record(s.alarms)
+	f.Record(s.storms)
 }
 
 // Start begins the run's record: a first scrape, then scrapes every interval until Stop, and the
@@ -197,6 +201,9 @@ func (s *Session) scrapeSoon() {
 // agent's last heartbeats are those before it: Action fills them in.
 func (s *Session) Applied(a reaction.Action) {
 	s.alarms.Applied(a)
+	if a.Op == string(profiles.OpRemove) {
+		s.storms.Forget(a.Node, a.At)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tracker.Applied(a)
@@ -300,6 +307,7 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 	for _, a := range s.actions.Items() {
 		actions = append(actions, *a)
 	}
+	storms, stormsDropped := s.storms.Storms()
 	var reactions []reaction.Summary
 	if s.tracker.Actions() > 0 {
 		reactions = s.tracker.Summaries(phases)
@@ -314,6 +322,8 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		Snapshots:         s.scraper.Snapshots(),
 		LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
 		FalseAlarms:       s.falseAlarms(),
+		Storms:            storms,
+		StormsDropped:     stormsDropped,
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 func TestBuiltinsLoad(t *testing.T) {
 	names := BuiltinNames()
 	want := []string{"auth-failure", "churn", "flap", "lease-vs-status", "mass-outage", "notready", "partition",
-		"pressure", "steady", "stop-10pct", "zone-outage"}
+		"pressure", "restart-all", "steady", "stop-10pct", "zone-outage"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("BuiltinNames() = %v, want %v", names, want)
 	}

@@ -131,7 +131,7 @@ func TestParseDecodeErrors(t *testing.T) {
 		{
 			name: "unknown field in a flow mapping of a list item",
 			yaml: doc("nodes: 10\ngroups: {g: {count: 1}}\nphases:\n- name: p\n  duration: 1m\n  actions:\n  - {group: g, do: stop, when: 5s}"),
-			want: []string{"12: spec.phases[0].actions[0].when: unknown field (an action has group, do, at, spread, period, duty, jitter, reason, message, type, status, delay, mode, add, remove, rate)"},
+			want: []string{"12: spec.phases[0].actions[0].when: unknown field (an action has group, do, at, spread, period, duty, jitter, reason, message, type, status, delay, mode, downtime, add, remove, rate)"},
 		},
 		{
 			name: "unknown top-level field",

@@ -54,6 +54,10 @@ func (p *Profile) SetDefaults() {
 				if a.Message == "" {
 					a.Message = defaultNotReadyMessage
 				}
+			case VerbRestart:
+				if a.Downtime == nil {
+					a.Downtime = &Duration{}
+				}
 			case VerbCondition:
 				if a.Status == "" {
 					a.Status = defaultConditionStatus

@@ -152,6 +152,9 @@ type Action struct {
 	// mode
 	Mode heartbeat.Mode `json:"mode,omitempty" yaml:"mode"`
 
+	// restart
+	Downtime *Duration `json:"downtime,omitempty" yaml:"downtime"`
+
 	// churn
 	Add    int      `json:"add,omitempty" yaml:"add"`
 	Remove int      `json:"remove,omitempty" yaml:"remove"`

@@ -14,8 +14,10 @@ import (
 type Op string
 
 const (
-	OpStop        Op = "stop"
-	OpStart       Op = "start"
+	OpStop  Op = "stop"
+	OpStart Op = "start"
+	// OpRestart stops the node's kubelet and starts a new one Args.Downtime later.
+	OpRestart     Op = "restart"
 	OpPartition   Op = "partition"
 	OpHeal        Op = "heal"
 	OpNotReady    Op = "notReady"
@@ -65,6 +67,9 @@ type Args struct {
 	Delay time.Duration
 	// mode: the heartbeat mode to switch to.
 	Mode heartbeat.Mode
+	// restart: how long the kubelet is gone.
+	Downtime time.Duration
+	restart  bool
 }
 
 func (a *Args) String() string {
@@ -75,6 +80,8 @@ func (a *Args) String() string {
 		return fmt.Sprintf("%s=%s", a.Condition, a.Status)
 	case a.Mode != "":
 		return "mode=" + string(a.Mode)
+	case a.restart:
+		return "downtime=" + a.Downtime.String()
 	}
 	return "delay=" + a.Delay.String()
 }
@@ -221,6 +228,8 @@ func argsOf(a *Action) *Args {
 		return &Args{Delay: a.Delay.Duration}
 	case VerbMode:
 		return &Args{Mode: a.Mode}
+	case VerbRestart:
+		return &Args{Downtime: a.Downtime.Duration, restart: true}
 	}
 	return nil
 }

@@ -212,16 +212,23 @@ phases:
   - {group: g, do: notReady, reason: RuntimeDown, message: containerd is gone}
   - {group: g, do: condition, type: PIDPressure, status: "False", at: 1s}
   - {group: g, do: latency, delay: 250ms, at: 2s}
-  - {group: g, do: mode, mode: status, at: 3s}`)
+  - {group: g, do: mode, mode: status, at: 3s}
+  - {group: g, do: restart, at: 4s}
+  - {group: g, do: restart, downtime: 10s, at: 5s}`)
 	evs := collect(mustResolve(t, p, 2, 0).Schedule(), 0)
 	want := []Args{
 		{Reason: "RuntimeDown", Message: "containerd is gone"},
 		{Condition: PIDPressure, Status: ConditionFalse},
 		{Delay: 250 * time.Millisecond},
 		{Mode: heartbeat.ModeStatus},
+		{restart: true},
+		{Downtime: 10 * time.Second, restart: true},
 	}
-	if len(evs) != 8 {
-		t.Fatalf("%d events, want 8", len(evs))
+	if len(evs) != 12 {
+		t.Fatalf("%d events, want 12", len(evs))
+	}
+	if got := evs[10].String(); got != "5s node 0 restart downtime=10s (phases[0].actions[5])" {
+		t.Errorf("restart event: %s", got)
 	}
 	for i, ev := range evs {
 		if ev.Args == nil || *ev.Args != want[i/2] {

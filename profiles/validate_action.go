@@ -88,6 +88,8 @@ func (s *Spec) validateAction(ps *problems, path string, ph *Phase, a *Action) {
 		}
 	case VerbChurn:
 		validateChurn(ps, path, a, phaseLen)
+	case VerbRestart:
+		validateRestart(ps, path, a, phaseLen)
 	}
 }
 
@@ -140,6 +142,22 @@ func validateFlap(ps *problems, path string, a *Action, phaseLen time.Duration) 
 	if phaseLen > 0 && period > phaseLen-a.At.Duration-a.Spread.Duration {
 		ps.addf(joinPath(path, paramPeriod), "at %v + spread %v + period %v ends after the phase (duration %v): not every node would flap once",
 			a.At.Duration, a.Spread.Duration, period, phaseLen)
+	}
+}
+
+// validateRestart keeps every restarted kubelet's new process within the phase, so that the phase
+// that restarts a group is also the one whose report shows it coming back.
+func validateRestart(ps *problems, path string, a *Action, phaseLen time.Duration) {
+	if a.Downtime == nil {
+		return
+	}
+	d := a.Downtime.Duration
+	switch {
+	case d < 0:
+		ps.addf(joinPath(path, paramDowntime), "must not be negative, got %v (0s restarts at once)", d)
+	case phaseLen > 0 && d >= phaseLen-a.At.Duration-a.Spread.Duration:
+		ps.addf(joinPath(path, paramDowntime), "at %v + spread %v + downtime %v ends after the phase (duration %v): a kubelet would still be down when it ends",
+			a.At.Duration, a.Spread.Duration, d, phaseLen)
 	}
 }
 

@@ -141,8 +141,8 @@ phases:
   - {group: victims, do: stop, delay: 1s, reason: Foo}
   - {group: victims, do: flap, period: 10s, mode: lease}`),
 			want: []string{
-				`12: spec.phases[0].actions[0].do: is required (actions: stop, start, flap, partition, heal, notReady, ready, condition, deleteLease, denyAuth, restoreAuth, latency, mode, churn)`,
-				`13: spec.phases[0].actions[1].do: unknown action "explode" (actions: stop, start, flap, partition, heal, notReady, ready, condition, deleteLease, denyAuth, restoreAuth, latency, mode, churn)`,
+				`12: spec.phases[0].actions[0].do: is required (actions: stop, start, restart, flap, partition, heal, notReady, ready, condition, deleteLease, denyAuth, restoreAuth, latency, mode, churn)`,
+				`13: spec.phases[0].actions[1].do: unknown action "explode" (actions: stop, start, restart, flap, partition, heal, notReady, ready, condition, deleteLease, denyAuth, restoreAuth, latency, mode, churn)`,
 				`14: spec.phases[0].actions[2].group: is required (groups: others, victims)`,
 				`15: spec.phases[0].actions[3].group: unknown group "victim" (groups: others, victims)`,
 				`16: spec.phases[0].actions[4].reason: is not a parameter of stop (stop takes no parameters)`,
@@ -253,6 +253,27 @@ phases:
 				`18: spec.phases[0].actions[6].rate: 61 nodes at 1 per second take 1m0s, which ends after the phase (duration 1m0s, at 0s)`,
 				`19: spec.phases[0].actions[7].rate: 31 nodes at 1 per second take 30s, which ends after the phase (duration 1m0s, at 30s)`,
 				`21: spec.phases[0].actions[9]: churn adds or removes more nodes than the largest fleet fakelet runs (1000000)`,
+			},
+		},
+		{
+			name: "restart",
+			yaml: doc(`nodes: 10
+groups: {g: {count: 1}}
+phases:
+- name: p
+  duration: 1m
+  actions:
+  - {group: g, do: restart}
+  - {group: g, do: restart, downtime: 10s}
+  - {group: g, do: restart, downtime: -1s}
+  - {group: g, do: restart, at: 30s, spread: 20s, downtime: 10s}
+  - {group: g, do: restart, downtime: soon}
+  - {group: g, do: restart, delay: 1s}`),
+			want: []string{
+				`14: spec.phases[0].actions[2].downtime: duration "-1s" is negative`,
+				`15: spec.phases[0].actions[3].downtime: at 30s + spread 20s + downtime 10s ends after the phase (duration 1m0s): a kubelet would still be down when it ends`,
+				`16: spec.phases[0].actions[4].downtime: "soon" is not a duration (write it like 90s, 5m or 1m30s)`,
+				`17: spec.phases[0].actions[5].delay: is not a parameter of restart (restart takes downtime)`,
 			},
 		},
 		{

@@ -9,6 +9,10 @@ const (
 	VerbStop Verb = "stop"
 	// VerbStart: a restarted kubelet comes back: it re-registers and reports Ready=True.
 	VerbStart Verb = "start"
+	// VerbRestart {downtime}: the kubelet restarts, as after an upgrade: the process dies and a new
+	// one starts downtime later (0 by default, as systemctl restart does), with none of the old one's
+	// state: its watches list again, it re-runs the kubelet's startup sequence.
+	VerbRestart Verb = "restart"
 	// VerbFlap {period, duty, jitter}: stopped for duty x period, then running, in turn, until the phase
 	// ends. Expanded into stop and start events by the schedule.
 	VerbFlap Verb = "flap"
@@ -41,18 +45,19 @@ const (
 
 // Parameter names, as written in a profile.
 const (
-	paramPeriod  = "period"
-	paramDuty    = "duty"
-	paramJitter  = "jitter"
-	paramReason  = "reason"
-	paramMessage = "message"
-	paramType    = "type"
-	paramStatus  = "status"
-	paramDelay   = "delay"
-	paramMode    = "mode"
-	paramAdd     = "add"
-	paramRemove  = "remove"
-	paramRate    = "rate"
+	paramPeriod   = "period"
+	paramDuty     = "duty"
+	paramJitter   = "jitter"
+	paramReason   = "reason"
+	paramMessage  = "message"
+	paramType     = "type"
+	paramStatus   = "status"
+	paramDelay    = "delay"
+	paramMode     = "mode"
+	paramAdd      = "add"
+	paramRemove   = "remove"
+	paramRate     = "rate"
+	paramDowntime = "downtime"
 )
 
 // verbs lists every verb in the order docs/profiles.md describes them, with the parameters it takes.
@@ -64,6 +69,7 @@ var verbs = []struct {
 }{
 	{VerbStop, nil},
 	{VerbStart, nil},
+	{VerbRestart, []string{paramDowntime}},
 	{VerbFlap, []string{paramPeriod, paramDuty, paramJitter}},
 	{VerbPartition, nil},
 	{VerbHeal, nil},
@@ -117,5 +123,6 @@ func (a *Action) setParams() []string {
 	add(paramAdd, a.Add != 0)
 	add(paramRemove, a.Remove != 0)
 	add(paramRate, a.Rate != nil)
+	add(paramDowntime, a.Downtime != nil)
 	return set
 }

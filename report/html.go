@@ -83,6 +83,19 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 {{range .R.FalseAlarms}}<tr><td>{{.Phase}}</td><td class="l">{{or .Group "-"}}</td><td class="l">{{.Event}}</td><td class="missing">{{.Count}}</td><td>{{.SendLag}}</td><td>{{.ServerLatency}}</td><td>{{.Rejection}}</td><td>{{.None}}</td><td class="l">{{range $i, $n := .Nodes}}{{if $i}}, {{end}}{{$n}}{{end}}</td></tr>
 {{end}}</table>{{else}}<p>None: no node fakelet kept healthy turned Unknown or False, was tainted not-ready or unreachable, or lost a pod to eviction.</p>{{end}}
 {{end}}
+{{if .Storms}}<h2>Storms</h2>
+<p>Kubelets that fell behind together (restarted, or their watches broken by the server) and the fleet's requests until each was back: Ready, with every watch past its initial list.</p>
+{{range .Storms}}<h3>{{.Title}}</h3>
+<p>{{.Summary}}</p>
+{{if .S.Requests}}<table>
+<tr><th class="l">request</th><th>count</th><th>per second</th><th>peak per second</th><th>at</th></tr>
+{{range .S.Requests}}<tr><td>{{.Verb}} {{.Resource}}</td><td>{{.Count}}</td><td>{{printf "%.1f" .Rate}}</td><td>{{.Peak}}</td><td>+{{.PeakSecond}}s</td></tr>
+{{end}}</table>
+<table>
+<tr><th>second</th>{{range .Kinds}}<th>{{.}}</th>{{end}}<th>429s</th><th>nodes back</th></tr>
+{{range .Seconds}}<tr><td>+{{.At}}s</td>{{range .Counts}}<td>{{.}}</td>{{end}}<td>{{.Throttled}}</td><td>{{.Recovered}}</td></tr>
+{{end}}</table>{{if .More}}<p>and {{.More}} more seconds in report.json</p>{{end}}{{end}}
+{{end}}{{end}}
 <h2>Load</h2>
 <table>
 <tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
@@ -152,7 +165,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	err = htmlPage.Execute(&buf, map[string]any{
 		"R": r, "Title": title, "Charts": svgs, "Cols": names, "Rows": rows,
 		"Start": r.Start.UTC().Format(time.RFC3339), "Duration": r.End.Sub(r.Start).Round(time.Second).String(),
-		"Phases": r.phaseLine(), "GeneratorWarning": generatorWarningOf(r), "CapacityWarnings": r.capacityWarnings(),
+		"Phases": r.phaseLine(), "GeneratorWarning": generatorWarningOf(r), "CapacityWarnings": r.capacityWarnings(), "Storms": r.htmlStorms(),
 	})
 	if err != nil {
 		return fmt.Errorf("render report.html: %w", err)

@@ -18,6 +18,8 @@ import (
 //   - counts add up: Parameters.Nodes, node transitions and Lease renewals seen, each reaction's
 //     actions, reactions and missing ones, the fleet's own requests (Load.*.Fleet);
 //   - the node-state timeline is the sum of the shards' step functions, at every point any shard has;
+//   - storms are each shard's, in order of their start: a shard sees only its own nodes fall
+//     behind and catch up, so one restart of the whole fleet is a storm per shard;
 //   - phases run from the earliest shard's start to the latest shard's end;
 //   - reaction latencies are recomputed from the shards' samples, which every report carries: the
 //     statistics the samples are of (FromLastRenewal for silencing ops, else FromAction) are exact;
@@ -75,6 +77,12 @@ func Merge(shards []*Report) (*Report, error) {
 	m.Nodes.Timeline = mergeTimelines(shards)
 	m.Reactions = mergeReactions(shards)
 	m.FalseAlarms = mergeFalseAlarms(shards)
+	m.Storms, m.StormsDropped = nil, 0
+	for _, s := range shards {
+		m.Storms = append(m.Storms, s.Storms...)
+		m.StormsDropped += s.StormsDropped
+	}
+	slices.SortStableFunc(m.Storms, func(a, b Storm) int { return a.Start.Compare(b.Start) })
 	m.GeneratorBound = false
 	for _, s := range shards {
 		m.GeneratorBound = m.GeneratorBound || s.GeneratorBound

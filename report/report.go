@@ -8,6 +8,7 @@ import (
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/scrape"
+	"fakelet.dev/fakelet/measure/storm"
 )
 
 // SchemaVersion names the schema of report.json; docs/report.md documents it. A change that removes
@@ -36,7 +37,12 @@ type Report struct {
 	// GeneratorBound says fakelet's own send lag had a p99 above GeneratorBoundLag over the run: the
 	// fleet, not the control plane, delayed the heartbeats, and the run measured fakelet.
 	GeneratorBound bool `json:"generatorBound,omitempty"`
-	Load           Load `json:"load"`
+	// Storms are the stretches when kubelets fell behind together, as after a mass restart or an
+	// apiserver restart, with what the fleet sent until every one was back (package storm).
+	Storms []Storm `json:"storms,omitempty"`
+	// StormsDropped counts the storms past storm.MaxStorms, not kept.
+	StormsDropped int  `json:"stormsDropped,omitempty"`
+	Load          Load `json:"load"`
 	// Capacity is the answer of fakelet capacity, whose phases are its steps' settles and holds; nil
 	// for other runs.
 	Capacity *Capacity `json:"capacity,omitempty"`
@@ -182,6 +188,9 @@ type Record struct {
 	Reactions       []reaction.Summary
 	// FalseAlarms are the session's false alarms (falsealarm.Detector.Counts).
 	FalseAlarms []falsealarm.Count
+	// Storms are the session's storms (storm.Recorder.Storms), StormsDropped those not kept.
+	Storms        []storm.Storm
+	StormsDropped int
 	// Load, if set, is the load computed window by window elsewhere (from Prometheus, whose
 	// increase() over each window is better than deltas between snapshots of the whole run), instead
 	// of from Snapshots.
@@ -237,6 +246,10 @@ func Build(rec Record) *Report {
 		r.Reactions = reaction.SummarizeResults(reaction.Extract(rec.Actions, r.Phases, rec.Transitions), r.Phases)
 	}
 	r.FalseAlarms = rec.FalseAlarms
+	if len(rec.Storms) > 0 {
+		r.Storms = buildStorms(rec.Storms, r.Phases, rec.Snapshots)
+	}
+	r.StormsDropped = rec.StormsDropped
 	defer func() { r.GeneratorBound = GeneratorBound(r.Load.Run) }()
 	windows := make([]load.Window, len(r.Phases))
 	for i, p := range r.Phases {

@@ -17,6 +17,7 @@ import (
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/scrape"
+	"fakelet.dev/fakelet/measure/storm"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -77,6 +78,9 @@ func fixture() Record {
 				}},
 				"process_cpu_seconds_total":     {Type: scrape.Counter, Series: map[string]*scrape.Series{"": {Value: 5 + s*0.05}}},
 				"process_resident_memory_bytes": {Type: scrape.Gauge, Series: map[string]*scrape.Series{"": {Value: 300 << 20}}},
+				"apiserver_flowcontrol_rejected_requests_total": {Type: scrape.Counter, Labels: []string{"priority_level"}, Series: map[string]*scrape.Series{
+					"node-high": {Labels: []string{"node-high"}, Value: 3 * math.Floor(s/195)}, // 3 in the scrape after the start
+				}},
 			}},
 			scrape.Snapshot{Component: load.Fleet, At: at(s), Families: map[string]*scrape.Family{
 				scrape.FleetSendLag: {Type: scrape.Histogram, Series: map[string]*scrape.Series{"": {Value: puts, Sum: puts * 0.002,
@@ -97,7 +101,18 @@ func fixture() Record {
 		Start:      at(0), End: at(240),
 		Phases: phases, Actions: actions, Transitions: ts, Snapshots: snaps,
 		FalseAlarms: []falsealarm.Count{{Phase: "outage", Event: "ready_unknown", Count: 1, ServerLatency: 1, Nodes: []string{"node-07"}}},
+		Storms:      []storm.Storm{fixtureStorm()},
 	}
+}
+
+// fixtureStorm is the two victims' storm, from their stop to the second one's return: nothing sent
+// while they are stopped, then the restarted kubelets' startup in their first two seconds.
+func fixtureStorm() storm.Storm {
+	s := storm.Storm{Start: at(60), End: at(181.5), Causes: map[string]int{"process": 2}, Nodes: 2, Recovered: 2,
+		Seconds: make([]storm.Second, 122)}
+	s.Seconds[120] = storm.Second{Requests: map[string]int{"watch pods": 2, "watch nodes": 2, "create nodes": 2, "get nodes": 2, "get leases": 2}, Throttled: 1}
+	s.Seconds[121] = storm.Second{Requests: map[string]int{"watch pods": 1, "patch nodes": 2}, Recovered: 2}
+	return s
 }
 
 // lagBound is the fixture's highest finite send lag bucket: where its slowest 2% fall.
@@ -241,4 +256,54 @@ func TestCompareGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "compare.golden", b.Bytes())
+}
+
+// A storm's figures: its phase, how long until every node was back, its requests by kind with their
+// peak second, the fleet's 429s and the apiserver's rejections between the scrapes around it.
+func TestStormFigures(t *testing.T) {
+	r := Build(fixture())
+	if len(r.Storms) != 1 {
+		t.Fatalf("%d storms, want 1", len(r.Storms))
+	}
+	s := r.Storms[0]
+	if s.Phase != "outage" || s.AllBackSeconds == nil || *s.AllBackSeconds != 121.5 || s.Nodes != 2 || s.Recovered != 2 || s.Throttled != 1 {
+		t.Errorf("storm %+v", s)
+	}
+	if s.APFRejected == nil || *s.APFRejected != 3 || !s.APFFrom.Equal(at(60)) || !s.APFTo.Equal(at(195)) {
+		t.Errorf("APF rejections %v between %v and %v, want 3 between +60s and +195s", s.APFRejected, s.APFFrom, s.APFTo)
+	}
+	want := []StormRequests{
+		{Verb: "watch", Resource: "pods", Count: 3, Peak: 2, PeakSecond: 120, Rate: 3.0 / 122},
+		{Verb: "create", Resource: "nodes", Count: 2, Peak: 2, PeakSecond: 120, Rate: 2.0 / 122},
+		{Verb: "get", Resource: "leases", Count: 2, Peak: 2, PeakSecond: 120, Rate: 2.0 / 122},
+		{Verb: "get", Resource: "nodes", Count: 2, Peak: 2, PeakSecond: 120, Rate: 2.0 / 122},
+		{Verb: "patch", Resource: "nodes", Count: 2, Peak: 2, PeakSecond: 121, Rate: 2.0 / 122},
+		{Verb: "watch", Resource: "nodes", Count: 2, Peak: 2, PeakSecond: 120, Rate: 2.0 / 122},
+	}
+	if fmt.Sprint(s.Requests) != fmt.Sprint(want) {
+		t.Errorf("requests\n%v\nwant\n%v", s.Requests, want)
+	}
+
+	// Not all back: no time; no scrape after it: no rejections.
+	rec := fixture()
+	rec.Storms[0].End, rec.Storms[0].Recovered = time.Time{}, 1
+	rec.Storms[0].Seconds = rec.Storms[0].Seconds[:1]
+	rec.End = at(300)
+	rec.Storms = append(rec.Storms, storm.Storm{Start: at(239), Causes: map[string]int{"watch": 1}, Nodes: 1})
+	r = Build(rec)
+	if s := r.Storms[0]; s.AllBackSeconds != nil || s.APFRejected == nil || *s.APFRejected != 0 {
+		t.Errorf("a storm not over: all back %v, rejected %v", s.AllBackSeconds, s.APFRejected)
+	}
+	if s := r.Storms[1]; s.Phase != "recovery" || s.APFRejected != nil {
+		t.Errorf("a storm after the last scrape: phase %q, rejected %v", s.Phase, s.APFRejected)
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"outage +0s: 2 nodes (2 process), 1 of 2 not back by the end", "recovery +59s: 1 nodes (1 watch), 1 of 1 not back by the end; 429s to the fleet 0, APF rejections not scraped"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("summary has no line %q:\n%s", line, b.String())
+		}
+	}
 }

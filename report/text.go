@@ -57,6 +57,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintln(w)
 		r.writeFalseAlarms(w)
 	}
+	r.writeStorms(w)
 	fmt.Fprintln(w)
 	r.writeLoad(w)
 	for _, e := range r.Load.ScrapeErrors {

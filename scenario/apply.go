@@ -41,6 +41,9 @@ func (r *Runner) apply(ev profiles.Event, now time.Time) {
 	case profiles.OpStart:
 		r.record(ev, now, r.fleet.StartNode(ev.Node))
 		return
+	case profiles.OpRestart:
+		r.record(ev, now, r.fleet.RestartNode(ev.Node, ev.Args.Downtime))
+		return
 	}
 	a := r.fleet.Agent(ev.Node)
 	if a == nil {
@@ -121,6 +124,8 @@ func (r *Runner) describe(a *profiles.Action) string {
 			fmt.Fprintf(&b, " delay %v", a.Delay.Duration)
 		case profiles.VerbMode:
 			fmt.Fprintf(&b, " mode %s", a.Mode)
+		case profiles.VerbRestart:
+			fmt.Fprintf(&b, " downtime %v", a.Downtime.Duration)
 		}
 	}
 	if a.Spread.Duration > 0 {

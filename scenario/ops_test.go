@@ -312,3 +312,48 @@ spec:
 		}
 	}
 }
+
+// A restart stops the kubelet and starts a new one after its downtime, on the fleet's clock.
+func TestRestartStartsAgainAfterItsDowntime(t *testing.T) {
+	h := newHarness(t, `
+apiVersion: fakelet.dev/v1alpha1
+kind: Profile
+metadata: {name: restarting}
+spec:
+  nodes: 2
+  groups:
+    slow: {indexes: "0"}
+    quick: {indexes: "1"}
+  phases:
+  - name: restart
+    duration: 60s
+    actions:
+    - {group: slow, do: restart, downtime: 10s}
+    - {group: quick, do: restart, at: 5s}
+`)
+	start := h.waitForPhases()
+	slow, quick := h.fleet.Agent(0), h.fleet.Agent(1)
+	quickBefore := quick.Stats().StatusPatches
+	for _, step := range []struct {
+		at      time.Duration
+		running bool
+	}{{1 * time.Second, false}, {9 * time.Second, false}, {10 * time.Second, true}} {
+		h.advanceTo(start, step.at)
+		if slow.Running() != step.running {
+			t.Errorf("+%v: node 0 running %v, want %v", step.at, slow.Running(), step.running)
+		}
+	}
+	// The quick one restarted with no downtime: it runs, and its new process reported its status.
+	if !quick.Running() || quick.Stats().StatusPatches <= quickBefore {
+		t.Errorf("node 1 after its restart: running %v, status patches %d (%d before)", quick.Running(), quick.Stats().StatusPatches, quickBefore)
+	}
+	h.advanceTo(start, 60*time.Second)
+	h.finished()
+	var ops []string
+	for _, ap := range h.runner.Record().Applied {
+		ops = append(ops, fmt.Sprintf("%s@%v", ap.Op, ap.At.Sub(start)))
+	}
+	if got, want := strings.Join(ops, " "), "restart@0s restart@5s"; got != want {
+		t.Errorf("applied %s, want %s", got, want)
+	}
+}

@@ -38,7 +38,7 @@ func TestProfilesCommand(t *testing.T) {
 		{name: "list", args: []string{"profiles", "list"}, golden: "profiles-list.golden"},
 		{name: "show", args: []string{"profiles", "show", "stop-10pct"}, golden: "profiles-show-stop-10pct.golden"},
 		{name: "show unknown", args: []string{"profiles", "show", "stop-20pct"},
-			wantErr: `load profile "stop-20pct": no built-in profile has that name (built-ins: auth-failure, churn, flap, lease-vs-status, mass-outage, notready, partition, pressure, steady, stop-10pct, zone-outage), and no file has that path`},
+			wantErr: `load profile "stop-20pct": no built-in profile has that name (built-ins: auth-failure, churn, flap, lease-vs-status, mass-outage, notready, partition, pressure, restart-all, steady, stop-10pct, zone-outage), and no file has that path`},
 		{name: "show invalid file", args: []string{"profiles", "show", bad},
 			wantErr: "profile " + bad + ":6: spec.phases[0].actions[0].group: unknown group \"victims\": spec.groups defines none"},
 		{name: "show needs a name", args: []string{"profiles", "show"}, wantErr: "accepts 1 arg(s), received 0"},

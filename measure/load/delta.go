@@ -152,3 +152,22 @@ func Quantile(q float64, bounds, cumulative []float64) float64 {
 	}
 	return lower + (bounds[b]-lower)*(rank-below)/inBucket
 }
+
+// Rejected is the increase of apiserver_flowcontrol_rejected_requests_total, over every priority
+// level, between the last apiserver scrape at or before start and the first at or after end: the
+// scrapes around a stretch shorter than the scrape interval. It also returns the two scrapes' times;
+// ok is false without two such scrapes.
+func Rejected(snaps []scrape.Snapshot, start, end time.Time) (rejected float64, from, to time.Time, ok bool) {
+	api := component(snaps, APIServer)
+	i := sort.Search(len(api), func(k int) bool { return api[k].At.After(start) }) - 1
+	j := sort.Search(len(api), func(k int) bool { return !api[k].At.Before(end) })
+	if i < 0 || j >= len(api) || j <= i {
+		return 0, time.Time{}, time.Time{}, false
+	}
+	if f := Delta(api[i:j+1], "apiserver_flowcontrol_rejected_requests_total"); f != nil {
+		for _, s := range f.Series {
+			rejected += s.Value
+		}
+	}
+	return rejected, api[i].At, api[j].At, true
+}
