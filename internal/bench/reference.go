@@ -308,13 +308,11 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 }
 
 // restartAgents restarts every agent of f at once, as the restart window restarts the hollow
-// kubelets' processes. It stops and starts each agent, as a profile's stop and start do: the hook
-// to switch to the fleet's own restart of a kubelet (the restart profile op's), which drops what the
-// old process knew, once that lands.
+// kubelets' processes: each as the restart profile op does (Fleet.RestartNode), a new process that
+// knows nothing of the old one's watches, Node or pods.
 func restartAgents(f *fleet.Fleet) error {
 	for _, a := range f.Agents() {
-		a.Stop()
-		if err := f.StartNode(a.Index()); err != nil {
+		if err := f.RestartNode(a.Index(), 0); err != nil {
 			return err
 		}
 	}
