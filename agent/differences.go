@@ -44,6 +44,4 @@ var FootprintDifferences = []FootprintDifference{
 	{Verb: "patch", Resource: "pods", Subresource: "status", Windows: []string{"pods"}, Reason: "the agent reports a pod " +
 		"Running and Ready in one status patch and confirms a deletion without one; a kubelet patches as its containers " +
 		"start and become ready, and the terminated status before its final delete"},
-	{Verb: "delete", Resource: "pods", Windows: []string{"pods"}, Reason: "the agent sends its final DELETE again for " +
-		"each watch event of a pod being deleted (the repeats are answered 404); a kubelet sends one: to be fixed in the agent"},
 }
