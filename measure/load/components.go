@@ -176,3 +176,30 @@ func sendLag(snaps []*scrape.Snapshot) *SendLag {
 	s := f.Series[""]
 	return &SendLag{Ticks: s.Value, P50: q(0.5, s), P99: q(0.99, s)}
 }
+
+// fleetWatches is the agents' watches by resource: what the gauge held at the window's last scrape,
+// and what the counters added over the window.
+func fleetWatches(snaps []*scrape.Snapshot, rate func(float64) float64) []FleetWatch {
+	if len(snaps) == 0 {
+		return nil
+	}
+	held := snaps[len(snaps)-1].Families[scrape.FleetWatchesHeld]
+	lists, opens, events := Delta(snaps, scrape.FleetWatchLists), Delta(snaps, scrape.FleetWatchOpens), Delta(snaps, scrape.FleetWatchEvents)
+	if held == nil || len(held.Series) == 0 {
+		return nil
+	}
+	value := func(f *scrape.Family, k string) float64 {
+		if f == nil || f.Series[k] == nil {
+			return 0
+		}
+		return f.Series[k].Value
+	}
+	var out []FleetWatch
+	for _, s := range sortedSeries(held) {
+		k := scrape.Key(s.Labels...)
+		w := FleetWatch{Resource: s.Labels[0], Held: s.Value, Lists: value(lists, k), Watches: value(opens, k), Events: value(events, k)}
+		w.EventsRate = rate(w.Events)
+		out = append(out, w)
+	}
+	return out
+}
