@@ -189,7 +189,7 @@ func (r *Report) writeWatches(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "the agents' watches over the run")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "resource\theld at the end\tstreaming lists\twatches resumed\tevents received\tevents/s\t\n")
+	fmt.Fprintf(tw, "resource\tmost held\tstreaming lists\twatches resumed\tevents received\tevents/s\t\n")
 	var held, lists, watches, events, rate float64
 	for _, x := range ws {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t\n", x.Resource, x.Held, x.Lists, x.Watches, x.Events, x.EventsRate)

@@ -21,7 +21,7 @@ func TestSummaryShowsTheAgentsWatches(t *testing.T) {
 		{Resource: "pods", Held: 2, Lists: 3, Events: 30, EventsRate: 1.5},
 	}
 	r.writeWatches(&b)
-	for _, want := range []string{"the agents' watches", "held at the end", "nodes", "pods", "all", "per node: 2.0 watches held, 2.5 streaming lists"} {
+	for _, want := range []string{"the agents' watches", "most held", "nodes", "pods", "all", "per node: 2.0 watches held, 2.5 streaming lists"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}

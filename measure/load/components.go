@@ -177,17 +177,25 @@ func sendLag(snaps []*scrape.Snapshot) *SendLag {
 	return &SendLag{Ticks: s.Value, P50: q(0.5, s), P99: q(0.99, s)}
 }
 
-// fleetWatches is the agents' watches by resource: what the gauge held at the window's last scrape,
-// and what the counters added over the window.
+// fleetWatches is the agents' watches by resource: the most the gauge held at a scrape of the
+// window (its last scrape may come as the fleet stops), and what the counters added over the window.
 func fleetWatches(snaps []*scrape.Snapshot, rate func(float64) float64) []FleetWatch {
-	if len(snaps) == 0 {
+	held := &scrape.Family{Series: map[string]*scrape.Series{}}
+	for _, s := range snaps {
+		f := s.Families[scrape.FleetWatchesHeld]
+		if f == nil {
+			continue
+		}
+		for k, x := range f.Series {
+			if m := held.Series[k]; m == nil || x.Value > m.Value {
+				held.Series[k] = x
+			}
+		}
+	}
+	if len(held.Series) == 0 {
 		return nil
 	}
-	held := snaps[len(snaps)-1].Families[scrape.FleetWatchesHeld]
 	lists, opens, events := Delta(snaps, scrape.FleetWatchLists), Delta(snaps, scrape.FleetWatchOpens), Delta(snaps, scrape.FleetWatchEvents)
-	if held == nil || len(held.Series) == 0 {
-		return nil
-	}
 	value := func(f *scrape.Family, k string) float64 {
 		if f == nil || f.Series[k] == nil {
 			return 0

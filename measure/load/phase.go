@@ -62,7 +62,7 @@ type Phase struct {
 // FleetWatch is the agents' watches of one resource in a window.
 type FleetWatch struct {
 	Resource string `json:"resource"`
-	// Held is the streams open at the window's end.
+	// Held is the most streams open at once at a scrape of the window.
 	Held float64 `json:"held"`
 	// Lists counts the streaming lists opened (sendInitialEvents): each reflector's first list and
 	// its relists after a 410 Gone or a broken stream. Watches counts the watches resumed from a
