@@ -116,6 +116,7 @@ type Agent struct {
 	partitioned bool
 	server      *corev1.Node           // the newest Node the server returned or the fleet saw; never written to
 	pods        map[string]*corev1.Pod // the node's pods by name, as the fleet's watch last saw them (pods.go)
+	deleted     map[string]types.UID   // pods whose final DELETE the agent sent, until the watch sees them gone
 	fatal       error
 	// nodeUID and leaseUID are the Node and Lease this agent last created or adopted: what its fleet
 	// deletes at the end of the run, and nothing else.
@@ -208,7 +209,7 @@ func (a *Agent) Stop() {
 func (a *Agent) Forget() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.server, a.pods = nil, nil
+	a.server, a.pods, a.deleted = nil, nil, nil
 }
 
 // Running reports whether the kubelet runs.

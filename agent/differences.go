@@ -39,8 +39,4 @@ var FootprintDifferences = []FootprintDifference{
 	{Verb: "watch", Windows: []string{"pods", "restart"}, Reason: "a reflector's watch ends at a random 5-10 minute " +
 		"timeout and is opened again from where it left off; in a window of a few minutes, whether a node's watch of a " +
 		"kind is opened again is chance, on both sides (the 10-minute steady window sees each opened again once or twice on both)"},
-	{Resource: "pods", Windows: []string{"pods"}, Reason: "the agent's pod syncs overlap: a watch event of a new pod, or " +
-		"of a pod being deleted, starts a sync beside the one running, so a pod gets its GETs and status patches, and its " +
-		"final DELETE, two or more times (the repeated DELETEs answered 404); a kubelet's status manager sends 5 GETs, 4 " +
-		"patches and one DELETE per pod, as the agent's sequence does when its syncs do not overlap: to be fixed in the agent"},
 }

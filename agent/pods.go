@@ -34,6 +34,12 @@ type podLoop struct {
 	all  bool      // report every pod at the next sync: the kubelet started or turned Ready
 	due  time.Time // when the next sync is scheduled; zero if none is
 	last time.Time // when the last sync ran
+	// running: a sync is under way. A sync asked for meanwhile (a watch event of the pods it is
+	// reporting) runs after it, at rerunAt, never beside it: two syncs of a pod at once would both
+	// find it terminated and both send its final DELETE.
+	running bool
+	rerun   bool
+	rerunAt time.Time
 }
 
 // ObservePod gives the agent the newest view of one of its pods, from the fleet's watch. The agent
@@ -46,6 +52,9 @@ func (a *Agent) ObservePod(p *corev1.Pod) {
 	old, known := a.pods[p.Name]
 	if known && old.UID == p.UID && !newer(p.ResourceVersion, old.ResourceVersion) {
 		return
+	}
+	if a.deleted[p.Name] == p.UID {
+		return // its final DELETE is sent: the watch is late, and the status manager is done with it
 	}
 	if a.pods == nil {
 		a.pods = map[string]*corev1.Pod{}
@@ -69,6 +78,23 @@ func (a *Agent) ForgetPod(name string, uid types.UID) {
 	if p := a.pods[name]; p != nil && p.UID == uid {
 		delete(a.pods, name)
 	}
+	if a.deleted[name] == uid {
+		delete(a.deleted, name)
+	}
+}
+
+// podDeleted drops a pod whose final DELETE the agent sent (or found done), and ignores what the
+// fleet's watch shows of it until the watch sees it gone (ForgetPod).
+func (a *Agent) podDeleted(p *corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if old := a.pods[p.Name]; old != nil && old.UID == p.UID {
+		delete(a.pods, p.Name)
+	}
+	if a.deleted == nil {
+		a.deleted = map[string]types.UID{}
+	}
+	a.deleted[p.Name] = p.UID
 }
 
 // Pods returns how many pods the agent knows and how many of them are Running and Ready.
@@ -106,6 +132,12 @@ func (p *podLoop) schedule(at time.Time) {
 	if at.Before(now) {
 		at = now
 	}
+	if p.running {
+		if !p.rerun || at.Before(p.rerunAt) {
+			p.rerun, p.rerunAt = true, at
+		}
+		return
+	}
 	if !p.due.IsZero() && !at.Before(p.due) {
 		return
 	}
@@ -132,6 +164,13 @@ func (p *podLoop) Run() {
 		a.mu.Unlock()
 		return // left from a schedule done meanwhile: the next sync is due later
 	}
+	if p.running {
+		// Left from an earlier schedule while a sync runs: it runs again after that one.
+		p.rerun, p.rerunAt = true, now
+		a.mu.Unlock()
+		return
+	}
+	p.running = true
 	p.due, p.last = time.Time{}, now
 	var todo []*corev1.Pod
 	for _, pod := range a.pods {
@@ -143,6 +182,18 @@ func (p *podLoop) Run() {
 	a.mu.Unlock()
 	slices.SortFunc(todo, func(x, y *corev1.Pod) int { return strings.Compare(x.Name, y.Name) })
 	failed := false
+	defer func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		p.running = false
+		if failed && r.ctx.Err() == nil {
+			p.schedule(now.Add(podSyncPeriod))
+		}
+		if p.rerun {
+			p.rerun = false
+			p.schedule(p.rerunAt)
+		}
+	}()
 	for _, pod := range todo {
 		if r.ctx.Err() != nil {
 			return
@@ -151,7 +202,9 @@ func (p *podLoop) Run() {
 		if pod.DeletionTimestamp != nil && a.kubelet() {
 			err = p.terminateAsStatusManager(pod, now)
 		} else if pod.DeletionTimestamp != nil {
-			err = p.c.deletePod(pod)
+			if err = p.c.deletePod(pod); err == nil || isGone(err) {
+				a.podDeleted(pod)
+			}
 		} else if a.kubelet() {
 			err = p.syncAsStatusManager(pod, now)
 		} else {
@@ -161,11 +214,6 @@ func (p *podLoop) Run() {
 			}
 		}
 		failed = failed || err != nil && !isGone(err)
-	}
-	if failed && r.ctx.Err() == nil {
-		a.mu.Lock()
-		p.schedule(now.Add(podSyncPeriod))
-		a.mu.Unlock()
 	}
 }
 
@@ -222,13 +270,13 @@ func (p *podLoop) terminateAsStatusManager(pod *corev1.Pod, now time.Time) error
 		var status corev1.PodStatus
 		switch {
 		case got.Status.Phase == corev1.PodSucceeded:
-			if err := p.c.deletePod(got); err != nil {
-				return err
+			err := p.c.deletePod(got)
+			if err == nil || isGone(err) {
+				// The status manager is done with a pod it deleted: what the fleet's watch shows of
+				// it later starts no sync.
+				a.podDeleted(got)
 			}
-			// The status manager forgets a pod it deleted; the fleet's watch would tell the agent a
-			// moment later, and a sync meanwhile would GET it once more.
-			a.ForgetPod(got.Name, got.UID)
-			return nil
+			return err
 		case podReady(got):
 			status = a.podStatusStopping(got, now)
 		default:

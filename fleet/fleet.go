@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,12 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 	}
 	sched := scheduler.New(cfg.Clock)
 	sched.Coalesce(cfg.Coalesce)
+	heartbeat = slices.Clone(heartbeat)
+	for i := range heartbeat {
+		if w := heartbeat[i].Watches; w != nil {
+			heartbeat[i].Watches = countingWatcher{w, &tally.watches}
+		}
+	}
 	f := &Fleet{
 		cfg:       cfg,
 		admin:     admin,

@@ -227,9 +227,12 @@ func (p *podSet) create(ctx context.Context, node string, i int) error {
 	p.mu.Lock()
 	p.created[pod.Name] = pod.UID
 	p.mu.Unlock()
-	// The watch may have shown the pod before its UID was known here: the agent learns of it now.
+	// The watch may have shown the pod before its UID was known here: the agent learns of it now, and
+	// an adopted pod already Ready counts as Ready, since nothing may change it again (a kubelet's
+	// status manager sends no patch for a pod whose status is already what it would report).
 	if a := p.f.liveAgent(node); a != nil {
 		a.ObservePod(pod)
+		p.countReady(pod)
 	}
 	return nil
 }
@@ -283,21 +286,29 @@ func (p *podSet) observe(oldObj, obj any) {
 	}
 	if created {
 		a.ObservePod(pod)
-		ready := podReady(pod)
-		p.mu.Lock()
-		if was, known := p.ready[pod.Name]; !known || was != ready {
-			p.ready[pod.Name] = ready
-			switch {
-			case ready:
-				p.readyN++
-			case known:
-				p.readyN--
-			}
-		}
-		p.mu.Unlock()
+		p.countReady(pod)
 	}
 	old, _ := oldObj.(*corev1.Pod)
 	p.handle(old, pod)
+}
+
+// countReady keeps the count of Ready pods among those the fleet created or adopted.
+func (p *podSet) countReady(pod *corev1.Pod) {
+	ready := podReady(pod)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.created[pod.Name] != pod.UID {
+		return // gone meanwhile, or another pod of that name
+	}
+	if was, known := p.ready[pod.Name]; !known || was != ready {
+		p.ready[pod.Name] = ready
+		switch {
+		case ready:
+			p.readyN++
+		case known:
+			p.readyN--
+		}
+	}
 }
 
 func (p *podSet) forget(obj any) {

@@ -101,7 +101,13 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 <tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr><td{{if .Sub}} class="sub"{{end}}>{{.Label}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
-{{range .R.Load.ScrapeErrors}}<p class="missing">scrape failed: {{.}}</p>
+{{with .R.Load.Run.FleetWatches}}<h2>The agents' watches</h2>
+<p>What the kubelet footprint's reflectors held and opened over the run, by resource.</p>
+<table>
+<tr><th class="l">resource</th><th>most held</th><th>streaming lists (relists included)</th><th>watches resumed</th><th>events received</th><th>events/s</th></tr>
+{{range .}}<tr><td class="l">{{.Resource}}</td><td>{{printf "%.0f" .Held}}</td><td>{{printf "%.0f" .Lists}}</td><td>{{printf "%.0f" .Watches}}</td><td>{{printf "%.0f" .Events}}</td><td>{{printf "%.1f" .EventsRate}}</td></tr>
+{{end}}</table>
+{{end}}{{range .R.Load.ScrapeErrors}}<p class="missing">scrape failed: {{.}}</p>
 {{end}}
 </body>
 </html>

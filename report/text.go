@@ -60,6 +60,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeStorms(w)
 	fmt.Fprintln(w)
 	r.writeLoad(w)
+	r.writeWatches(w)
 	for _, e := range r.Load.ScrapeErrors {
 		fmt.Fprintf(w, "  scrape failed: %s\n", e)
 	}
@@ -189,6 +190,28 @@ func (r *Report) writeLoad(w io.Writer) {
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
+}
+
+// writeWatches prints the agents' own watches over the run, when they held any (kubelet footprint).
+func (r *Report) writeWatches(w io.Writer) {
+	ws := r.Load.Run.FleetWatches
+	if len(ws) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "the agents' watches over the run")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "resource\tmost held\tstreaming lists\twatches resumed\tevents received\tevents/s\t\n")
+	var held, lists, watches, events, rate float64
+	for _, x := range ws {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t\n", x.Resource, x.Held, x.Lists, x.Watches, x.Events, x.EventsRate)
+		held, lists, watches, events, rate = held+x.Held, lists+x.Lists, watches+x.Watches, events+x.Events, rate+x.EventsRate
+	}
+	fmt.Fprintf(tw, "all\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t\n", held, lists, watches, events, rate)
+	_ = tw.Flush()
+	if n := r.Parameters.Nodes; n > 0 {
+		fmt.Fprintf(w, "  per node: %.1f watches held, %.1f streaming lists\n", held/float64(n), lists/float64(n))
+	}
 }
 
 // writeReactions prints what Prometheus holds of the actions and reactions.

@@ -70,6 +70,10 @@ func newHarness(t *testing.T, profile string, opts ...harnessOption) *harness {
 	fcfg := fleet.Config{
 		Nodes: plan.Nodes, Zones: max(p.Spec.Zones, 1), ZoneOf: profiles.ZoneOf, Clock: fc, RegisterQPS: 1000,
 		Template: agent.TemplateOptions{Images: 3},
+		// These tests check when a profile's ops take effect, which the footprint does not change;
+		// the kubelet footprint's Events, CSINodes and pod GETs on the fake clientset multiply the
+		// package's time (past go test's 10 minutes with the default footprint on a shared machine).
+		Footprint: agent.FootprintHeartbeat,
 	}
 	log := &syncBuffer{}
 	rcfg := Config{Plan: plan, Log: log}

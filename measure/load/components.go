@@ -176,3 +176,38 @@ func sendLag(snaps []*scrape.Snapshot) *SendLag {
 	s := f.Series[""]
 	return &SendLag{Ticks: s.Value, P50: q(0.5, s), P99: q(0.99, s)}
 }
+
+// fleetWatches is the agents' watches by resource: the most the gauge held at a scrape of the
+// window (its last scrape may come as the fleet stops), and what the counters added over the window.
+func fleetWatches(snaps []*scrape.Snapshot, rate func(float64) float64) []FleetWatch {
+	held := &scrape.Family{Series: map[string]*scrape.Series{}}
+	for _, s := range snaps {
+		f := s.Families[scrape.FleetWatchesHeld]
+		if f == nil {
+			continue
+		}
+		for k, x := range f.Series {
+			if m := held.Series[k]; m == nil || x.Value > m.Value {
+				held.Series[k] = x
+			}
+		}
+	}
+	if len(held.Series) == 0 {
+		return nil
+	}
+	lists, opens, events := Delta(snaps, scrape.FleetWatchLists), Delta(snaps, scrape.FleetWatchOpens), Delta(snaps, scrape.FleetWatchEvents)
+	value := func(f *scrape.Family, k string) float64 {
+		if f == nil || f.Series[k] == nil {
+			return 0
+		}
+		return f.Series[k].Value
+	}
+	var out []FleetWatch
+	for _, s := range sortedSeries(held) {
+		k := scrape.Key(s.Labels...)
+		w := FleetWatch{Resource: s.Labels[0], Held: s.Value, Lists: value(lists, k), Watches: value(opens, k), Events: value(events, k)}
+		w.EventsRate = rate(w.Events)
+		out = append(out, w)
+	}
+	return out
+}

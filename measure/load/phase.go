@@ -54,6 +54,24 @@ type Phase struct {
 	Fleet []FleetRequests `json:"fleet,omitempty"`
 	// SendLag is fakelet's own delay in sending its heartbeats, from fakelet_heartbeat_send_lag_seconds.
 	SendLag *SendLag `json:"sendLag,omitempty"`
+	// FleetWatches is the agents' own watches by resource (the kubelet footprint's), as the fleet
+	// counts them.
+	FleetWatches []FleetWatch `json:"fleetWatches,omitempty"`
+}
+
+// FleetWatch is the agents' watches of one resource in a window.
+type FleetWatch struct {
+	Resource string `json:"resource"`
+	// Held is the most streams open at once at a scrape of the window.
+	Held float64 `json:"held"`
+	// Lists counts the streaming lists opened (sendInitialEvents): each reflector's first list and
+	// its relists after a 410 Gone or a broken stream. Watches counts the watches resumed from a
+	// resource version when the server ended one at its timeout.
+	Lists   float64 `json:"lists"`
+	Watches float64 `json:"watches"`
+	// Events counts the events the agents received, bookmarks included.
+	Events     float64 `json:"events"`
+	EventsRate float64 `json:"eventsRate"`
 }
 
 // SendLag is the quantiles, in seconds, of fakelet's send lag in a window: for each loop tick that
@@ -223,6 +241,7 @@ func computePhase(byComponent map[string][]*scrape.Snapshot, w Window) Phase {
 	p.NodeCollector = nodeCollector(window(byComponent[ControllerManager], w.Start, w.End))
 	p.Fleet = fleetRequests(window(byComponent[Fleet], w.Start, w.End))
 	p.SendLag = sendLag(window(byComponent[Fleet], w.Start, w.End))
+	p.FleetWatches = fleetWatches(window(byComponent[Fleet], w.Start, w.End), rate)
 	return p
 }
 

@@ -18,6 +18,12 @@ const (
 	FleetResponseBytes   = "fakelet_response_bytes_total"
 	// FleetSendLag is fakelet's own delay in sending its heartbeats (fleet.Tally.SendLag).
 	FleetSendLag = "fakelet_heartbeat_send_lag_seconds"
+	// The agents' watches by resource (fleet.Tally.Watches): held now, streaming lists and plain
+	// watches opened, events received.
+	FleetWatchesHeld = "fakelet_watches"
+	FleetWatchLists  = "fakelet_watch_lists_total"
+	FleetWatchOpens  = "fakelet_watch_opens_total"
+	FleetWatchEvents = "fakelet_watch_events_received_total"
 )
 
 // FleetComponent is the component name of the fleet's own snapshots.
@@ -49,6 +55,7 @@ func (f *FleetSource) Scrape(context.Context) (map[string]*Family, error) {
 	reqs, dur := family(FleetRequests), family(FleetRequestDuration)
 	sent, received := family(FleetRequestBytes), family(FleetResponseBytes)
 	lag := family(FleetSendLag)
+	held, lists, opens, events := family(FleetWatchesHeld), family(FleetWatchLists), family(FleetWatchOpens), family(FleetWatchEvents)
 	add := func(fam *Family, v float64, labels ...string) *Series {
 		k := Key(labels...)
 		s := fam.Series[k]
@@ -84,9 +91,15 @@ func (f *FleetSource) Scrape(context.Context) (map[string]*Family, error) {
 			s.Buckets[len(s.Buckets)-1] += float64(r.Latency.Count)
 		}
 		addHistogram(add(lag, 0), t.SendLag())
+		for _, w := range t.Watches() {
+			add(held, float64(w.Held), w.Resource)
+			add(lists, float64(w.Lists), w.Resource)
+			add(opens, float64(w.Watches), w.Resource)
+			add(events, float64(w.Events), w.Resource)
+		}
 	}
 	return map[string]*Family{FleetRequests: reqs, FleetRequestDuration: dur, FleetRequestBytes: sent, FleetResponseBytes: received,
-		FleetSendLag: lag}, nil
+		FleetSendLag: lag, FleetWatchesHeld: held, FleetWatchLists: lists, FleetWatchOpens: opens, FleetWatchEvents: events}, nil
 }
 
 // addHistogram adds h into s.

@@ -37,4 +37,8 @@ var Selection = map[string]Metric{
 	FleetRequestBytes:    {Counter, []string{"verb", "resource"}},
 	FleetResponseBytes:   {Counter, []string{"verb", "resource"}},
 	FleetSendLag:         {Histogram, nil},
+	FleetWatchesHeld:     {Gauge, []string{"resource"}},
+	FleetWatchLists:      {Counter, []string{"resource"}},
+	FleetWatchOpens:      {Counter, []string{"resource"}},
+	FleetWatchEvents:     {Counter, []string{"resource"}},
 }
