@@ -22,10 +22,10 @@ import (
 	"fakelet.dev/fakelet/wire"
 )
 
-// DefaultFootprint is the kubelet's whole footprint: a fleet that leaves out the kubelets' watches
-// understates what a control plane spends on its kubelets (issue 15). FootprintHeartbeat is there
-// for runs that measure the heartbeats alone.
-const DefaultFootprint = agent.FootprintKubelet
+// DefaultFootprint is the heartbeat footprint until the kubelet's watches ride on the wire client:
+// over net/http each watch holds a goroutine and its buffers, many times fakelet's memory budget per
+// node (docs/performance.md).
+const DefaultFootprint = agent.FootprintHeartbeat
 
 // Config describes a fleet.
 type Config struct {
