@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,3 +145,52 @@ func BenchmarkNewAgent(b *testing.B) {
 		_ = New(a.cfg, a.api, "fakelet-00042", 42, "zone-1")
 	}
 }
+
+// BenchmarkSteadyHeartbeat runs 100 registered lease-mode agents against the stub clients on the fake
+// clock, a minute of heartbeats per iteration, and reports the scheduler's task runs (each a wakeup of
+// a worker) and the CPU per lease renewal.
+func BenchmarkSteadyHeartbeat(b *testing.B) {
+	fc := testingclock.NewFakeClock(t0)
+	sched := scheduler.New(fc)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sched.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	const agents = 100
+	var renewals renewalCount
+	for range agents {
+		a, r := benchAgent(b)
+		a.cfg.Scheduler = sched
+		r.ctx = ctx
+		r.status.registered, r.status.lastReport = true, t0
+		holder := a.name
+		r.lease.latest = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "1",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+		r.lease.active = true
+		a.run = r
+		a.cfg.Recorder = &renewals
+		sched.After(0, &r.status)
+		sched.After(0, &r.lease)
+	}
+	at := time.Minute
+	sched.Advance(fc, t0.Add(at))
+	runs, renewed := sched.Runs(), renewals.Load()
+	b.ResetTimer()
+	for range b.N {
+		at += time.Minute
+		sched.Advance(fc, t0.Add(at))
+	}
+	b.StopTimer()
+	n := float64(renewals.Load() - renewed)
+	b.ReportMetric(float64(sched.Runs()-runs)/n, "runs/renewal")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/renewal")
+}
+
+// renewalCount is a Recorder that counts lease renewals.
+type renewalCount struct{ atomic.Int64 }
+
+func (*renewalCount) Request(Request)              {}
+func (*renewalCount) Heartbeat(string, error)      {}
+func (c *renewalCount) LeaseRenewed(time.Duration) { c.Add(1) }
