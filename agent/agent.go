@@ -191,6 +191,9 @@ func (a *Agent) Start(ctx context.Context) {
 func (a *Agent) Stop() {
 	a.mu.Lock()
 	r := a.run
+	// A sleeping status loop ends at its next tick, as a ticking one does, rather than keeping the
+	// stopped run until its report was due.
+	a.statusMayChangeLocked()
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
@@ -232,6 +235,7 @@ func (a *Agent) SetHealth(change func(*Health)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	change(&a.health)
+	a.statusMayChangeLocked()
 }
 
 // Health returns what the kubelet currently reports.
@@ -265,6 +269,7 @@ func (a *Agent) SetMode(m heartbeat.Mode) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.mode = m
+	a.statusMayChangeLocked()
 	if r := a.run; r != nil && m == heartbeat.ModeLease && !r.lease.active {
 		r.lease.active = true
 		a.cfg.Scheduler.After(0, &r.lease)
@@ -293,6 +298,7 @@ func (a *Agent) remember(n *corev1.Node) {
 	defer a.mu.Unlock()
 	if a.server == nil || newer(n.ResourceVersion, a.server.ResourceVersion) {
 		a.server = n
+		a.statusMayChangeLocked()
 	}
 }
 
@@ -329,6 +335,7 @@ func (a *Agent) fail(err error) {
 		a.fatal = err
 	}
 	r := a.run
+	a.statusMayChangeLocked()
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
@@ -377,6 +384,7 @@ func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a, parent: ctx}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
 	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r = r, r, r, r, r
+	r.status.wake.s = &r.status
 	r.lease.c.init(r)
 	r.status.c.init(r)
 	r.pods.c.init(r)

@@ -35,6 +35,11 @@ type statusLoop struct {
 		node   *corev1.Node
 		health Health
 	}
+	// sleeping: the loop waits for its report instead of ticking, until wakeAt or a change
+	// (statussleep.go). Guarded by Agent.mu.
+	sleeping bool
+	wakeAt   time.Time
+	wake     statusWake
 }
 
 var errNoNode = errors.New("the node is not known yet")
@@ -53,8 +58,7 @@ func (s *statusLoop) Run() {
 	if r.ctx.Err() != nil {
 		return
 	}
-	s.due = a.cfg.Scheduler.Clock().Now().Add(a.cfg.jitter(a.cfg.Heartbeat.StatusUpdateFrequency, loopJitter))
-	a.cfg.Scheduler.At(s.due, s)
+	s.next(a.cfg.Scheduler.Clock().Now())
 }
 
 // update is updateNodeStatus: up to five tries, the first from the known Node, the others after a GET.

@@ -136,3 +136,28 @@ func TestHeartbeatTimeline(t *testing.T) {
 		t.Errorf("the node's requests and their times differ from %s (go test -run TestHeartbeatTimeline -update ./agent rewrites it; compare with git diff):\n%s", golden, got.String())
 	}
 }
+
+// TestStatusLoopSleepsBetweenReports: in lease mode with nothing changing, the status loop wakes for
+// its reports (and the watch of its own patches), not at every 10 s tick.
+func TestStatusLoopSleepsBetweenReports(t *testing.T) {
+	h := newHarness(t)
+	h.agent("fakelet-00000", 0).Start(h.ctx)
+	h.advance(time.Minute)
+	h.take()
+	runs := h.sched.Runs()
+	h.advance(21 * time.Minute)
+	var renewals, patches int
+	for _, c := range h.take() {
+		switch {
+		case c.verb == "update" && c.res == "leases":
+			renewals++
+		case c.verb == "patch" && c.res == "nodes/status":
+			patches++
+		}
+	}
+	// Each renewal is a run of the lease loop; each report a wake and a tick, and the tick after it
+	// that finds the patched Node unchanged.
+	if got, most := int(h.sched.Runs()-runs), renewals+3*patches; got > most || patches != 4 {
+		t.Errorf("%d task runs for %d renewals and %d reports in 20 minutes, want at most %d", got, renewals, patches, most)
+	}
+}
