@@ -10,7 +10,8 @@
 //   - register.go: registerWithAPIServer and tryRegisterWithAPIServer;
 //   - status.go: syncNodeStatus, updateNodeStatus and tryUpdateNodeStatus, patching with
 //     k8s.io/component-helpers/node/util.PatchNodeStatus, or, for a report that moves heartbeat times
-//     only, with the same patch written directly (statuspatch.go);
+//     only, with the same patch written directly (statuspatch.go); its loop sleeps between reports
+//     while nothing can change the status, and resumes on its tick grid (statussleep.go);
 //   - pods.go: the status manager for the pods the fleet binds to the node: PatchPodStatus to Running
 //     and Ready, and the final delete of a pod whose deletion someone requested.
 //
