@@ -27,7 +27,7 @@ type statusLoop struct {
 	lastReport    time.Time     // last successful patch; zero after a (re)start
 	delay         time.Duration // the kubelet's delayAfterNodeStatusChange
 	delayFor      time.Duration // the report period delay was drawn for
-	due           time.Time     // when the next tick is due; zero for the first
+	due           time.Time     // when the next tick is due; zero for the first; moved under Agent.mu while asleep
 	// unchanged remembers the last Node and health whose recomputed status did not change: the
 	// status is a function of the two (and of the time, in heartbeat times only), so while neither
 	// changes the 10 s tick needs no recomputation to know it would send nothing.
