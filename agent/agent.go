@@ -10,7 +10,8 @@
 //   - register.go: registerWithAPIServer and tryRegisterWithAPIServer;
 //   - status.go: syncNodeStatus, updateNodeStatus and tryUpdateNodeStatus, patching with
 //     k8s.io/component-helpers/node/util.PatchNodeStatus, or, for a report that moves heartbeat times
-//     only, with the same patch written directly (statuspatch.go);
+//     only, with the same patch written directly (statuspatch.go); its loop sleeps between reports
+//     while nothing can change the status, and resumes on its tick grid (statussleep.go);
 //   - pods.go: the status manager for the pods the fleet binds to the node: PatchPodStatus to Running
 //     and Ready, and the final delete of a pod whose deletion someone requested.
 //
@@ -191,6 +192,9 @@ func (a *Agent) Start(ctx context.Context) {
 func (a *Agent) Stop() {
 	a.mu.Lock()
 	r := a.run
+	// A sleeping status loop ends at its next tick, as a ticking one does, rather than keeping the
+	// stopped run until its report was due.
+	a.statusMayChangeLocked()
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
@@ -232,6 +236,7 @@ func (a *Agent) SetHealth(change func(*Health)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	change(&a.health)
+	a.statusMayChangeLocked()
 }
 
 // Health returns what the kubelet currently reports.
@@ -265,6 +270,7 @@ func (a *Agent) SetMode(m heartbeat.Mode) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.mode = m
+	a.statusMayChangeLocked()
 	if r := a.run; r != nil && m == heartbeat.ModeLease && !r.lease.active {
 		r.lease.active = true
 		a.cfg.Scheduler.After(0, &r.lease)
@@ -293,6 +299,7 @@ func (a *Agent) remember(n *corev1.Node) {
 	defer a.mu.Unlock()
 	if a.server == nil || newer(n.ResourceVersion, a.server.ResourceVersion) {
 		a.server = n
+		a.statusMayChangeLocked()
 	}
 }
 
@@ -329,6 +336,7 @@ func (a *Agent) fail(err error) {
 		a.fatal = err
 	}
 	r := a.run
+	a.statusMayChangeLocked()
 	a.run = nil
 	a.mu.Unlock()
 	if r != nil {
@@ -377,6 +385,7 @@ func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a, parent: ctx}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
 	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r = r, r, r, r, r
+	r.status.wake.s = &r.status
 	r.lease.c.init(r)
 	r.status.c.init(r)
 	r.pods.c.init(r)

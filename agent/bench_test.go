@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/heartbeat"
@@ -144,3 +147,101 @@ func BenchmarkNewAgent(b *testing.B) {
 		_ = New(a.cfg, a.api, "fakelet-00042", 42, "zone-1")
 	}
 }
+
+// BenchmarkSteadyHeartbeat runs 100 registered lease-mode agents against the stub clients on the fake
+// clock, a minute of heartbeats per iteration, and reports the scheduler's task runs (each a wakeup of
+// a worker) and the CPU per lease renewal.
+func BenchmarkSteadyHeartbeat(b *testing.B) {
+	fc := testingclock.NewFakeClock(t0)
+	sched := scheduler.New(fc)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sched.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	const agents = 100
+	var renewals renewalCount
+	for range agents {
+		a, r := benchAgent(b)
+		a.cfg.Scheduler = sched
+		r.ctx = ctx
+		r.status.registered, r.status.lastReport = true, t0
+		holder := a.name
+		r.lease.latest = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "1",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+		r.lease.active = true
+		a.run = r
+		a.cfg.Recorder = &renewals
+		sched.After(0, &r.status)
+		sched.After(0, &r.lease)
+	}
+	at := time.Minute
+	sched.Advance(fc, t0.Add(at))
+	runs, renewed := sched.Runs(), renewals.Load()
+	b.ResetTimer()
+	for range b.N {
+		at += time.Minute
+		sched.Advance(fc, t0.Add(at))
+	}
+	b.StopTimer()
+	n := float64(renewals.Load() - renewed)
+	b.ReportMetric(float64(sched.Runs()-runs)/n, "runs/renewal")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/renewal")
+}
+
+// BenchmarkPacedHeartbeat is BenchmarkSteadyHeartbeat on the real clock, its periods shortened a
+// hundredfold (a renewal and a status tick every 100 ms, a report every 3 s) so that the scheduler
+// and its workers wake from idle as a fleet's do: the process's CPU per renewal counts the wakeups'
+// cost, which the fake clock does not. Run it with -cpu 1 and -benchtime 1x (one 3 s window).
+func BenchmarkPacedHeartbeat(b *testing.B) {
+	sched := scheduler.New(clock.RealClock{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sched.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	const agents = 20 // 200 renewals a second, as 2000 nodes send
+	var renewals renewalCount
+	for range agents {
+		a, r := benchAgent(b)
+		a.cfg.Scheduler = sched
+		a.cfg.Heartbeat.RenewInterval = 100 * time.Millisecond
+		a.cfg.Heartbeat.StatusUpdateFrequency = 100 * time.Millisecond
+		a.cfg.Heartbeat.StatusReportFrequency = 3 * time.Second
+		a.cfg.Recorder = &renewals
+		r.ctx = ctx
+		r.status.registered, r.status.lastReport = true, time.Now()
+		holder := a.name
+		r.lease.latest = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "1",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+		r.lease.active = true
+		a.run = r
+		sched.After(0, &r.status)
+		sched.After(0, &r.lease)
+	}
+	time.Sleep(time.Second) // the agents' first ticks, all at once, are not the steady state
+	b.ResetTimer()
+	runs, renewed, cpu0 := sched.Runs(), renewals.Load(), cpuTime()
+	for range b.N {
+		time.Sleep(3 * time.Second)
+	}
+	n := float64(renewals.Load() - renewed)
+	b.ReportMetric(float64(sched.Runs()-runs)/n, "runs/renewal")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/n, "cpu-µs/renewal")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// renewalCount is a Recorder that counts lease renewals.
+type renewalCount struct{ atomic.Int64 }
+
+func (*renewalCount) Request(Request)              {}
+func (*renewalCount) Heartbeat(string, error)      {}
+func (c *renewalCount) LeaseRenewed(time.Duration) { c.Add(1) }

@@ -27,7 +27,7 @@ type statusLoop struct {
 	lastReport    time.Time     // last successful patch; zero after a (re)start
 	delay         time.Duration // the kubelet's delayAfterNodeStatusChange
 	delayFor      time.Duration // the report period delay was drawn for
-	due           time.Time     // when the next tick is due; zero for the first
+	due           time.Time     // when the next tick is due; zero for the first; moved under Agent.mu while asleep
 	// unchanged remembers the last Node and health whose recomputed status did not change: the
 	// status is a function of the two (and of the time, in heartbeat times only), so while neither
 	// changes the 10 s tick needs no recomputation to know it would send nothing.
@@ -35,6 +35,11 @@ type statusLoop struct {
 		node   *corev1.Node
 		health Health
 	}
+	// sleeping: the loop waits for its report instead of ticking, until wakeAt or a change
+	// (statussleep.go). Guarded by Agent.mu.
+	sleeping bool
+	wakeAt   time.Time
+	wake     statusWake
 }
 
 var errNoNode = errors.New("the node is not known yet")
@@ -53,8 +58,7 @@ func (s *statusLoop) Run() {
 	if r.ctx.Err() != nil {
 		return
 	}
-	s.due = a.cfg.Scheduler.Clock().Now().Add(a.cfg.jitter(a.cfg.Heartbeat.StatusUpdateFrequency, loopJitter))
-	a.cfg.Scheduler.At(s.due, s)
+	s.next(a.cfg.Scheduler.Clock().Now())
 }
 
 // update is updateNodeStatus: up to five tries, the first from the known Node, the others after a GET.

@@ -37,6 +37,7 @@ type Scheduler struct {
 	live   int // worker goroutines
 	peak   int // most workers at once, for stats
 	idle   atomic.Int32
+	runs   atomic.Uint64 // tasks run, for stats
 
 	kick chan struct{}
 	runq chan entry
@@ -162,6 +163,10 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
+// Runs returns how many tasks have run: each is a wakeup of a worker, whether or not it sent
+// anything.
+func (s *Scheduler) Runs() uint64 { return s.runs.Load() }
+
 // Workers returns the most worker goroutines there were at once: the peak concurrency of the work.
 func (s *Scheduler) Workers() int {
 	s.mu.Lock()
@@ -250,6 +255,7 @@ func (s *Scheduler) worker(e entry) {
 	defer s.wg.Done()
 	for {
 		e.task.Run()
+		s.runs.Add(1)
 		s.mu.Lock()
 		s.busy--
 		s.cond.Broadcast()
