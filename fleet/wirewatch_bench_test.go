@@ -105,8 +105,7 @@ func BenchmarkWatchEvent(b *testing.B) {
 	}{{"wire", false}, {"legacy", true}} {
 		b.Run(path.name, func(b *testing.B) {
 			n := b.N
-			srv := newWatchServer(b)
-			srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := serveTLS(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", watchContentType)
 				w.WriteHeader(http.StatusOK)
 				f := w.(http.Flusher)
@@ -114,8 +113,8 @@ func BenchmarkWatchEvent(b *testing.B) {
 					_, _ = w.Write(event)
 					f.Flush()
 				}
-			})
-			clients := watchClients(b, srv.URL, certOf(srv.Server), path.legacy)
+			}))
+			clients := watchClients(b, srv.URL, certOf(srv), path.legacy)
 			h := &countEvents{want: int64(n), all: make(chan struct{}), ended: make(chan error, 1)}
 			b.ReportAllocs()
 			b.ResetTimer()
