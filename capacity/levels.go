@@ -2,10 +2,13 @@ package capacity
 
 import (
 	"fmt"
+	"math"
 	"time"
+
+	"fakelet.dev/fakelet/report"
 )
 
-// Level names, as flags, reports and Breach name them.
+// Level names, as flags and reports name them.
 const (
 	LevelFalseAlarms      = "false-alarms"
 	LevelMutatingP99      = "mutating-p99"
@@ -68,38 +71,36 @@ type Measured struct {
 	FailedHeartbeats int64
 }
 
-// Breach is a level a step broke: the measured value against its limit, in the level's unit
-// (a count, or seconds).
-type Breach struct {
-	Level string  `json:"level"`
-	Value float64 `json:"value"`
-	Limit float64 `json:"limit"`
-}
-
-// By is how far the value passed the limit, as a fraction of the limit (for a limit of 0, the value
-// itself).
-func (b Breach) By() float64 {
-	if b.Limit == 0 {
-		return b.Value
+// Measure is m's levels in the order of Levels' fields, each against its limit for a fleet whose
+// kubelets renew every renewInterval, and Broken where m passed it. A level that does not apply is
+// left out: the mutating p99 of a hold without a mutating call (NaN), the renewal interval's in
+// status mode, which renews no lease.
+func (l Levels) Measure(m Measured, renewInterval time.Duration) []report.Level {
+	all := []report.Level{
+		{Level: LevelFalseAlarms, Value: float64(m.FalseAlarms), Limit: float64(l.FalseAlarms)},
+		{Level: LevelMutatingP99, Value: m.MutatingP99, Limit: l.MutatingP99.Seconds(), Unit: "s"},
+		{Level: LevelAPFRejections, Value: m.APFRejections, Limit: float64(l.APFRejections)},
+		{Level: LevelRenewalP99, Value: m.RenewalP99, Limit: renewInterval.Seconds() * (1 + l.RenewalSlack), Unit: "s"},
+		{Level: LevelFailedHeartbeats, Value: float64(m.FailedHeartbeats), Limit: float64(l.FailedHeartbeats)},
 	}
-	return b.Value/b.Limit - 1
+	var out []report.Level
+	for _, lv := range all {
+		if math.IsNaN(lv.Value) || lv.Level == LevelRenewalP99 && lv.Value <= 0 {
+			continue
+		}
+		lv.Broken = lv.Value > lv.Limit
+		out = append(out, lv)
+	}
+	return out
 }
 
-// Check returns the levels m breaks, in the order of Levels' fields, for a fleet whose kubelets renew
-// every renewInterval.
-func (l Levels) Check(m Measured, renewInterval time.Duration) []Breach {
-	var out []Breach
-	over := func(level string, value, limit float64) {
-		if value > limit {
-			out = append(out, Breach{Level: level, Value: value, Limit: limit})
+// Check returns the levels m breaks, as Measure gives them.
+func (l Levels) Check(m Measured, renewInterval time.Duration) []report.Level {
+	var out []report.Level
+	for _, lv := range l.Measure(m, renewInterval) {
+		if lv.Broken {
+			out = append(out, lv)
 		}
 	}
-	over(LevelFalseAlarms, float64(m.FalseAlarms), float64(l.FalseAlarms))
-	over(LevelMutatingP99, m.MutatingP99, l.MutatingP99.Seconds())
-	over(LevelAPFRejections, m.APFRejections, float64(l.APFRejections))
-	if m.RenewalP99 > 0 {
-		over(LevelRenewalP99, m.RenewalP99, renewInterval.Seconds()*(1+l.RenewalSlack))
-	}
-	over(LevelFailedHeartbeats, float64(m.FailedHeartbeats), float64(l.FailedHeartbeats))
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/report"
 )
 
 // Config is what to grow and what to hold each step to.
@@ -69,11 +70,11 @@ type Fleet interface {
 
 // StepResult is one step: its size, when its hold ran, what it measured and the levels it broke.
 type StepResult struct {
-	Nodes    int       `json:"nodes"`
-	From     time.Time `json:"from"`
-	To       time.Time `json:"to"`
-	Measured Measured  `json:"measured"`
-	Broken   []Breach  `json:"broken,omitempty"`
+	Nodes    int            `json:"nodes"`
+	From     time.Time      `json:"from"`
+	To       time.Time      `json:"to"`
+	Measured Measured       `json:"measured"`
+	Broken   []report.Level `json:"broken,omitempty"`
 	// Processes are the CPU and memory of each component scraped over the hold.
 	Processes []load.Process `json:"processes,omitempty"`
 }
@@ -85,7 +86,7 @@ type Result struct {
 	Held int `json:"held"`
 	// Broke is the level the first broken step broke (the first in the order of Levels' fields if it
 	// broke several; all are in its Broken), nil if every step held: the answer is then "at least Max".
-	Broke *Breach `json:"broke,omitempty"`
+	Broke *report.Level `json:"broke,omitempty"`
 }
 
 // Sleep waits d or until ctx ends: time.Sleep on a context, or a fake clock's advance in tests.

@@ -21,7 +21,6 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
-	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 )
@@ -149,36 +148,13 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 	for i, d := range []time.Duration{20 * time.Second, 75 * time.Second, 20 * time.Second} {
 		prof.Spec.Phases[i].Duration = profiles.Duration{Duration: d}
 	}
-	plan, err := prof.Resolve(prof.Fleet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sources, err := scrape.ControlPlaneSources(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: 15 * time.Second, Client: admin(t, cp)})
-	cfg := fleet.Config{Nodes: plan.Nodes, Fleet: "defaults", NamePrefix: "defaults",
-		Zones: prof.Spec.Zones, ZoneOf: profiles.ZoneOf}
-	f, err := fleet.New(cfg, cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Observe(f)
+	cfg := fleet.Config{Fleet: "defaults", NamePrefix: "defaults", Zones: prof.Spec.Zones, ZoneOf: profiles.ZoneOf}
+	plan, f, s := measuredFleet(t, cp, prof, cfg, measure.Options{ScrapeInterval: 15 * time.Second})
 	unknown := watchUnknown(f)
 	renewals := watchRenewTimes(t, admin(t, cp), "defaults-")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, "defaults-") }); err != nil {
-		t.Fatal(err)
-	}
-	playProfile(t, ctx, s, plan, f, testLog{t})
-	rec := s.Record(prof.Metadata.Name, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, report.Versions{Fakelet: "e2e"},
-		report.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (e2e, default controller settings)", Local: true})
-	r := report.Build(rec)
-	var text strings.Builder
-	_ = r.WriteText(&text)
-	t.Logf("\n%s", text.String())
+	rec, r := playMeasured(t, ctx, cp, s, plan, f, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, "e2e, default controller settings", testLog{t})
 
 	victims := 0
 	for _, a := range rec.Actions {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
@@ -55,33 +56,11 @@ func TestReportOfAStopAndAStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := prof.Resolve(prof.Fleet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sources, err := scrape.ControlPlaneSources(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: 5 * time.Second, Client: admin(t, cp), WatchLeases: true})
-	cfg := fleet.Config{Nodes: plan.Nodes, Fleet: "report", NamePrefix: "report", RegisterQPS: 50,
-		Zones: 1, ZoneOf: profiles.ZoneOf}
-	f, err := fleet.New(cfg, cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Observe(f)
+	cfg := fleet.Config{Fleet: "report", NamePrefix: "report", RegisterQPS: 50, Zones: 1, ZoneOf: profiles.ZoneOf}
+	plan, f, s := measuredFleet(t, cp, prof, cfg, measure.Options{ScrapeInterval: 5 * time.Second, WatchLeases: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, "report-") }); err != nil {
-		t.Fatal(err)
-	}
-	playProfile(t, ctx, s, plan, f, nil)
-	r := report.Build(s.Record(prof.Metadata.Name, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, report.Versions{Fakelet: "e2e"},
-		report.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (e2e)", Local: true}))
-	var text strings.Builder
-	_ = r.WriteText(&text)
-	t.Logf("\n%s", text.String())
+	_, r := playMeasured(t, ctx, cp, s, plan, f, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, "e2e", nil)
 
 	unknown := summary(t, r, "outage", "stop", reaction.ReadyUnknown)
 	if unknown.Reacted != 3 || unknown.Missing != 0 || unknown.FromLastRenewal == nil {
@@ -322,6 +301,48 @@ func near(v, want uint32) bool { return v+24 >= want && v <= want+24 }
 
 // playProfile runs fleet f and plays plan on it, recorded by session s (started), and stops the
 // session and then the fleet; the test fails if the fleet or the profile run fails.
+// measuredFleet resolves prof's plan and makes its fleet (cfg with the plan's nodes) and a session
+// that measures it on cp as fakelet run does (opts with cp's metrics sources and an admin client).
+func measuredFleet(t *testing.T, cp *controlplane.ControlPlane, prof *profiles.Profile, cfg fleet.Config, opts measure.Options) (*profiles.Plan, *fleet.Fleet, *measure.Session) {
+	t.Helper()
+	plan, err := prof.Resolve(prof.Fleet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Sources, err = scrape.ControlPlaneSources(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Client = admin(t, cp)
+	s := measure.New(opts)
+	cfg.Nodes = plan.Nodes
+	f, err := fleet.New(cfg, cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Observe(f)
+	return plan, f, s
+}
+
+// playMeasured starts s on the fleet's Nodes, plays plan on f and returns the run's record and its
+// report, whose text it logs.
+func playMeasured(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, s *measure.Session, plan *profiles.Plan, f *fleet.Fleet,
+	params report.Parameters, description string, log io.Writer) (report.Record, *report.Report) {
+	t.Helper()
+	prefix := f.Config().NamePrefix + "-"
+	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, prefix) }); err != nil {
+		t.Fatal(err)
+	}
+	playProfile(t, ctx, s, plan, f, log)
+	rec := s.Record(plan.Profile.Metadata.Name, params, report.Versions{Fakelet: "e2e"},
+		report.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (" + description + ")", Local: true})
+	r := report.Build(rec)
+	var text strings.Builder
+	_ = r.WriteText(&text)
+	t.Logf("\n%s", text.String())
+	return rec, r
+}
+
 func playProfile(t *testing.T, ctx context.Context, s *measure.Session, plan *profiles.Plan, f *fleet.Fleet, log io.Writer) {
 	t.Helper()
 	onPhase, onApplied := s.Hooks(plan, f)

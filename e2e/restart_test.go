@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
-	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/storm"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
@@ -47,39 +45,18 @@ func TestReportOfARestartStorm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := prof.Resolve(prof.Fleet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sources, err := scrape.ControlPlaneSources(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: 5 * time.Second, Client: admin(t, cp)})
 	// Keep: the Nodes outlive the run, for their conditions; the test deletes them.
-	cfg := fleet.Config{Nodes: plan.Nodes, Fleet: "restart", NamePrefix: "restart", RegisterQPS: 50, Keep: true, Zones: 1, ZoneOf: profiles.ZoneOf,
+	cfg := fleet.Config{Fleet: "restart", NamePrefix: "restart", RegisterQPS: 50, Keep: true, Zones: 1, ZoneOf: profiles.ZoneOf,
 		Footprint: agent.FootprintKubelet}
-	f, err := fleet.New(cfg, cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan, f, s := measuredFleet(t, cp, prof, cfg, measure.Options{ScrapeInterval: 5 * time.Second})
 	t.Cleanup(func() {
 		if err := f.Cleanup(context.Background()); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	s.Observe(f)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, "restart-") }); err != nil {
-		t.Fatal(err)
-	}
-	playProfile(t, ctx, s, plan, f, nil)
-	r := report.Build(s.Record(prof.Metadata.Name, report.Parameters{Nodes: plan.Nodes, Mode: "lease", Footprint: "kubelet"},
-		report.Versions{Fakelet: "e2e"}, report.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (e2e)", Local: true}))
-	var text strings.Builder
-	_ = r.WriteText(&text)
-	t.Logf("\n%s", text.String())
+	_, r := playMeasured(t, ctx, cp, s, plan, f, report.Parameters{Nodes: plan.Nodes, Mode: "lease", Footprint: "kubelet"}, "e2e", nil)
 
 	if len(r.Storms) != 1 {
 		t.Fatalf("%d storms, want the restart's", len(r.Storms))

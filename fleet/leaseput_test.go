@@ -2,17 +2,12 @@ package fleet
 
 import (
 	"context"
-	"encoding/pem"
 	"errors"
 	"io"
-	"log"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"regexp"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,81 +25,12 @@ import (
 	"fakelet.dev/fakelet/agent"
 )
 
-// answer is one scripted response of the test server.
-type answer struct {
-	code       int
-	header     http.Header
-	body       []byte
-	retryAfter string
-	action     string // "": answer; "reset": reset the stream; "drop": close the connection; "hang": never answer
-}
-
-type connKey struct{}
-
-// onWire is what the server saw of one request.
-type onWire struct {
-	method, url, proto string
-	header             http.Header
-	body               []byte
-}
-
-// scriptServer answers each request with the next answer of its script, repeating the last.
-type scriptServer struct {
-	mu     sync.Mutex
-	script []answer
-	seen   []onWire
-}
-
-func (s *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.seen = append(s.seen, onWire{r.Method, r.URL.String(), r.Proto, r.Header.Clone(), body})
-	a := s.script[min(len(s.seen), len(s.script))-1]
-	s.mu.Unlock()
-	switch a.action {
-	case "reset":
-		panic(http.ErrAbortHandler) // Go's server resets the stream
-	case "drop":
-		_ = r.Context().Value(connKey{}).(net.Conn).Close()
-		return
-	case "hang":
-		<-r.Context().Done()
-		return
-	}
-	for k, v := range a.header {
-		w.Header()[k] = v
-	}
-	if a.retryAfter != "" {
-		w.Header().Set("Retry-After", a.retryAfter)
-	}
-	w.WriteHeader(a.code)
-	_, _ = w.Write(a.body)
-}
-
-func (s *scriptServer) play(script ...answer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.script, s.seen = script, nil
-}
-
-func (s *scriptServer) requests() []onWire {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen
-}
-
 // leaseClients serves h over TLS and HTTP/2 and returns the Coordination client of the fleet's
 // heartbeat clients for it.
 func leaseClients(tb testing.TB, h http.Handler, legacy bool) leanCoordination {
 	tb.Helper()
-	ts := httptest.NewUnstartedServer(h)
-	ts.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
-	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the resets and drops the tests ask for
-	ts.EnableHTTP2 = true
-	ts.StartTLS()
-	tb.Cleanup(ts.Close)
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{legacy: legacy}, nil)
+	ts := serveTLS(tb, h)
+	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{legacy: legacy}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -2,9 +2,7 @@ package fleet
 
 import (
 	"context"
-	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -24,12 +22,8 @@ import (
 // the server must see the same requests, and the caller get the same Node or the same error.
 func TestStatusPatchMatchesClientGo(t *testing.T) {
 	srv := &scriptServer{}
-	ts := httptest.NewUnstartedServer(srv)
-	ts.EnableHTTP2 = true
-	ts.StartTLS()
-	t.Cleanup(ts.Close)
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{}, nil)
+	ts := serveTLS(t, srv)
+	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,8 @@ package fleet
 
 import (
 	"context"
-	"encoding/pem"
 	"errors"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -25,59 +21,6 @@ import (
 	"fakelet.dev/fakelet/agent"
 )
 
-// watchAnswer is what the scripted watch server answers every request with.
-type watchAnswer struct {
-	code       int
-	header     http.Header
-	body       []byte
-	retryAfter string
-}
-
-// watchServer answers every request with its current answer over TLS and HTTP/2, and keeps what
-// it saw of each.
-type watchServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	answer watchAnswer
-	seen   []*http.Request
-}
-
-func newWatchServer(t testing.TB) *watchServer {
-	t.Helper()
-	s := &watchServer{}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.seen = append(s.seen, r)
-		a := s.answer
-		s.mu.Unlock()
-		for k, v := range a.header {
-			w.Header()[k] = v
-		}
-		if a.retryAfter != "" {
-			w.Header().Set("Retry-After", a.retryAfter)
-		}
-		w.WriteHeader(a.code)
-		_, _ = w.Write(a.body)
-	}))
-	s.Config.ErrorLog = log.New(io.Discard, "", 0)
-	s.EnableHTTP2 = true
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *watchServer) play(a watchAnswer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.answer, s.seen = a, nil
-}
-
-func (s *watchServer) requests() []*http.Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen
-}
-
 // watchClients returns the fleet's heartbeat clients for srv, impersonating nodes, over the wire
 // package or the legacy path.
 func watchClients(t testing.TB, host string, ca []byte, legacy bool) agent.Clients {
@@ -92,10 +35,6 @@ func watchClients(t testing.TB, host string, ca []byte, legacy bool) agent.Clien
 		t.Fatalf("legacy %v, but the watcher is a %T", legacy, clients[0].Watches)
 	}
 	return clients[0]
-}
-
-func certOf(s *httptest.Server) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
 }
 
 // recordedStream is a WatchHandler that keeps what it was told.
@@ -169,8 +108,9 @@ func TestWatcherMatchesClientGo(t *testing.T) {
 }
 
 func testWatcherMatchesClientGo(t *testing.T, legacy bool) {
-	srv := newWatchServer(t)
-	clients := watchClients(t, srv.URL, certOf(srv.Server), legacy)
+	srv := &scriptServer{}
+	ts := serveTLS(t, srv)
+	clients := watchClients(t, ts.URL, certOf(ts), legacy)
 	events := watchEvents(t)
 	pb := http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf;stream=watch"}}
 	// An event of 2 MB takes more than the stream's and the connection's first windows.
@@ -182,23 +122,23 @@ func testWatcherMatchesClientGo(t *testing.T, legacy bool) {
 
 	for _, tc := range []struct {
 		name   string
-		answer watchAnswer
+		answer answer
 		events int
 	}{
-		{"streaming list ended by 410", watchAnswer{code: 200, header: pb, body: protobufStream(t, events)}, 3},
-		{"streaming list gzipped per flush", watchAnswer{code: 200, header: http.Header{"Content-Type": pb["Content-Type"], "Content-Encoding": {"gzip"}},
+		{"streaming list ended by 410", answer{code: 200, header: pb, body: protobufStream(t, events)}, 3},
+		{"streaming list gzipped per flush", answer{code: 200, header: http.Header{"Content-Type": pb["Content-Type"], "Content-Encoding": {"gzip"}},
 			body: gzipMembers(t, protobufStream(t, events[:2]), protobufStream(t, events[2:]))}, 3},
-		{"answered in JSON", watchAnswer{code: 200, header: http.Header{"Content-Type": {"application/json;stream=watch"}}, body: jsonStream(t)}, 3},
-		{"event of 2 MB", watchAnswer{code: 200, header: pb, body: protobufStream(t, append([]metav1.WatchEvent{*big}, events...))}, 4},
-		{"closed at the server's timeout", watchAnswer{code: 200, header: pb, body: protobufStream(t, events[:3])}, 3},
-		{"throttled", watchAnswer{code: 429, header: http.Header{"Content-Type": {protobuf}},
+		{"answered in JSON", answer{code: 200, header: http.Header{"Content-Type": {"application/json;stream=watch"}}, body: jsonStream(t)}, 3},
+		{"event of 2 MB", answer{code: 200, header: pb, body: protobufStream(t, append([]metav1.WatchEvent{*big}, events...))}, 4},
+		{"closed at the server's timeout", answer{code: 200, header: pb, body: protobufStream(t, events[:3])}, 3},
+		{"throttled", answer{code: 429, header: http.Header{"Content-Type": {protobuf}},
 			body: encode(t, protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
-		{"throttled, text", watchAnswer{code: 429, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("slow down\n")}, 0},
+		{"throttled, text", answer{code: 429, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("slow down\n")}, 0},
 		// With Retry-After, client-go sends the watch again, 10 times at most, before it fails.
-		{"throttled with Retry-After", watchAnswer{code: 429, header: http.Header{"Content-Type": {protobuf}}, retryAfter: "0",
+		{"throttled with Retry-After", answer{code: 429, header: http.Header{"Content-Type": {protobuf}}, retryAfter: "0",
 			body: encode(t, protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
-		{"unavailable with Retry-After", watchAnswer{code: 503, header: http.Header{"Content-Type": {"text/plain"}}, retryAfter: "0", body: []byte("shutting down\n")}, 0},
-		{"refused for an expired resource version", watchAnswer{code: 410, header: http.Header{"Content-Type": {"application/json"}},
+		{"unavailable with Retry-After", answer{code: 503, header: http.Header{"Content-Type": {"text/plain"}}, retryAfter: "0", body: []byte("shutting down\n")}, 0},
+		{"refused for an expired resource version", answer{code: 410, header: http.Header{"Content-Type": {"application/json"}},
 			body: encode(t, "application/json", metav1.SchemeGroupVersion, &apierrors.NewResourceExpired("too old resource version: 1 (2)").ErrStatus)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,16 +184,16 @@ func testWatcherMatchesClientGo(t *testing.T, legacy bool) {
 				t.Errorf("server saw %d requests, want %d from each", len(reqs), want)
 			}
 			cg, ours := reqs[0], reqs[len(reqs)/2]
-			if cg.URL.String() != ours.URL.String() {
-				t.Errorf("URL:\nclient-go %s\nfakelet   %s", cg.URL, ours.URL)
+			if cg.url != ours.url {
+				t.Errorf("URL:\nclient-go %s\nfakelet   %s", cg.url, ours.url)
 			}
 			for _, h := range []string{"User-Agent", "Accept", "Accept-Encoding", "Impersonate-User", "Impersonate-Group"} {
-				if strings.Join(cg.Header.Values(h), ",") != strings.Join(ours.Header.Values(h), ",") {
-					t.Errorf("%s: client-go %q, fakelet %q", h, cg.Header.Values(h), ours.Header.Values(h))
+				if strings.Join(cg.header.Values(h), ",") != strings.Join(ours.header.Values(h), ",") {
+					t.Errorf("%s: client-go %q, fakelet %q", h, cg.header.Values(h), ours.header.Values(h))
 				}
 			}
-			if ours.Header.Get("Impersonate-User") != "system:node:fakelet-00001" {
-				t.Errorf("impersonated %q", ours.Header.Get("Impersonate-User"))
+			if ours.header.Get("Impersonate-User") != "system:node:fakelet-00001" {
+				t.Errorf("impersonated %q", ours.header.Get("Impersonate-User"))
 			}
 			if len(want) != tc.events || len(got) != len(want) {
 				t.Fatalf("events: client-go %v, fakelet %v", want, got)

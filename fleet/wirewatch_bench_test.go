@@ -11,11 +11,12 @@ import (
 	"golang.org/x/net/http2"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/h2script"
 )
 
 // BenchmarkWatchHeld measures what a watch costs the fleet while it waits for events, over the wire
 // package and over the legacy net/http path: each op opens one watch and holds it, and the heap and
-// the goroutines they all hold are reported per watch. The server is a frame server that keeps no
+// the goroutines they all hold are reported per watch. The server is a scripted one that keeps no
 // state per stream, so what is measured is the client's. Run with -benchtime=Nx for N watches.
 func BenchmarkWatchHeld(b *testing.B) {
 	for _, path := range []struct {
@@ -23,18 +24,18 @@ func BenchmarkWatchHeld(b *testing.B) {
 		legacy bool
 	}{{"wire", false}, {"legacy", true}} {
 		b.Run(path.name, func(b *testing.B) {
-			srv := newFrameServer(b, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 100}}, func(fc *frameConn) {
+			srv := h2script.New(b, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 100}}, func(fc *h2script.Conn) {
 				for {
-					e, ok := fc.next()
+					e, ok := fc.Next()
 					if !ok {
 						return
 					}
-					if !e.reset {
-						fc.headers(e.id, 200, watchContentType, false)
+					if !e.Reset {
+						fc.Headers(e.StreamID, 200, watchContentType, false)
 					}
 				}
 			})
-			clients := watchClients(b, srv.host(), srv.ca, path.legacy)
+			clients := watchClients(b, srv.URL(), srv.CA(), path.legacy)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			ctx, _ = agent.RequestContext(ctx, "fakelet-00001")
@@ -60,7 +61,7 @@ func BenchmarkWatchHeld(b *testing.B) {
 			}
 			b.ReportMetric(float64(heapInUse()-before)/float64(b.N), "heap-B/watch")
 			b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/float64(b.N), "goroutines/watch")
-			b.ReportMetric(float64(srv.accepted()), "conns")
+			b.ReportMetric(float64(srv.Accepted()), "conns")
 		})
 	}
 }
@@ -104,8 +105,7 @@ func BenchmarkWatchEvent(b *testing.B) {
 	}{{"wire", false}, {"legacy", true}} {
 		b.Run(path.name, func(b *testing.B) {
 			n := b.N
-			srv := newWatchServer(b)
-			srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := serveTLS(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", watchContentType)
 				w.WriteHeader(http.StatusOK)
 				f := w.(http.Flusher)
@@ -113,8 +113,8 @@ func BenchmarkWatchEvent(b *testing.B) {
 					_, _ = w.Write(event)
 					f.Flush()
 				}
-			})
-			clients := watchClients(b, srv.URL, certOf(srv.Server), path.legacy)
+			}))
+			clients := watchClients(b, srv.URL, certOf(srv), path.legacy)
 			h := &countEvents{want: int64(n), all: make(chan struct{}), ended: make(chan error, 1)}
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -1,14 +1,8 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,143 +14,17 @@ import (
 	"k8s.io/utils/ptr"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/h2script"
 )
-
-// frameServer is a scripted HTTP/2 server over TLS that writes the frames of its answers itself, for
-// what Go's server does not let a test choose: where DATA frames are cut, GOAWAY in the middle of a
-// stream, a dropped connection. Each connection is handed to serve once its preface is read and
-// the server's SETTINGS are written.
-type frameServer struct {
-	ln    net.Listener
-	ca    []byte
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns int
-}
-
-func newFrameServer(t testing.TB, settings []http2.Setting, serve func(*frameConn)) *frameServer {
-	t.Helper()
-	certs := httptest.NewUnstartedServer(nil)
-	certs.StartTLS()
-	cert, ca := certs.TLS.Certificates[0], certOf(certs)
-	certs.Close()
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &frameServer{ln: ln, ca: ca}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns++
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				defer nc.Close()
-				fc := &frameConn{nc: nc, fr: http2.NewFramer(nc, nc), dec: hpack.NewDecoder(4096, nil)}
-				fc.enc = hpack.NewEncoder(&fc.hbuf)
-				preface := make([]byte, len(http2.ClientPreface))
-				if _, err := io.ReadFull(nc, preface); err != nil {
-					return
-				}
-				if err := fc.fr.WriteSettings(settings...); err != nil {
-					return
-				}
-				serve(fc)
-			}()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
-	return s
-}
-
-func (s *frameServer) accepted() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conns
-}
-
-func (s *frameServer) host() string { return "https://" + s.ln.Addr().String() }
-
-// frameConn is the server's side of one connection; one goroutine uses it.
-type frameConn struct {
-	nc   net.Conn
-	fr   *http2.Framer
-	dec  *hpack.Decoder
-	enc  *hpack.Encoder
-	hbuf bytes.Buffer
-}
-
-// frameEvent is what the client sent that a script waits for: a request, or the reset of a stream.
-type frameEvent struct {
-	id     uint32
-	path   string
-	method string
-	reset  bool
-}
-
-// next reads frames until a request's headers or a RST_STREAM, answering SETTINGS; false when the
-// connection ends.
-func (fc *frameConn) next() (frameEvent, bool) {
-	for {
-		f, err := fc.fr.ReadFrame()
-		if err != nil {
-			return frameEvent{}, false
-		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				_ = fc.fr.WriteSettingsAck()
-			}
-		case *http2.HeadersFrame:
-			fields, err := fc.dec.DecodeFull(f.HeaderBlockFragment())
-			if err != nil {
-				return frameEvent{}, false
-			}
-			e := frameEvent{id: f.StreamID}
-			for _, hf := range fields {
-				switch hf.Name {
-				case ":path":
-					e.path = hf.Value
-				case ":method":
-					e.method = hf.Value
-				}
-			}
-			return e, true
-		case *http2.DataFrame:
-			if n := len(f.Data()); n > 0 {
-				_ = fc.fr.WriteWindowUpdate(0, uint32(n))
-			}
-		case *http2.RSTStreamFrame:
-			return frameEvent{id: f.StreamID, reset: true}, true
-		}
-	}
-}
-
-// headers answers stream id with status and a content type, leaving the stream open.
-func (fc *frameConn) headers(id uint32, status int, contentType string, end bool) {
-	fc.hbuf.Reset()
-	_ = fc.enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
-	_ = fc.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: contentType})
-	_ = fc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: fc.hbuf.Bytes(), EndHeaders: true, EndStream: end})
-}
 
 const watchContentType = "application/vnd.kubernetes.protobuf;stream=watch"
 
-// wireWatchClients returns the fleet's heartbeat clients of a frame server, over the wire package.
-func wireWatchClients(t *testing.T, s *frameServer) agent.Clients {
+// wireWatchClients returns the fleet's heartbeat clients of a scripted server, over the wire package.
+func wireWatchClients(t *testing.T, s *h2script.Server) agent.Clients {
 	t.Helper()
-	return watchClients(t, s.host(), s.ca, false)
+	return watchClients(t, s.URL(), s.CA(), false)
 }
 
 func sameEvents(t *testing.T, got, want []agent.WatchEvent) {
@@ -180,18 +48,18 @@ func TestWireWatchReadsDataFramesCutAnywhere(t *testing.T) {
 		frame int
 	}{{"a byte per DATA frame", 1}, {"every event in one DATA frame", len(body)}} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newFrameServer(t, nil, func(fc *frameConn) {
+			srv := h2script.New(t, nil, func(fc *h2script.Conn) {
 				for {
-					e, ok := fc.next()
+					e, ok := fc.Next()
 					if !ok {
 						return
 					}
-					if e.reset {
+					if e.Reset {
 						continue
 					}
-					fc.headers(e.id, 200, watchContentType, false)
+					fc.Headers(e.StreamID, 200, watchContentType, false)
 					for i := 0; i < len(body); i += tc.frame {
-						_ = fc.fr.WriteData(e.id, false, body[i:min(i+tc.frame, len(body))])
+						fc.Data(e.StreamID, false, body[i:min(i+tc.frame, len(body))])
 					}
 				}
 			})
@@ -218,29 +86,29 @@ func TestWireWatchEnds(t *testing.T) {
 	rest := protobufStream(t, watchEvents(t)[1:3])
 	for _, tc := range []struct {
 		name   string
-		script func(fc *frameConn, id uint32, resets chan<- uint32)
+		script func(fc *h2script.Conn, id uint32, resets chan<- uint32)
 		cancel bool // the client's context ends after the first event
 		events int
 		clean  bool // ends with nil
 	}{
-		{"reset by the server", func(fc *frameConn, id uint32, _ chan<- uint32) {
-			_ = fc.fr.WriteRSTStream(id, http2.ErrCodeInternal)
+		{"reset by the server", func(fc *h2script.Conn, id uint32, _ chan<- uint32) {
+			fc.Reset(id, http2.ErrCodeInternal)
 		}, false, 1, false},
-		{"connection dropped", func(fc *frameConn, id uint32, _ chan<- uint32) {
-			fc.nc.Close()
+		{"connection dropped", func(fc *h2script.Conn, id uint32, _ chan<- uint32) {
+			fc.Close()
 		}, false, 1, false},
-		{"GOAWAY while the stream is open", func(fc *frameConn, id uint32, _ chan<- uint32) {
-			_ = fc.fr.WriteGoAway(id, http2.ErrCodeNo, nil)
-			_ = fc.fr.WriteData(id, true, rest)
+		{"GOAWAY while the stream is open", func(fc *h2script.Conn, id uint32, _ chan<- uint32) {
+			fc.GoAway(id, http2.ErrCodeNo, nil)
+			fc.Data(id, true, rest)
 		}, false, 3, true},
-		{"context cancelled", func(fc *frameConn, id uint32, resets chan<- uint32) {
+		{"context cancelled", func(fc *h2script.Conn, id uint32, resets chan<- uint32) {
 			for {
-				e, ok := fc.next()
+				e, ok := fc.Next()
 				if !ok {
 					return
 				}
-				if e.reset {
-					resets <- e.id
+				if e.Reset {
+					resets <- e.StreamID
 					return
 				}
 			}
@@ -248,16 +116,16 @@ func TestWireWatchEnds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resets := make(chan uint32, 1)
-			srv := newFrameServer(t, nil, func(fc *frameConn) {
-				e, ok := fc.next()
+			srv := h2script.New(t, nil, func(fc *h2script.Conn) {
+				e, ok := fc.Next()
 				if !ok {
 					return
 				}
-				fc.headers(e.id, 200, watchContentType, false)
-				_ = fc.fr.WriteData(e.id, false, first)
-				tc.script(fc, e.id, resets)
+				fc.Headers(e.StreamID, 200, watchContentType, false)
+				fc.Data(e.StreamID, false, first)
+				tc.script(fc, e.StreamID, resets)
 				for {
-					if _, ok := fc.next(); !ok {
+					if _, ok := fc.Next(); !ok {
 						return
 					}
 				}
@@ -318,22 +186,21 @@ func TestWatchesBeyondMaxConcurrentStreams(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fakelet-00001")}}
 	leaseBody := encode(t, protobuf, coordinationv1.SchemeGroupVersion, lease)
 	var mu sync.Mutex
-	open := map[*frameConn]int{}
+	open := map[*h2script.Conn]int{}
 	var refused atomic.Int32
-	srv := newFrameServer(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: limit}}, func(fc *frameConn) {
+	srv := h2script.New(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: limit}}, func(fc *h2script.Conn) {
 		for {
-			e, ok := fc.next()
+			e, ok := fc.Next()
 			if !ok {
 				return
 			}
 			switch {
-			case e.reset:
+			case e.Reset:
 				mu.Lock()
 				open[fc]--
 				mu.Unlock()
-			case e.method == http.MethodPut:
-				fc.headers(e.id, 200, protobuf, false)
-				_ = fc.fr.WriteData(e.id, true, leaseBody)
+			case e.Get(":method") == http.MethodPut:
+				fc.Respond(e.StreamID, 200, protobuf, leaseBody)
 			default:
 				mu.Lock()
 				full := open[fc] == limit
@@ -344,11 +211,11 @@ func TestWatchesBeyondMaxConcurrentStreams(t *testing.T) {
 				if full {
 					// Streams the client opened before it read the SETTINGS: refused, as Go's
 					// server does, for the client to send again.
-					_ = fc.fr.WriteRSTStream(e.id, http2.ErrCodeRefusedStream)
+					fc.Reset(e.StreamID, http2.ErrCodeRefusedStream)
 					refused.Add(1)
 					continue
 				}
-				fc.headers(e.id, 200, watchContentType, false) // and held open
+				fc.Headers(e.StreamID, 200, watchContentType, false) // and held open
 			}
 		}
 	})
@@ -371,7 +238,7 @@ func TestWatchesBeyondMaxConcurrentStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := srv.accepted(); n != 3 {
+	if n := srv.Accepted(); n != 3 {
 		t.Errorf("%d connections for %d watches, want 3", n, watches)
 	}
 	rctx, _ := agent.RequestContext(context.Background(), lease.Name)
@@ -380,7 +247,7 @@ func TestWatchesBeyondMaxConcurrentStreams(t *testing.T) {
 	if _, err := clients.Coordination.Leases(agent.LeaseNamespace).Update(rctx, lease, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("lease renewal beside the watches: %v", err)
 	}
-	if n := srv.accepted(); n != 4 {
+	if n := srv.Accepted(); n != 4 {
 		t.Errorf("%d connections, want 3 for the watches and 1 for the heartbeats", n)
 	}
 	t.Logf("%d watches refused and sent again", refused.Load())

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -215,18 +214,6 @@ func (c *Capacity) charts() ([]*chart, error) {
 	return out, nil
 }
 
-func newSizeChart(ylabel string) *chart {
-	p := plot.New()
-	p.X.Label.Text = "nodes"
-	p.Y.Label.Text = ylabel
-	p.Add(plotter.NewGrid())
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	legend.TextStyle.Font.Size = vg.Points(10)
-	legend.Padding = vg.Points(3)
-	return &chart{p: p, legend: legend, height: chartHeight, beside: true}
-}
-
 // addLinePoints draws a line with a mark at each step, and names it in the legend.
 func (c *chart) addLinePoints(name string, ln *plotter.Line, pts *plotter.Scatter) {
 	c.p.Add(ln, pts)
@@ -260,7 +247,7 @@ func (c *Capacity) levelChart(name string) (*chart, error) {
 	if unit == "s" {
 		ylabel = "seconds"
 	}
-	ch := newSizeChart(ylabel)
+	ch := newBesideChart("nodes", ylabel)
 	ch.title = name + " against fleet size"
 	colors := seriesColors(2)
 	ln, pts, err := plotter.NewLinePoints(values)
@@ -287,7 +274,7 @@ func (c *Capacity) levelChart(name string) (*chart, error) {
 }
 
 func (c *Capacity) processChart(ylabel string, v func(load.Process) float64) (*chart, error) {
-	ch := newSizeChart(ylabel)
+	ch := newBesideChart("nodes", ylabel)
 	colors := seriesColors(len(capacityComponents))
 	drawn, top := false, 0.0
 	for i, comp := range capacityComponents {

@@ -116,16 +116,23 @@ func (r *Report) secs(t time.Time) float64 { return t.Sub(r.Start).Seconds() }
 // newTimeChart is a chart of values over the run: its x axis is the whole run, whatever its data
 // covers (rates begin at the second scrape, the nodes' timeline at the start).
 func (r *Report) newTimeChart(y string) *chart {
+	c := newBesideChart("seconds since start", y)
+	c.p.X.Tick.Marker = secondsTicks{}
+	c.timed = true
+	return c
+}
+
+// newBesideChart is a chart with a grid and its legend beside the data.
+func newBesideChart(x, y string) *chart {
 	p := plot.New()
-	p.X.Label.Text = "seconds since start"
-	p.X.Tick.Marker = secondsTicks{}
+	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Add(plotter.NewGrid())
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
 	legend.Padding = vg.Points(3)
-	return &chart{p: p, legend: legend, height: chartHeight, timed: true, beside: true}
+	return &chart{p: p, legend: legend, height: chartHeight, beside: true}
 }
 
 // addLine draws l and names it in the legend.

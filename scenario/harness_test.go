@@ -151,6 +151,15 @@ func (h *harness) advanceTo(start time.Time, d time.Duration) {
 	h.fleet.Scheduler().Advance(h.clock, start.Add(d))
 }
 
+// applied is the ops the runner applied, as op@offset from start.
+func (h *harness) applied(start time.Time) string {
+	var ops []string
+	for _, ap := range h.runner.Record().Applied {
+		ops = append(ops, fmt.Sprintf("%s@%v", ap.Op, ap.At.Sub(start)))
+	}
+	return strings.Join(ops, " ")
+}
+
 // finished waits for Run to return after the last phase.
 func (h *harness) finished() {
 	h.t.Helper()

@@ -2,9 +2,7 @@ package scenario
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -250,11 +248,7 @@ spec:
 	}
 	h.advanceTo(start, 60*time.Second)
 	h.finished()
-	var ops []string
-	for _, ap := range h.runner.Record().Applied {
-		ops = append(ops, fmt.Sprintf("%s@%v", ap.Op, ap.At.Sub(start)))
-	}
-	if got, want := strings.Join(ops, " "), "stop@0s start@5s stop@20s start@25s stop@40s start@45s"; got != want {
+	if got, want := h.applied(start), "stop@0s start@5s stop@20s start@25s stop@40s start@45s"; got != want {
 		t.Errorf("applied %s, want %s", got, want)
 	}
 	if !h.fleet.Agent(1).Running() {
@@ -349,11 +343,7 @@ spec:
 	}
 	h.advanceTo(start, 60*time.Second)
 	h.finished()
-	var ops []string
-	for _, ap := range h.runner.Record().Applied {
-		ops = append(ops, fmt.Sprintf("%s@%v", ap.Op, ap.At.Sub(start)))
-	}
-	if got, want := strings.Join(ops, " "), "restart@0s restart@5s"; got != want {
+	if got, want := h.applied(start), "restart@0s restart@5s"; got != want {
 		t.Errorf("applied %s, want %s", got, want)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/internal/h2script"
 )
 
 // TestFlushWindowMovesNoSendByMoreThanTheWindow steps the writer's clock: a request queued on an
@@ -18,17 +20,17 @@ func TestFlushWindowMovesNoSendByMoreThanTheWindow(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	fc := testingclock.NewFakeClock(t0)
 	arrived := make(chan time.Duration, 2)
-	srv := newRawServer(t, nil, func(rc *rawConn) {
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
 		for {
-			r, ok := rc.next()
+			r, ok := rc.Request()
 			if !ok {
 				return
 			}
 			arrived <- fc.Since(t0)
-			rc.respond(r.id, 200, nil)
+			rc.Respond(r.StreamID, 200, "text/plain", nil)
 		}
 	})
-	c := srv.client(t, Config{FlushWindow: MaxFlushWindow, clock: fc})
+	c := scriptedClient(t, srv, Config{FlushWindow: MaxFlushWindow, clock: fc})
 	done := make(chan error, 2)
 	send := func() {
 		go func() {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -16,6 +15,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"k8s.io/client-go/rest"
+
+	"fakelet.dev/fakelet/internal/h2script"
 )
 
 func TestDoSendsAndReceives(t *testing.T) {
@@ -105,29 +106,29 @@ func TestHandlerErrorEndsTheStream(t *testing.T) {
 // connection and succeeds, as net/http does.
 func TestGoAwayRetriesWhatTheServerDidNotTake(t *testing.T) {
 	var first atomic.Bool
-	srv := newRawServer(t, nil, func(rc *rawConn) {
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
 		if first.CompareAndSwap(false, true) {
-			a, ok := rc.next()
+			a, ok := rc.Request()
 			if !ok {
 				return
 			}
-			if _, ok := rc.next(); !ok {
+			if _, ok := rc.Request(); !ok {
 				return
 			}
-			_ = rc.fr.WriteGoAway(a.id, http2.ErrCodeNo, nil)
-			rc.respond(a.id, 200, []byte("first"))
-			_, _ = rc.next() // until the client closes the drained connection
+			rc.GoAway(a.StreamID, http2.ErrCodeNo, nil)
+			rc.Respond(a.StreamID, 200, "text/plain", []byte("first"))
+			_, _ = rc.Request() // until the client closes the drained connection
 			return
 		}
 		for {
-			r, ok := rc.next()
+			r, ok := rc.Request()
 			if !ok {
 				return
 			}
-			rc.respond(r.id, 200, []byte("again"))
+			rc.Respond(r.StreamID, 200, "text/plain", []byte("again"))
 		}
 	})
-	c := srv.client(t, Config{})
+	c := scriptedClient(t, srv, Config{})
 	var wg sync.WaitGroup
 	bodies := make([]string, 2)
 	for i := range bodies {
@@ -144,7 +145,7 @@ func TestGoAwayRetriesWhatTheServerDidNotTake(t *testing.T) {
 	if got := strings.Join(bodies, ","); got != "first,again" && got != "again,first" {
 		t.Errorf("answers %q, want one first and one again", got)
 	}
-	if n := srv.accepted(); n != 2 {
+	if n := srv.Accepted(); n != 2 {
 		t.Errorf("%d connections, want 2", n)
 	}
 }
@@ -153,19 +154,19 @@ func TestGoAwayRetriesWhatTheServerDidNotTake(t *testing.T) {
 // after GOAWAY, fails with net/http's GoAwayError; the next request dials again.
 func TestGoAwayThenCloseFailsWhatWasTaken(t *testing.T) {
 	var first atomic.Bool
-	srv := newRawServer(t, nil, func(rc *rawConn) {
-		r, ok := rc.next()
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
+		r, ok := rc.Request()
 		if !ok {
 			return
 		}
 		if first.CompareAndSwap(false, true) {
-			_ = rc.fr.WriteGoAway(r.id, http2.ErrCodeNo, []byte("bye"))
+			rc.GoAway(r.StreamID, http2.ErrCodeNo, []byte("bye"))
 			return // closes the connection
 		}
-		rc.respond(r.id, 200, nil)
-		rc.next()
+		rc.Respond(r.StreamID, 200, "text/plain", nil)
+		rc.Request()
 	})
-	c := srv.client(t, Config{})
+	c := scriptedClient(t, srv, Config{})
 	_, err := c.Do(context.Background(), &Request{Method: "PUT", Path: "/x", Body: []byte("b")})
 	var ga http2.GoAwayError
 	var ue *url.Error
@@ -179,18 +180,18 @@ func TestGoAwayThenCloseFailsWhatWasTaken(t *testing.T) {
 
 // TestRefusedStreamIsSentAgain: REFUSED_STREAM says the server did not process the request.
 func TestRefusedStreamIsSentAgain(t *testing.T) {
-	srv := newRawServer(t, nil, func(rc *rawConn) {
-		r, ok := rc.next()
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
+		r, ok := rc.Request()
 		if !ok {
 			return
 		}
-		_ = rc.fr.WriteRSTStream(r.id, http2.ErrCodeRefusedStream)
-		if r, ok = rc.next(); ok {
-			rc.respond(r.id, 200, []byte("ok"))
+		rc.Reset(r.StreamID, http2.ErrCodeRefusedStream)
+		if r, ok = rc.Request(); ok {
+			rc.Respond(r.StreamID, 200, "text/plain", []byte("ok"))
 		}
-		rc.next()
+		rc.Request()
 	})
-	c := srv.client(t, Config{})
+	c := scriptedClient(t, srv, Config{})
 	resp, err := c.Do(context.Background(), &Request{Path: "/x"})
 	if err != nil || string(resp.Body) != "ok" {
 		t.Fatalf("got %v, %v; want the answer to the request sent again", resp, err)
@@ -200,14 +201,14 @@ func TestRefusedStreamIsSentAgain(t *testing.T) {
 // TestPingIsAnswered: the server's PING comes back acknowledged with its data.
 func TestPingIsAnswered(t *testing.T) {
 	acked := make(chan [8]byte, 1)
-	srv := newRawServer(t, nil, func(rc *rawConn) {
-		r, ok := rc.next()
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
+		r, ok := rc.Request()
 		if !ok {
 			return
 		}
-		_ = rc.fr.WritePing(false, [8]byte{1, 2, 3, 4, 5, 6, 7, 8})
+		rc.Ping([8]byte{1, 2, 3, 4, 5, 6, 7, 8})
 		for {
-			f, err := rc.fr.ReadFrame()
+			f, err := rc.ReadFrame()
 			if err != nil {
 				return
 			}
@@ -216,10 +217,10 @@ func TestPingIsAnswered(t *testing.T) {
 				break
 			}
 		}
-		rc.respond(r.id, 200, nil)
-		rc.next()
+		rc.Respond(r.StreamID, 200, "text/plain", nil)
+		rc.Request()
 	})
-	c := srv.client(t, Config{})
+	c := scriptedClient(t, srv, Config{})
 	if _, err := c.Do(context.Background(), &Request{Path: "/x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -233,20 +234,20 @@ func TestPingIsAnswered(t *testing.T) {
 func TestMaxConcurrentStreamsOpensAnotherConnection(t *testing.T) {
 	held := make(chan uint32, 1)
 	release := make(chan struct{})
-	srv := newRawServer(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 1}}, func(rc *rawConn) {
+	srv := h2script.New(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 1}}, func(rc *h2script.Conn) {
 		for {
-			r, ok := rc.next()
+			r, ok := rc.Request()
 			if !ok {
 				return
 			}
-			if r.header[":path"][0] == "/hold" {
-				held <- r.id
+			if r.Get(":path") == "/hold" {
+				held <- r.StreamID
 				<-release
 			}
-			rc.respond(r.id, 200, []byte(r.header[":path"][0]))
+			rc.Respond(r.StreamID, 200, "text/plain", []byte(r.Get(":path")))
 		}
 	})
-	c := srv.client(t, Config{})
+	c := scriptedClient(t, srv, Config{})
 	if _, err := c.Do(context.Background(), &Request{Path: "/first"}); err != nil { // the SETTINGS are in
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestMaxConcurrentStreamsOpensAnotherConnection(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := srv.accepted(); n != 2 {
+	if n := srv.Accepted(); n != 2 {
 		t.Errorf("%d connections, want 2", n)
 	}
 }
@@ -273,27 +274,27 @@ func TestMaxConcurrentStreamsOpensAnotherConnection(t *testing.T) {
 // flight: it fails as net/http's would, and the next request dials a new connection.
 func TestDroppedConnectionFailsInFlightAndRedials(t *testing.T) {
 	var first atomic.Bool
-	srv := newRawServer(t, nil, func(rc *rawConn) {
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
 		for {
-			r, ok := rc.next()
+			r, ok := rc.Request()
 			if !ok {
 				return
 			}
 			if first.CompareAndSwap(false, true) {
 				return // closes with the request unanswered
 			}
-			rc.respond(r.id, 200, nil)
+			rc.Respond(r.StreamID, 200, "text/plain", nil)
 		}
 	})
-	c := srv.client(t, Config{})
+	c := scriptedClient(t, srv, Config{})
 	_, err := c.Do(context.Background(), &Request{Method: "PATCH", Path: "/x", Body: []byte("{}")})
-	if err == nil || !strings.HasSuffix(err.Error(), `Patch "https://`+srv.ln.Addr().String()+`/x": unexpected EOF`) {
+	if err == nil || !strings.HasSuffix(err.Error(), `Patch "`+srv.URL()+`/x": unexpected EOF`) {
 		t.Fatalf("got %v, want net/http's unexpected EOF", err)
 	}
 	if _, err := c.Do(context.Background(), &Request{Path: "/y"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := srv.accepted(); n != 2 {
+	if n := srv.Accepted(); n != 2 {
 		t.Errorf("%d connections, want 2", n)
 	}
 }
@@ -392,27 +393,27 @@ func (c countingConn) Write(p []byte) (int, error) {
 // *url.Error, as net/http's does, and the connection serves the next one.
 func TestTimeoutResetsTheStream(t *testing.T) {
 	reset := make(chan struct{})
-	srv := newRawServer(t, nil, func(rc *rawConn) {
-		r, ok := rc.next()
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
+		r, ok := rc.Request()
 		if !ok {
 			return
 		}
 		for {
-			f, err := rc.fr.ReadFrame()
+			f, err := rc.ReadFrame()
 			if err != nil {
 				return
 			}
-			if rst, ok := f.(*http2.RSTStreamFrame); ok && rst.StreamID == r.id && rst.ErrCode == http2.ErrCodeCancel {
+			if rst, ok := f.(*http2.RSTStreamFrame); ok && rst.StreamID == r.StreamID && rst.ErrCode == http2.ErrCodeCancel {
 				close(reset)
 				break
 			}
 		}
-		if r, ok = rc.next(); ok {
-			rc.respond(r.id, 200, nil)
+		if r, ok = rc.Request(); ok {
+			rc.Respond(r.StreamID, 200, "text/plain", nil)
 		}
-		rc.next()
+		rc.Request()
 	})
-	c := srv.client(t, Config{})
+	c := scriptedClient(t, srv, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := c.Do(ctx, &Request{Method: "PUT", Path: "/x"})
@@ -433,21 +434,24 @@ func itoa(i int) string { return strconvItoa(i) }
 // goes unanswered, long before their own timeout, and the next request dials again.
 func TestSilentServerIsDetected(t *testing.T) {
 	var first atomic.Bool
-	srv := newRawServer(t, nil, func(rc *rawConn) {
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
 		if first.CompareAndSwap(false, true) {
-			rc.next()
-			_, _ = io.Copy(io.Discard, rc.nc) // reads on, answers nothing
-			return
+			rc.Request()
+			for { // reads on, answers nothing
+				if _, err := rc.ReadFrame(); err != nil {
+					return
+				}
+			}
 		}
 		for {
-			r, ok := rc.next()
+			r, ok := rc.Request()
 			if !ok {
 				return
 			}
-			rc.respond(r.id, 200, nil)
+			rc.Respond(r.StreamID, 200, "text/plain", nil)
 		}
 	})
-	c := srv.client(t, Config{ReadIdleTimeout: 50 * time.Millisecond, PingTimeout: 50 * time.Millisecond})
+	c := scriptedClient(t, srv, Config{ReadIdleTimeout: 50 * time.Millisecond, PingTimeout: 50 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := c.Do(ctx, &Request{Path: "/x"})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -148,7 +147,7 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 	endSteps()
 	r.rr.session.Stop()
 	rep := buildCapacityReport(r, cf, res, g.size())
-	writeErr := writeCapacityReport(rep, cf.run.report.dir, out, log)
+	_, writeErr := writeReport(rep, cf.run.report.dir, "capacity", out, log)
 	endRun()
 	if runErr == nil {
 		runErr = <-fleetDone
@@ -172,19 +171,4 @@ func buildCapacityReport(r *fleetRun, cf *capacityFlags, res capacity.Result, no
 	})
 	rec.Capacity = res.Report(cf.steps)
 	return report.Build(rec)
-}
-
-func writeCapacityReport(rep *report.Report, dir string, out, log io.Writer) error {
-	if dir == "" {
-		dir = filepath.Join("reports", "capacity-"+rep.Start.Format("20060102-150405"))
-	}
-	fmt.Fprintln(out)
-	if err := rep.WriteText(out); err != nil {
-		return err
-	}
-	if err := rep.WriteDir(dir); err != nil {
-		return err
-	}
-	fmt.Fprintf(log, "report: %s\n", filepath.Join(dir, report.HTMLFile))
-	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -146,24 +147,29 @@ func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Config) e
 			}
 		}
 	}
-	dir := rr.flags.dir
+	dir, err := writeReport(r, rr.flags.dir, cmp.Or(profile, "run"), out, log)
+	if err != nil {
+		return err
+	}
+	rr.metrics.serveReport(dir, log)
+	return nil
+}
+
+// writeReport prints r's summary table to out and writes r to dir, by default reports/NAME-START,
+// and returns the directory.
+func writeReport(r *report.Report, dir, name string, out, log io.Writer) (string, error) {
 	if dir == "" {
-		name := profile
-		if name == "" {
-			name = "run"
-		}
-		dir = filepath.Join("reports", name+"-"+rec.Start.Format("20060102-150405"))
+		dir = filepath.Join("reports", name+"-"+r.Start.Format("20060102-150405"))
 	}
 	fmt.Fprintln(out)
 	if err := r.WriteText(out); err != nil {
-		return err
+		return "", err
 	}
 	if err := r.WriteDir(dir); err != nil {
-		return err
+		return "", err
 	}
 	fmt.Fprintf(log, "report: %s\n", filepath.Join(dir, report.HTMLFile))
-	rr.metrics.serveReport(dir, log)
-	return nil
+	return dir, nil
 }
 
 func parameters(rf runFlags, cfg fleet.Config) report.Parameters {
