@@ -111,6 +111,8 @@ func TestTableSaysEachRowsFootprint(t *testing.T) {
 		}
 	}
 	hasLines(t, b.String(),
+		// No heartbeats in the window: no CPU per heartbeat.
+		"| 1000 | heartbeat | 0 s | 10.0% | 50.0% | 20.0% | n/a | 0.0% | 0.0% | 100 MiB | 500 MiB | 0 | 0.0 ms | 0.00 s / 0.00 s | 0 |",
 		"Incremental fleet RSS per node in the heartbeat footprint, (RSS at 5000 - RSS at 1000) / 4000: 20.0 KiB.",
 		"Incremental fleet RSS per node in the kubelet footprint, (RSS at 5000 - RSS at 1000) / 4000: 35.0 KiB.")
 }

@@ -307,9 +307,10 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// nan prints a missing measurement as such.
+// nan prints a missing measurement as such: NaN, or the infinity of a ratio to nothing (CPU per
+// heartbeat in a window without heartbeats).
 func nan(v float64, format string) string {
-	if math.IsNaN(v) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
 	return fmt.Sprintf(format, v)
