@@ -47,7 +47,7 @@ func WriteFootprintTable(w io.Writer, results []Result) {
 	for _, n := range sizes(results) {
 		fmt.Fprintf(w, "- %d nodes: %s\n", n, verdict(results, n))
 	}
-	fmt.Fprintln(w, "\nPer node: the process's CPU time over the steady window in thousandths of a core, and its RSS at the window's end, divided by the nodes. Watches at the window's end: the fleet's fakelet_watches, and the apiserver's apiserver_longrunning_requests{verb=\"WATCH\"}, which include the controller manager's and the apiserver's own (nearly all of the heartbeat footprint's).")
+	fmt.Fprintln(w, "\nPer node: the process's CPU time over the steady window in thousandths of a core, and its RSS at the window's end, divided by the nodes. Watches at the window's end: the fleet's fakelet_watches, and the apiserver's apiserver_longrunning_requests{verb=\"WATCH\"}, which also count the fleet process's own (its watch of its Nodes, its measurement's), the controller manager's and the apiserver's: all of the heartbeat footprint's.")
 }
 
 // verdict says whether the kubelet footprint met the targets at n nodes, or why there is none.

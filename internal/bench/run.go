@@ -66,8 +66,8 @@ type Result struct {
 	// Watches is the watch streams the fleet's agents held at the window's end (fakelet_watches).
 	Watches float64
 	// APIServerWatches is the watches the apiserver served at the window's end
-	// (apiserver_longrunning_requests{verb="WATCH"}): the fleet's, the controller manager's and
-	// the apiserver's own.
+	// (apiserver_longrunning_requests{verb="WATCH"}): the agents', the fleet process's own (its
+	// Nodes, its measurement), the controller manager's and the apiserver's.
 	APIServerWatches float64
 	Peer             *PeerResult
 }
