@@ -64,7 +64,8 @@ test: controlplane build
 run: controlplane build
 	$(BIN)/fakelet run $(RUN_ARGS)
 
-# Measures fleets of several sizes on fresh local control planes: a few minutes per size.
+# Measures fleets of several sizes in both footprints on fresh local control planes: a few minutes
+# per size and footprint.
 bench: controlplane build
 	$(BIN)/fakelet bench $(BENCH_ARGS)
 

@@ -130,7 +130,7 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 	heartbeat = slices.Clone(heartbeat)
 	for i := range heartbeat {
 		if w := heartbeat[i].Watches; w != nil {
-			heartbeat[i].Watches = countingWatcher{w, &tally.watches}
+			heartbeat[i].Watches = tally.CountWatches(w)
 		}
 	}
 	f := &Fleet{

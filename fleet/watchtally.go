@@ -60,6 +60,10 @@ func (t *Tally) Watches() []WatchSeries {
 	return out
 }
 
+// CountWatches returns w counting its streams into the tally, as the fleet counts its agents'
+// watches (Watches).
+func (t *Tally) CountWatches(w agent.Watcher) agent.Watcher { return countingWatcher{w, &t.watches} }
+
 // countingWatcher counts the streams of the Watcher it wraps into a tally.
 type countingWatcher struct {
 	w agent.Watcher

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/internal/bench"
 )
 
@@ -16,22 +18,26 @@ func init() { subcommandFactories = append(subcommandFactories, newBenchCommand)
 
 func newBenchCommand() *cobra.Command {
 	o := bench.Options{}
-	var sizes, out, peer string
+	var sizes, footprints, out, peer string
 	var peerArgs []string
 	ref := referenceFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure what fleets of several sizes cost fakelet and the control plane",
-		Long: `For each size, start a fresh local control plane, run a fleet in its own fakelet process
-until every node is Ready, let registration settle, then measure a steady window: CPU time and
-memory of fakelet, kube-apiserver, etcd and kube-controller-manager from /proc, lease PUTs and
-their latency from the apiserver's metrics, and the fleet's own heartbeat counts and lease
-renewal intervals. Prints a Markdown table (and writes it to --out).
+		Long: `For each size and each footprint (--footprints), start a fresh local control plane, run a
+fleet in its own fakelet process until every node is Ready, let registration settle, then measure
+a steady window: CPU time and memory of fakelet, kube-apiserver, etcd and kube-controller-manager
+from /proc, lease PUTs and their latency from the apiserver's metrics, the fleet's own heartbeat
+counts and lease renewal intervals, and the watches the fleet held and the apiserver served.
+Prints two Markdown tables (and writes them to --out): every fleet's costs, and what each
+footprint cost per node, with the kubelet footprint against the heartbeat one at each size and
+against issue 15's targets.
 
-With --peer kwok, each size goes on: the fleet stops and leaves its Nodes and Leases, kwok (built
-by make kwok) takes them over on the same control plane, renewing the Leases as the kubelet does
-(40 s, every 10 s), and is measured over a window as long; a second table sets the two side by
-side: CPU per lease PUT, CPU as a share of the apiserver's, RSS.
+With --peer kwok, each size goes on after the heartbeat footprint's fleet (kwok renews Leases
+and sends none of a kubelet's other requests): the fleet stops and leaves its Nodes and Leases,
+kwok (built by make kwok) takes them over on the same control plane, renewing the Leases as the
+kubelet does (40 s, every 10 s), and is measured over a window as long; a third table sets the
+two side by side: CPU per lease PUT, CPU as a share of the apiserver's, RSS.
 
 With --reference kubemark, compare fakelet's agents with the real kubelet instead: on one fresh
 control plane whose apiserver audits node requests, run --nodes kubemark hollow kubelets and as
@@ -50,8 +56,16 @@ differences and their reasons (docs/fidelity.md).`,
 			if o.Sizes, err = bench.ParseSizes(sizes); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
 			}
+			if o.Footprints, err = bench.ParseFootprints(footprints); err != nil {
+				return fmt.Errorf("--footprints: %w", err)
+			}
 			if o.Steady <= 0 || o.Settle < 0 || o.RegisterTimeout <= 0 {
 				return fmt.Errorf("--steady and --register-timeout must be positive, --settle not negative")
+			}
+			for _, a := range o.RunArgs {
+				if a == "--footprint" || strings.HasPrefix(a, "--footprint=") {
+					return fmt.Errorf("--run-arg %s: give the footprints with --footprints", a)
+				}
 			}
 			for _, kv := range o.RunEnv {
 				if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
@@ -89,27 +103,19 @@ differences and their reasons (docs/fidelity.md).`,
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			results, runErr := bench.Run(ctx, o)
-			bench.WriteTable(cmd.OutOrStdout(), results)
-			if o.Peer != nil {
-				fmt.Fprintln(cmd.OutOrStdout())
-				bench.WritePeerTable(cmd.OutOrStdout(), results)
-			}
+			writeBenchTables(cmd.OutOrStdout(), results, o.Peer != nil)
 			if out != "" && len(results) > 0 {
 				f, err := os.Create(out)
 				if err != nil {
 					return err
 				}
 				defer f.Close()
-				how := fmt.Sprintf("--sizes %s --steady %v", sizes, o.Steady)
+				how := fmt.Sprintf("--sizes %s --footprints %s --steady %v", sizes, joinFootprints(o.Footprints), o.Steady)
 				if o.Peer != nil {
 					how += " --peer " + peer
 				}
 				fmt.Fprintf(f, "Measured %s with `fakelet bench %s`.\n\n", time.Now().UTC().Format("2006-01-02"), how)
-				bench.WriteTable(f, results)
-				if o.Peer != nil {
-					fmt.Fprintln(f)
-					bench.WritePeerTable(f, results)
-				}
+				writeBenchTables(f, results, o.Peer != nil)
 			}
 			if runErr != nil {
 				return runErr
@@ -123,7 +129,9 @@ differences and their reasons (docs/fidelity.md).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&sizes, "sizes", "1000,2000,5000,10000", "fleet sizes, comma-separated, each on a fresh control plane")
+	f.StringVar(&sizes, "sizes", "1000,2000,5000,10000", "fleet sizes, comma-separated")
+	f.StringVar(&footprints, "footprints", string(agent.FootprintHeartbeat)+","+string(agent.FootprintKubelet),
+		"the footprints measured at every size, comma-separated, each fleet on a fresh control plane: kubelet, heartbeat (fakelet run's --footprint)")
 	f.DurationVar(&o.Steady, "steady", time.Minute, "the measured window")
 	f.DurationVar(&o.Settle, "settle", 20*time.Second, "wait between every node being Ready and the window")
 	f.DurationVar(&o.RegisterTimeout, "register-timeout", 10*time.Minute, "give up waiting for every node to be Ready")
@@ -133,9 +141,29 @@ differences and their reasons (docs/fidelity.md).`,
 	f.StringArrayVar(&o.RunArgs, "run-arg", nil, "extra `fakelet run` flag for every fleet (repeatable), such as --run-arg=--lease-duration=400s")
 	f.StringArrayVar(&o.RunEnv, "run-env", nil, "extra NAME=VALUE in the environment of each fleet's process, not the control plane's, such as --run-env GOGC=200 (repeatable)")
 	f.StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag (repeatable)")
-	f.StringVar(&out, "out", "", "also write the table to this file")
-	f.StringVar(&peer, "peer", "", "after each fleet's window, hand its Nodes to this other fake kubelet and measure it the same way: "+strings.Join(bench.Peers, ", "))
+	f.StringVar(&out, "out", "", "also write the tables to this file")
+	f.StringVar(&peer, "peer", "", "after each size's heartbeat footprint fleet (or its only one), hand its Nodes to this other fake kubelet and measure it the same way: "+strings.Join(bench.Peers, ", "))
 	f.StringArrayVar(&peerArgs, "peer-arg", nil, "extra flag for the peer (repeatable), such as --peer-arg=--v=INFO")
 	ref.add(f)
 	return cmd
+}
+
+// writeBenchTables writes every fleet's costs, then each footprint's per node, then with a peer the
+// peer beside fakelet.
+func writeBenchTables(w io.Writer, results []bench.Result, peer bool) {
+	bench.WriteTable(w, results)
+	fmt.Fprintln(w)
+	bench.WriteFootprintTable(w, results)
+	if peer {
+		fmt.Fprintln(w)
+		bench.WritePeerTable(w, results)
+	}
+}
+
+func joinFootprints(fps []agent.Footprint) string {
+	s := make([]string, len(fps))
+	for i, fp := range fps {
+		s[i] = string(fp)
+	}
+	return strings.Join(s, ",")
 }

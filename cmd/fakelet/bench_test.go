@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// Bad --peer input is refused, with the fix, before any control plane starts.
-func TestBenchPeerFlagsAreCheckedFirst(t *testing.T) {
+// Bad --peer and --footprints input is refused, with the fix, before any control plane starts.
+func TestBenchFlagsAreCheckedFirst(t *testing.T) {
 	empty := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -17,6 +17,10 @@ func TestBenchPeerFlagsAreCheckedFirst(t *testing.T) {
 		{[]string{"--peer", "kwok", "--bin-dir", empty}, "--peer: kwok is not in " + empty + ": run `make kwok`"},
 		{[]string{"--peer-arg=--v=INFO"}, "--peer-arg needs --peer"},
 		{[]string{"--peer", "kwok", "--run-arg=--lease-duration=400s"}, "--run-arg --lease-duration=400s: with --peer both run at the kubelet's 40 s lease"},
+		{[]string{"--footprints", "kubelet,hollow"}, `--footprints: unknown footprint "hollow" (want "kubelet" or "heartbeat")`},
+		{[]string{"--footprints", "heartbeat,heartbeat"}, `--footprints: footprint "heartbeat" given twice`},
+		{[]string{"--run-arg=--footprint=kubelet"}, "--run-arg --footprint=kubelet: give the footprints with --footprints"},
+		{[]string{"--run-arg=--footprint", "--run-arg=heartbeat"}, "--run-arg --footprint: give the footprints with --footprints"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := t.TempDir()

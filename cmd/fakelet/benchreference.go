@@ -28,7 +28,7 @@ type referenceFlags struct {
 var referenceOnly = []string{"nodes", "windows", "pods-per-node"}
 
 // benchOnly are fakelet bench's flags that a reference run does not use.
-var benchOnly = []string{"sizes", "steady", "settle", "register-timeout", "register-qps", "run-arg", "run-env", "apiserver-arg"}
+var benchOnly = []string{"sizes", "footprints", "steady", "settle", "register-timeout", "register-qps", "run-arg", "run-env", "apiserver-arg"}
 
 func (r *referenceFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&r.name, "reference", "", "compare fakelet's agents with a reference kubelet instead: "+bench.Reference+" (see docs/fidelity.md)")

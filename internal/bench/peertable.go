@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 )
 
@@ -14,9 +15,10 @@ import (
 // apiserver counted in it), the process's CPU as a share of the apiserver's, and RSS.
 func WritePeerTable(w io.Writer, results []Result) {
 	var peer string
+	var fp agent.Footprint
 	for _, r := range results {
 		if r.Peer != nil {
-			peer = r.Peer.Name
+			peer, fp = r.Peer.Name, r.Footprint
 			break
 		}
 	}
@@ -44,7 +46,7 @@ func WritePeerTable(w io.Writer, results []Result) {
 			nan(ours, "%.0f µs"), theirs, ratio, share(r.CPU[Fakelet], r.CPU[controlplane.APIServer]), theirShare,
 			mib(r.RSS[Fakelet]), theirRSS, r.LeasePUTs/r.Window.Seconds(), theirRate, took)
 	}
-	fmt.Fprintf(w, "\nEach size: fakelet's window, then %s keeping the same Nodes and Leases on the same control plane for a window as long. CPU per lease PUT divides the process's CPU time over its window (from /proc) by the lease PUTs the apiserver counted in it; a share of the apiserver's CPU compares their CPU times over the same window.\n", peer)
+	fmt.Fprintf(w, "\nEach size: fakelet's window in the %s footprint, then %s keeping the same Nodes and Leases on the same control plane for a window as long. CPU per lease PUT divides the process's CPU time over its window (from /proc) by the lease PUTs the apiserver counted in it; a share of the apiserver's CPU compares their CPU times over the same window.\n", fp, peer)
 }
 
 // perPUT is CPU microseconds per lease PUT, NaN without PUTs.

@@ -11,19 +11,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
+	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/internal/pause"
 )
 
 // Options say which fleets to measure and how.
 type Options struct {
-	Sizes           []int         // fleet sizes, each on a fresh control plane
+	Sizes []int // fleet sizes
+	// Footprints are measured at every size, one after the other in this order, each on a fresh
+	// control plane (Result.Footprint).
+	Footprints      []agent.Footprint
 	Steady          time.Duration // the measured window, after registration and Settle
 	Settle          time.Duration // wait after every node is Ready, so registration's status patches pass
 	RegisterTimeout time.Duration // give up waiting for all nodes to be Ready
@@ -35,14 +41,16 @@ type Options struct {
 	RunEnv          []string // extra environment of the fleet process only, such as GOGC=200
 	APIServerArgs   []string
 	// Peer, if set, keeps each size's Nodes after the fleet's window, on the same control plane,
-	// and is measured the same way (Result.Peer).
+	// and is measured the same way (Result.Peer), after the fleet of PeerFootprint(Footprints).
 	Peer *Peer
 	Log  io.Writer
 }
 
-// Result is one fleet size's measurements. CPU times and counts cover the steady window.
+// Result is one fleet size's measurements in one footprint. CPU times and counts cover the steady
+// window.
 type Result struct {
 	Nodes         int
+	Footprint     agent.Footprint
 	AllReady      bool
 	Register      time.Duration // from the fleet's start until every node was Ready
 	Window        time.Duration
@@ -55,30 +63,69 @@ type Result struct {
 	RenewalP50    float64 // seconds between a node's renewals, from fakelet's histogram
 	RenewalP99    float64
 	RegisteredErr string // why not every node became Ready, if not
-	Peer          *PeerResult
+	// Watches is the watch streams the fleet's agents held at the window's end (fakelet_watches).
+	Watches float64
+	// APIServerWatches is the watches the apiserver served at the window's end
+	// (apiserver_longrunning_requests{verb="WATCH"}): the agents', the fleet process's own (its
+	// Nodes, its measurement), the controller manager's and the apiserver's.
+	APIServerWatches float64
+	Peer             *PeerResult
 }
 
 // Fakelet is the key of the fleet's own process in Result.CPU and Result.RSS.
 const Fakelet = "fakelet"
 
-// Run measures each size in turn and returns what it could measure; it stops at the first size that
-// fails to start.
+// Run measures each size in each footprint in turn and returns what it could measure; it stops at
+// the first fleet that fails to start.
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	var out []Result
+	peerAfter := PeerFootprint(o.Footprints)
 	for _, n := range o.Sizes {
-		r, err := measure(ctx, o, n)
-		if err != nil {
-			return out, fmt.Errorf("%d nodes: %w", n, err)
+		for _, fp := range o.Footprints {
+			fo := o
+			if fp != peerAfter {
+				fo.Peer = nil
+			}
+			r, err := measure(ctx, fo, n, fp)
+			if err != nil {
+				return out, fmt.Errorf("%d nodes, %s footprint: %w", n, fp, err)
+			}
+			out = append(out, r)
 		}
-		out = append(out, r)
 	}
 	return out, nil
 }
 
-func measure(ctx context.Context, o Options, n int) (Result, error) {
-	res := Result{Nodes: n, CPU: map[string]time.Duration{}, RSS: map[string]int64{}}
-	dir := filepath.Join(o.Dir, strconv.Itoa(n))
-	fmt.Fprintf(o.Log, "== %d nodes: starting a control plane in %s\n", n, dir)
+// PeerFootprint is the footprint of the fleet a peer takes over from: the heartbeat footprint's if
+// it is measured, since a peer such as kwok renews Leases and keeps the Nodes Ready and sends none
+// of a kubelet's other requests.
+func PeerFootprint(footprints []agent.Footprint) agent.Footprint {
+	if len(footprints) == 0 || slices.Contains(footprints, agent.FootprintHeartbeat) {
+		return agent.FootprintHeartbeat
+	}
+	return footprints[0]
+}
+
+// ParseFootprints reads a comma-separated list of footprints, each once.
+func ParseFootprints(s string) ([]agent.Footprint, error) {
+	var out []agent.Footprint
+	for _, f := range strings.Split(s, ",") {
+		fp, err := agent.ParseFootprint(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, fp) {
+			return nil, fmt.Errorf("footprint %q given twice", fp)
+		}
+		out = append(out, fp)
+	}
+	return out, nil
+}
+
+func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result, error) {
+	res := Result{Nodes: n, Footprint: fp, CPU: map[string]time.Duration{}, RSS: map[string]int64{}}
+	dir := filepath.Join(o.Dir, fmt.Sprintf("%d-%s", n, fp))
+	fmt.Fprintf(o.Log, "== %d nodes, %s footprint: starting a control plane in %s\n", n, fp, dir)
 	cp, err := controlplane.Up(ctx, controlplane.Options{Dir: dir, BinDir: o.BinDir, APIServerArgs: o.APIServerArgs})
 	if err != nil {
 		return res, err
@@ -107,7 +154,7 @@ func measure(ctx context.Context, o Options, n int) (Result, error) {
 	defer logFile.Close()
 	args := append([]string{"run", "--kubeconfig", cp.Kubeconfig, "--nodes", strconv.Itoa(n),
 		"--metrics-addr", addr, "--register-qps", strconv.FormatFloat(o.RegisterQPS, 'f', -1, 64),
-		"--keep"}, o.RunArgs...)
+		"--footprint", string(fp), "--keep"}, o.RunArgs...)
 	child := exec.CommandContext(ctx, o.Fakelet, args...)
 	child.Env = append(os.Environ(), o.RunEnv...)
 	child.Stdout, child.Stderr = logFile, logFile
@@ -167,8 +214,10 @@ func measure(ctx context.Context, o Options, n int) (Result, error) {
 	renewals := after.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil).
 		minus(before.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil))
 	res.RenewalP50, res.RenewalP99 = renewals.quantile(0.5), renewals.quantile(0.99)
-	fmt.Fprintf(o.Log, "   fleet %.1fs CPU, apiserver %.1fs CPU, %.0f lease PUTs\n",
-		res.CPU[Fakelet].Seconds(), res.CPU[controlplane.APIServer].Seconds(), res.LeasePUTs)
+	res.Watches = after.fleet.sum("fakelet_watches", nil)
+	res.APIServerWatches = apiserverWatches(after.apiserver)
+	fmt.Fprintf(o.Log, "   fleet %.1fs CPU, apiserver %.1fs CPU, %.0f lease PUTs, %.0f watches held by the fleet, %.0f served by the apiserver\n",
+		res.CPU[Fakelet].Seconds(), res.CPU[controlplane.APIServer].Seconds(), res.LeasePUTs, res.Watches, res.APIServerWatches)
 	if o.Peer == nil {
 		return res, nil
 	}
@@ -218,6 +267,12 @@ func leasePUTs(before, after families) (count, p99 float64) {
 	return count, p99
 }
 
+// apiserverWatches is the watches the apiserver serves now. v1.37 has no
+// apiserver_registered_watchers; every watch is a long-running request of verb WATCH.
+func apiserverWatches(f families) float64 {
+	return f.sum("apiserver_longrunning_requests", map[string]string{"verb": "WATCH"})
+}
+
 type snap struct {
 	at               time.Time
 	cpu              map[string]time.Duration
@@ -252,9 +307,10 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// nan prints a missing measurement as such.
+// nan prints a missing measurement as such: NaN, or the infinity of a ratio to nothing (CPU per
+// heartbeat in a window without heartbeats).
 func nan(v float64, format string) string {
-	if math.IsNaN(v) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
 	return fmt.Sprintf(format, v)

@@ -32,7 +32,7 @@ const (
 )
 
 // RegisterFleet adds a fleet to fakelet_nodes and fakelet_fleet_nodes, and its tally to the request,
-// heartbeat and renewal metrics. Fleets of the same name (a fleet sharded over several fleet.Fleet
+// heartbeat, renewal and watch metrics. Fleets of the same name (a fleet sharded over several fleet.Fleet
 // values in one process) are summed, and every fleet's requests are.
 func (m *Metrics) RegisterFleet(f Fleet) { m.fleets.add(f) }
 
@@ -42,6 +42,7 @@ type fleetCollector struct {
 	nodes, size       *prometheus.Desc
 	connsOpen, dialed *prometheus.Desc
 	requests          requestDescs
+	watches           watchDescs
 
 	mu     sync.Mutex
 	fleets []Fleet
@@ -63,6 +64,7 @@ func newFleetCollector() *fleetCollector {
 			"TCP connections the fleet's agents opened to the apiserver, each with its TLS handshake.",
 			[]string{"fleet", "mode"}, nil),
 		requests: newRequestDescs(),
+		watches:  newWatchDescs(),
 	}
 }
 
@@ -79,6 +81,7 @@ func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.connsOpen
 	ch <- c.dialed
 	c.requests.describe(ch)
+	c.watches.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -140,4 +143,5 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.requests.collect(ch, tallies)
+	c.watches.collect(ch, tallies)
 }

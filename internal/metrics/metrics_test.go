@@ -30,6 +30,10 @@ var documented = map[string]dto.MetricType{
 	"fakelet_response_bytes_total":             dto.MetricType_COUNTER,
 	"fakelet_lease_renewal_interval_seconds":   dto.MetricType_HISTOGRAM,
 	"fakelet_heartbeat_send_lag_seconds":       dto.MetricType_HISTOGRAM,
+	"fakelet_watches":                          dto.MetricType_GAUGE,
+	"fakelet_watch_lists_total":                dto.MetricType_COUNTER,
+	"fakelet_watch_opens_total":                dto.MetricType_COUNTER,
+	"fakelet_watch_events_received_total":      dto.MetricType_COUNTER,
 	"fakelet_profile_info":                     dto.MetricType_GAUGE,
 	"fakelet_profile_phase_start_time_seconds": dto.MetricType_GAUGE,
 	"fakelet_actions_total":                    dto.MetricType_COUNTER,
@@ -47,6 +51,7 @@ func exercised(t testing.TB, opts Options) *Metrics {
 	r.Heartbeat(agent.KindLease, nil)
 	r.Heartbeat(agent.KindStatus, errors.NewTooManyRequests("slow down", 1))
 	r.LeaseRenewed(10200 * time.Millisecond)
+	watch(r, "pods", true, scriptedWatch{events: 1})
 	m.SetPhase("stop-10pct", "outage")
 	m.ActionApplied("stop", "victims")
 	m.ObserveReaction("ready_unknown", "victims", FromLastRenewal, 52*time.Second)
