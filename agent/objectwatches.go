@@ -99,10 +99,7 @@ func (o *objectWatches) register(pod *corev1.Pod) {
 		}
 		idle = idle || w.everySync == 0
 	}
-	if idle && !o.recycling {
-		o.recycling = true
-		a.cfg.Scheduler.After(o.nextTick(now).Sub(now), o)
-	}
+	o.recycle(idle, now)
 }
 
 // unregister is the managers' UnregisterPod once the pod is terminated: the watches of the objects
@@ -113,6 +110,8 @@ func (o *objectWatches) unregister(uid types.UID) {
 		return
 	}
 	delete(o.pods, uid)
+	now := o.r.a.cfg.Scheduler.Clock().Now()
+	idle := false
 	for _, ref := range pr {
 		w := o.items[ref.objectRef]
 		if w == nil {
@@ -121,11 +120,24 @@ func (o *objectWatches) unregister(uid types.UID) {
 		w.pods--
 		if ref.everySync {
 			w.everySync--
+			if w.everySync == 0 {
+				w.lastAccess = now // the last pod that read it at every sync read it lately
+				idle = w.pods > 0
+			}
 		}
 		if w.pods == 0 {
 			o.stop(w)
 			delete(o.items, ref.objectRef)
 		}
+	}
+	o.recycle(idle, now)
+}
+
+// recycle schedules the idle check if an object may go idle and it is not scheduled yet.
+func (o *objectWatches) recycle(idle bool, now time.Time) {
+	if idle && !o.recycling {
+		o.recycling = true
+		o.r.a.cfg.Scheduler.After(o.nextTick(now).Sub(now), o)
 	}
 }
 

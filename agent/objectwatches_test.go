@@ -233,3 +233,43 @@ func TestPodObjectRefs(t *testing.T) {
 		}
 	}
 }
+
+// An object that a pod's volume kept read goes idle once that pod is finished, if the pods left
+// read it only when their containers started.
+func TestObjectWatchIdleAfterItsVolumePodGoes(t *testing.T) {
+	h, a, w := kubeletAgent(t)
+	pods := h.client.CoreV1().Pods("fakelet")
+	a.Start(h.ctx)
+	h.advance(5 * time.Second)
+	w.take()
+	volume := tokenPod("p1", "uid-p1", "")
+	volume.Spec.Volumes = append(volume.Spec.Volumes, corev1.Volume{Name: "s", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}})
+	for _, p := range []*corev1.Pod{volume, tokenPod("p2", "uid-p2", "shared")} {
+		created, err := pods.Create(context.Background(), p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.ObservePod(created)
+	}
+	h.advance(6 * time.Second)
+	shared := objectWatchesOf(w.take())[objectQuery("configmaps", "shared")]
+	if shared == nil {
+		t.Fatal("no watch of the shared ConfigMap")
+	}
+	shared.h.Opened(nil)
+	shared.h.Event(WatchEvent{Type: EventBookmark, ResourceVersion: "10", InitialEventsEnd: true})
+	h.advance(10 * time.Minute)
+	if shared.ctx.Err() != nil {
+		t.Fatal("the watch of a ConfigMap a running pod's volume reads closed")
+	}
+	deletePod(t, h, a, "p1")
+	h.advance(10*time.Minute + 10*time.Second)
+	if shared.ctx.Err() != nil {
+		t.Fatal("the watch closed as soon as the volume's pod finished")
+	}
+	h.advance(17 * time.Minute)
+	if shared.ctx.Err() == nil {
+		t.Error("the watch of a ConfigMap only an environment reads is open five idle minutes after the volume's pod finished")
+	}
+}
