@@ -21,6 +21,9 @@
 //     Reflector: streaming lists, bookmarks, jittered timeouts, resume, relist after 410 Gone, its
 //     backoff), opened through a Watcher that decodes of each event only what a reflector needs to
 //     resume;
+//   - objectwatches.go and podrefs.go: the configmap and secret managers' watch of each ConfigMap
+//     and Secret the node's pods reference (kube-root-ca.crt for a pod with a service account
+//     token volume), from the pod's first sync until the last pod referencing it is finished;
 //   - csinode.go: the CSI plugin's CSINode at start;
 //   - events.go: the kubelet's Events through the event recorder's spam filter and correlator;
 //   - pods.go: the status manager's GET before each patch, the Pending report before Running, and
@@ -35,10 +38,11 @@
 //
 // Differences not reproduced yet in the kubelet footprint, each known: a streaming list that fails
 // other than by 410 or a refused connection is retried as a streaming list after a backoff, where
-// client-go falls back to a LIST; the configmap and secret managers' watches are not opened, since the
-// fleet's pods reference no ConfigMap or Secret and mount no service account token (a kubelet would
-// watch kube-root-ca.crt in each namespace it has such pods in, and request their tokens); the
-// discovery GET a hollow kubelet sends at start is not sent, its source in the kubelet not being
+// client-go falls back to a LIST; the token manager's TokenRequest (a POST of
+// serviceaccounts/<name>/token) for each pod's service account token volume is not sent; the
+// configmap and secret managers neither stop the watch of an immutable object after reading it nor
+// resume a watch they stopped for idleness from its last resource version (the agent reads no
+// object, and lists the newest state again); the discovery GET a hollow kubelet sends at start is not sent, its source in the kubelet not being
 // identified; the registration goes straight to Ready, without the first NotReady report and the
 // fast update a kubelet sends before its runtime is up; only the Ready condition's changes are
 // recorded as Events after start, not the pressure conditions'; the event correlator's aggregation of
@@ -373,6 +377,7 @@ type run struct {
 	// The kubelet footprint's: the kubelet's reflectors (watches.go), its CSINode (csinode.go) and
 	// its Events (events.go).
 	watches []*reflector
+	objects objectWatches // the configmap and secret managers' (objectwatches.go)
 	csiNode csiNodeLoop
 	events  eventRecorder
 	// nodeEventsSent: the Node's first conditions were recorded as Events in this run.
@@ -384,8 +389,9 @@ type run struct {
 func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a, parent: ctx}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
-	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r = r, r, r, r, r
+	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r, r.objects.r = r, r, r, r, r, r
 	r.status.wake.s = &r.status
+	r.objects.start = a.cfg.Scheduler.Clock().Now()
 	r.lease.c.init(r)
 	r.status.c.init(r)
 	r.pods.c.init(r)

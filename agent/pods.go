@@ -78,6 +78,9 @@ func (a *Agent) ForgetPod(name string, uid types.UID) {
 	if p := a.pods[name]; p != nil && p.UID == uid {
 		delete(a.pods, name)
 	}
+	if a.run != nil {
+		a.run.objects.unregister(uid) // the kubelet terminates a pod that is gone
+	}
 	if a.deleted[name] == uid {
 		delete(a.deleted, name)
 	}
@@ -90,6 +93,9 @@ func (a *Agent) podDeleted(p *corev1.Pod) {
 	defer a.mu.Unlock()
 	if old := a.pods[p.Name]; old != nil && old.UID == p.UID {
 		delete(a.pods, p.Name)
+	}
+	if a.run != nil {
+		a.run.objects.unregister(p.UID)
 	}
 	if a.deleted == nil {
 		a.deleted = map[string]types.UID{}
@@ -231,6 +237,9 @@ func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
 	if got.UID != pod.UID {
 		return nil // another pod of that name: the status manager drops the update
 	}
+	// SyncPod registers the pod's ConfigMaps and Secrets before it starts the containers, at every
+	// sync, a restarted kubelet's first included.
+	p.r.objects.register(got)
 	if runningReady(got) {
 		a.ObservePod(got) // nothing changed: the status manager sends no patch
 		return nil
@@ -270,6 +279,13 @@ func (p *podLoop) terminateAsStatusManager(pod *corev1.Pod, now time.Time) error
 		var status corev1.PodStatus
 		switch {
 		case got.Status.Phase == corev1.PodSucceeded:
+			// SyncTerminatedPod unregisters its ConfigMaps and Secrets once its volumes are
+			// unmounted, before the status manager's final DELETE.
+			a.mu.Lock()
+			if a.run == p.r {
+				p.r.objects.unregister(got.UID)
+			}
+			a.mu.Unlock()
 			err := p.c.deletePod(got)
 			if err == nil || isGone(err) {
 				// The status manager is done with a pod it deleted: what the fleet's watch shows of

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/url"
@@ -22,7 +23,14 @@ import (
 // Calls never overlap: the transport calls Opened, Event and Ended in order for one stream, the next
 // stream is opened only after Ended (or a failed Opened), through Run.
 type reflector struct {
-	r          *run
+	r *run
+	// ctx is the run's, or for a watch the configmap and secret managers close on their own, one of
+	// its children (objectwatches.go).
+	ctx context.Context
+	// untracked: the reflector is not one the run must hold to be caught up (recovery.go).
+	untracked bool
+	// onListed, if set, is called when an untracked reflector's stream gets past its initial list.
+	onListed   func()
 	resource   string // as recorded
 	path       string
 	selector   string // fieldSelector; "" for none
@@ -60,7 +68,7 @@ var reflectorBackoffSteps = int16(math.Ceil(float64(backoffCap) / float64(backof
 
 func newReflector(r *run, resource, path, selector string, minTimeout int32, clientTimeout bool) *reflector {
 	return &reflector{
-		r: r, resource: resource, path: path, selector: selector, minTimeout: minTimeout, clientTimeout: clientTimeout,
+		r: r, ctx: r.ctx, resource: resource, path: path, selector: selector, minTimeout: minTimeout, clientTimeout: clientTimeout,
 		relist: true, backoff: backoffInit, backoffSteps: reflectorBackoffSteps,
 		backoffReset: r.a.cfg.Scheduler.Clock().Now(),
 	}
@@ -68,7 +76,7 @@ func newReflector(r *run, resource, path, selector string, minTimeout int32, cli
 
 // Run opens the next stream: a streaming list, or a watch from the last resource version.
 func (f *reflector) Run() {
-	if f.r.ctx.Err() != nil {
+	if f.ctx.Err() != nil {
 		return
 	}
 	a := f.r.a
@@ -95,7 +103,7 @@ func (f *reflector) Run() {
 	}
 	f.events = 0
 	f.sent = a.cfg.Scheduler.Clock().Now()
-	a.api.Watches.Watch(f.r.ctx, WatchRequest{Resource: f.resource, Path: f.path, Query: q}, f)
+	a.api.Watches.Watch(f.ctx, WatchRequest{Resource: f.resource, Path: f.path, Query: q}, f)
 }
 
 // Opened records the watch request.
@@ -103,7 +111,7 @@ func (f *reflector) Opened(err error) {
 	a := f.r.a
 	now := a.cfg.Scheduler.Clock().Now()
 	f.opened = now
-	if f.r.ctx.Err() != nil {
+	if f.ctx.Err() != nil {
 		return
 	}
 	if rec := a.cfg.Recorder; rec != nil {
@@ -125,14 +133,21 @@ func (f *reflector) Opened(err error) {
 func (f *reflector) gotBack() {
 	if !f.synced {
 		f.synced = true
-		f.r.watchSynced()
+		switch {
+		case !f.untracked:
+			f.r.watchSynced()
+		case f.onListed != nil:
+			f.onListed()
+		}
 	}
 }
 
 func (f *reflector) lost() {
 	if f.synced {
 		f.synced = false
-		f.r.watchLost()
+		if !f.untracked {
+			f.r.watchLost()
+		}
 	}
 }
 
@@ -153,7 +168,7 @@ func (f *reflector) Event(e WatchEvent) {
 
 // Ended decides what the reflector does next, as its watch and watchList loops do.
 func (f *reflector) Ended(err error) {
-	if f.r.ctx.Err() != nil {
+	if f.ctx.Err() != nil {
 		return
 	}
 	if err == nil && f.listing {

@@ -14,9 +14,8 @@ import (
 //   - CSIDrivers, for the CSI volume plugin (volume_host.go);
 //   - its PodCertificateRequests (podcertificate.NewIssuingManager; its feature gate is on by default).
 //
-// The configmap and secret managers open a watch for each ConfigMap and Secret a pod on the node
-// references; the fleet's pods reference none and mount no service account token (so no
-// kube-root-ca.crt either), so an agent opens none of those.
+// The configmap and secret managers' watches, one per ConfigMap and Secret the node's pods
+// reference, open and close with the pods (objectwatches.go).
 func (a *Agent) kubeletReflectors(r *run) []*reflector {
 	name := fields.OneTermEqualSelector("metadata.name", a.name).String()
 	onNode := fields.OneTermEqualSelector("spec.nodeName", a.name).String()

@@ -21,6 +21,8 @@ var kubeletWatches = []string{"nodes", "services", "pods", "runtimeclasses", "cs
 // each of a kubelet's reflectors at the apiserver, opened as the node (the Node authorizer lets a
 // kubelet watch only with its selectors, so a watch without them would be refused), and creates its
 // CSINode, owned by its Node, and its startup Events; in the heartbeat footprint a fleet holds none.
+// With pods, a node watches the kube-root-ca.crt their service account token volumes read, once per
+// node whatever its pods, and the watch closes with the node's kubelet.
 func TestKubeletFootprintHoldsWatches(t *testing.T) {
 	cp := controlPlane(t)
 	const nodes = 5
@@ -95,6 +97,35 @@ func TestKubeletFootprintHoldsWatches(t *testing.T) {
 			t.Errorf("the heartbeat footprint opened %d watches of %s", c.OK+c.Failed, c.Resource)
 		}
 	}
+	if err := rf.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	before = longrunningWatches(t, cp)
+	rf = startFleet(t, fleet.Config{Nodes: nodes, Fleet: "footprint-pods", NamePrefix: "footprint-pods", RegisterQPS: 50,
+		Footprint: agent.FootprintKubelet, PodsPerNode: 2})
+	// The apiserver's count has the control plane's own watches of ConfigMaps too; the fleet's
+	// tells the agents' apart.
+	eventually(t, 60*time.Second, "every node watching kube-root-ca.crt", func() (bool, error) {
+		for _, ws := range rf.Tally().Watches() {
+			if ws.Resource == "configmaps" && ws.Held >= nodes {
+				return longrunningWatches(t, cp)["configmaps"]-before["configmaps"] >= nodes, nil
+			}
+		}
+		return false, nil
+	})
+	for _, ws := range rf.Tally().Watches() {
+		if ws.Resource == "configmaps" && ws.Held != nodes {
+			t.Errorf("the agents hold %d configmaps watches, want %d: one per node", ws.Held, nodes)
+		}
+	}
+	held := longrunningWatches(t, cp)["configmaps"]
+	if err := rf.stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the kube-root-ca.crt watches closed with the fleet", func() (bool, error) {
+		return longrunningWatches(t, cp)["configmaps"] <= held-nodes, nil
+	})
 }
 
 // longrunningWatches reads apiserver_longrunning_requests{verb="WATCH"} by resource.

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
 )
@@ -239,7 +238,10 @@ func (p *podSet) create(ctx context.Context, node string, i int) error {
 
 // newPod is pod i of node: one container, bound to the node, labelled with the fleet, tolerating the
 // not-ready and unreachable NoExecute taints for Config.PodTolerationSeconds if set (else the
-// apiserver's DefaultTolerationSeconds admission adds 300 s).
+// apiserver's DefaultTolerationSeconds admission adds 300 s). It leaves the service account token to
+// the ServiceAccount admission plugin, as a Deployment's pods do: the plugin adds the projected
+// token volume, which reads kube-root-ca.crt, so that a kubelet footprint's agent watches that
+// ConfigMap in the pods' namespace as a kubelet does.
 func (f *Fleet) newPod(node string, i int) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -249,9 +251,8 @@ func (f *Fleet) newPod(node string, i int) *corev1.Pod {
 			Annotations: map[string]string{agent.RunAnnotation: f.cfg.RunID},
 		},
 		Spec: corev1.PodSpec{
-			NodeName:                     node,
-			AutomountServiceAccountToken: ptr.To(false), // no token volume: no kubelet mounts it
-			Containers:                   []corev1.Container{{Name: "pause", Image: PodImage}},
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "pause", Image: PodImage}},
 		},
 	}
 	if t := f.cfg.PodTolerationSeconds; t != nil {
