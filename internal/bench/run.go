@@ -186,7 +186,7 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 			return res, err
 		}
 	}
-	fmt.Fprintf(o.Log, "   registered in %v; settling %v, then measuring %v\n", res.Register.Round(time.Second), o.Settle, o.Steady)
+	fmt.Fprintf(o.Log, "   %s; settling %v, then measuring %v\n", registered(res), o.Settle, o.Steady)
 	if err := pause.For(ctx, o.Settle); err != nil {
 		return res, err
 	}
@@ -314,4 +314,13 @@ func nan(v float64, format string) string {
 		return "n/a"
 	}
 	return fmt.Sprintf(format, v)
+}
+
+// registered says how the fleet's registration ended, for the log: a fleet that was not all Ready
+// by the deadline is measured anyway, and must not read as registered at once.
+func registered(res Result) string {
+	if !res.AllReady {
+		return res.RegisteredErr
+	}
+	return fmt.Sprintf("registered in %v", res.Register.Round(time.Second))
 }
