@@ -162,19 +162,8 @@ func BenchmarkSteadyHeartbeat(b *testing.B) {
 	var renewals renewalCount
 	for range agents {
 		a, r := benchAgent(b)
-		a.cfg.Scheduler = sched
-		r.ctx = ctx
-		r.status.registered, r.status.lastReport = true, t0
-		holder := a.name
-		r.lease.latest = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "1",
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
-		r.lease.active = true
-		a.run = r
 		a.cfg.Recorder = &renewals
-		sched.After(0, &r.status)
-		sched.After(0, &r.lease)
+		startSteady(a, r, sched, ctx, t0)
 	}
 	at := time.Minute
 	sched.Advance(fc, t0.Add(at))
@@ -204,22 +193,11 @@ func BenchmarkPacedHeartbeat(b *testing.B) {
 	var renewals renewalCount
 	for range agents {
 		a, r := benchAgent(b)
-		a.cfg.Scheduler = sched
 		a.cfg.Heartbeat.RenewInterval = 100 * time.Millisecond
 		a.cfg.Heartbeat.StatusUpdateFrequency = 100 * time.Millisecond
 		a.cfg.Heartbeat.StatusReportFrequency = 3 * time.Second
 		a.cfg.Recorder = &renewals
-		r.ctx = ctx
-		r.status.registered, r.status.lastReport = true, time.Now()
-		holder := a.name
-		r.lease.latest = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "1",
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
-		r.lease.active = true
-		a.run = r
-		sched.After(0, &r.status)
-		sched.After(0, &r.lease)
+		startSteady(a, r, sched, ctx, time.Now())
 	}
 	time.Sleep(time.Second) // the agents' first ticks, all at once, are not the steady state
 	b.ResetTimer()
@@ -245,3 +223,20 @@ type renewalCount struct{ atomic.Int64 }
 func (*renewalCount) Request(Request)              {}
 func (*renewalCount) Heartbeat(string, error)      {}
 func (c *renewalCount) LeaseRenewed(time.Duration) { c.Add(1) }
+
+// startSteady puts a registered agent holding its Lease on sched, as a fleet's is once it has
+// started: its status reported at now, its lease loop renewing.
+func startSteady(a *Agent, r *run, sched *scheduler.Scheduler, ctx context.Context, now time.Time) {
+	a.cfg.Scheduler = sched
+	r.ctx = ctx
+	r.status.registered, r.status.lastReport = true, now
+	holder := a.name
+	r.lease.latest = &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: holder, Namespace: LeaseNamespace, ResourceVersion: "1",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: holder, UID: "uid"}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	r.lease.active = true
+	a.run = r
+	sched.After(0, &r.status)
+	sched.After(0, &r.lease)
+}
