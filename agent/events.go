@@ -195,7 +195,13 @@ func (e *eventRecorder) Run() {
 			return
 		}
 		ev := e.queue[0]
+		// The drained queue lets go of its events: its backing array would otherwise keep every
+		// Event a kubelet sent at its start for as long as it sends no other.
+		e.queue[0] = nil
 		e.queue = e.queue[1:]
+		if len(e.queue) == 0 {
+			e.queue = nil
+		}
 		e.mu.Unlock()
 		e.write(ev)
 	}
