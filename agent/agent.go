@@ -92,9 +92,18 @@ import (
 // Clients are the API clients an agent calls. Agents of a fleet share them: whose identity a request
 // carries travels in its context (see IdentityFrom).
 type Clients struct {
+	// Core and Coordination are the kubelet's heartbeat client, with its 10 s timeout
+	// (RequestTimeout): the Lease, and the node status loop's GET and PATCH of the Node.
 	Core         corev1client.CoreV1Interface
 	Coordination coordinationv1client.CoordinationV1Interface
-	// Storage creates the node's CSINode in the kubelet footprint; nil creates none.
+	// Main is the kubelet's main client and its event client, which have no timeout: registration,
+	// the CSINode's GET of the Node, Events and pods. Under load the difference is what the
+	// apiserver does with a request: one without a timeout may wait 15 s in API Priority and
+	// Fairness's queues, one with the heartbeat client's 10 s only 2.5 s before its 429. Nil: Core
+	// sends these too.
+	Main corev1client.CoreV1Interface
+	// Storage creates the node's CSINode in the kubelet footprint, on the main client (no timeout);
+	// nil creates none.
 	Storage storagev1client.StorageV1Interface
 	// Watches carries the watches of the kubelet footprint; nil opens none.
 	Watches Watcher
@@ -147,6 +156,14 @@ func New(cfg *Config, api Clients, name string, index int, zone string) *Agent {
 		{Type: corev1.NodeHostName, Address: name},
 	}
 	return a
+}
+
+// main is the kubelet's main client (Clients.Main).
+func (a *Agent) main() corev1client.CoreV1Interface {
+	if a.api.Main != nil {
+		return a.api.Main
+	}
+	return a.api.Core
 }
 
 // kubelet says whether the agent makes a kubelet's whole footprint.

@@ -122,7 +122,7 @@ func BenchmarkStatusPatchTwoWay(b *testing.B) {
 	node, _ := r.status.updated(original, a.health, metav1.NewTime(t0.Add(5*time.Minute)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := r.status.c.patchNodeStatus(original, node, original.UID); err != nil {
+		if _, err := r.status.c.patchNodeStatus(heartbeatClient, original, node, original.UID); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -80,7 +80,7 @@ func (l *csiNodeLoop) Run() {
 
 // tryInitialize is tryInitializeCSINodeWithAnnotation, but for an existing CSINode, which it leaves.
 func (l *csiNodeLoop) tryInitialize() bool {
-	node, err := l.c.getNode()
+	node, err := l.c.getNode(mainClient)
 	if err != nil {
 		return false
 	}

@@ -195,7 +195,13 @@ func (e *eventRecorder) Run() {
 			return
 		}
 		ev := e.queue[0]
+		// The drained queue lets go of its events: its backing array would otherwise keep every
+		// Event a kubelet sent at its start for as long as it sends no other.
+		e.queue[0] = nil
 		e.queue = e.queue[1:]
+		if len(e.queue) == 0 {
+			e.queue = nil
+		}
 		e.mu.Unlock()
 		e.write(ev)
 	}
@@ -246,7 +252,7 @@ func isTransient(err error) bool {
 // createEvent POSTs an event.
 func (c *caller) createEvent(ev *corev1.Event) (out *corev1.Event, err error) {
 	err = c.call("create", "events", func(ctx context.Context) error {
-		out, err = c.r.a.api.Core.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		out, err = c.r.a.main().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 		return err
 	})
 	return out, err
@@ -264,7 +270,7 @@ func (c *caller) patchEvent(prev *sentEvent, ev *corev1.Event) (out *corev1.Even
 		return nil, err
 	}
 	err = c.call("patch", "events", func(ctx context.Context) error {
-		out, err = c.r.a.api.Core.Events(prev.namespace).Patch(ctx, prev.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		out, err = c.r.a.main().Events(prev.namespace).Patch(ctx, prev.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	return out, err

@@ -137,7 +137,7 @@ func (l *leaseLoop) checkOwner(lease *coordinationv1.Lease) error {
 	}
 	node := a.serverNode()
 	if node == nil || node.UID != owner.UID || !a.cfg.Template.Owns(node) {
-		fetched, err := l.c.getNode()
+		fetched, err := l.c.getNode(heartbeatClient)
 		if err != nil {
 			return fmt.Errorf("check the owner of lease %s: %w", a.name, err)
 		}
@@ -213,7 +213,7 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 	lease.Spec.LeaseDurationSeconds = ptr.To(a.cfg.Heartbeat.LeaseDurationSeconds)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: a.cfg.Scheduler.Clock().Now()}
 	if len(lease.OwnerReferences) == 0 {
-		node, err := l.c.getNode()
+		node, err := l.c.getNode(heartbeatClient)
 		if err != nil {
 			return lease, err
 		}

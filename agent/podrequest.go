@@ -19,7 +19,7 @@ func (c *caller) patchPodStatus(p *corev1.Pod, status corev1.PodStatus) (out *co
 		return nil, err
 	}
 	err = c.call("patch", "pods", func(ctx context.Context) error {
-		out, err = c.r.a.api.Core.Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		out, err = c.r.a.main().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		return err
 	})
 	return out, err
@@ -29,7 +29,7 @@ func (c *caller) patchPodStatus(p *corev1.Pod, status corev1.PodStatus) (out *co
 // containers stopped: with no grace period left, and only if p is still the pod of that name.
 func (c *caller) deletePod(p *corev1.Pod) error {
 	return c.call("delete", "pods", func(ctx context.Context) error {
-		return c.r.a.api.Core.Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+		return c.r.a.main().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: ptr.To[int64](0),
 			Preconditions:      &metav1.Preconditions{UID: &p.UID},
 		})
@@ -44,7 +44,7 @@ func isGone(err error) bool {
 // getPod is the status manager's GET before each status patch.
 func (c *caller) getPod(p *corev1.Pod) (out *corev1.Pod, err error) {
 	err = c.call("get", "pods", func(ctx context.Context) error {
-		out, err = c.r.a.api.Core.Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		out, err = c.r.a.main().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 		return err
 	})
 	return out, err

@@ -63,7 +63,7 @@ func (s *statusLoop) tryRegister() bool {
 	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 		return false
 	}
-	existing, err := s.c.getNode()
+	existing, err := s.c.getNode(mainClient)
 	if err != nil {
 		return false
 	}
@@ -76,7 +76,7 @@ func (s *statusLoop) tryRegister() bool {
 	}
 	original := existing.DeepCopy()
 	if reconcileRegistered(node, existing) {
-		patched, err := s.c.patchNodeStatus(original, existing, existing.UID)
+		patched, err := s.c.patchNodeStatus(mainClient, original, existing, existing.UID)
 		if err != nil {
 			return false
 		}

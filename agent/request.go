@@ -21,27 +21,43 @@ var ErrPartitioned = errors.New("partitioned: no response before the client time
 // Every API call an agent makes is one of the methods below or of podrequest.go, and each goes
 // through call.
 
+// kubeletClient is which of the kubelet's clients sends a request of the Node (Clients).
+type kubeletClient bool
+
+const (
+	heartbeatClient kubeletClient = false // the Lease and the node status loop: a 10 s timeout
+	mainClient      kubeletClient = true  // registration and the CSINode: no timeout
+)
+
+func (c *caller) core(cl kubeletClient) corev1client.CoreV1Interface {
+	if cl == mainClient {
+		return c.r.a.main()
+	}
+	return c.r.a.api.Core
+}
+
+// createNode is registration's, on the kubelet's main client.
 func (c *caller) createNode(n *corev1.Node) (out *corev1.Node, err error) {
 	err = c.call("create", "nodes", func(ctx context.Context) error {
-		out, err = c.r.a.api.Core.Nodes().Create(ctx, n, metav1.CreateOptions{})
+		out, err = c.r.a.main().Nodes().Create(ctx, n, metav1.CreateOptions{})
 		return err
 	})
 	return out, err
 }
 
-func (c *caller) getNode() (out *corev1.Node, err error) {
+func (c *caller) getNode(cl kubeletClient) (out *corev1.Node, err error) {
 	err = c.call("get", "nodes", func(ctx context.Context) error {
-		out, err = c.r.a.api.Core.Nodes().Get(ctx, c.r.a.name, metav1.GetOptions{})
+		out, err = c.core(cl).Nodes().Get(ctx, c.r.a.name, metav1.GetOptions{})
 		return err
 	})
 	return out, err
 }
 
 // patchNodeStatus is the kubelet's PatchNodeStatus of new against old, on the Node uid (withUID).
-func (c *caller) patchNodeStatus(old, new *corev1.Node, uid types.UID) (out *corev1.Node, err error) {
+func (c *caller) patchNodeStatus(cl kubeletClient, old, new *corev1.Node, uid types.UID) (out *corev1.Node, err error) {
 	old, new = withUID(old, new, uid)
 	err = c.call("patch", "nodes", func(ctx context.Context) error {
-		out, _, err = nodeutil.PatchNodeStatus(contextCore{c.r.a.api.Core, ctx}, types.NodeName(c.r.a.name), old, new)
+		out, _, err = nodeutil.PatchNodeStatus(contextCore{c.core(cl), ctx}, types.NodeName(c.r.a.name), old, new)
 		return err
 	})
 	return out, err

@@ -83,7 +83,7 @@ func (s *statusLoop) tryUpdate(try int) error {
 			return errNoNode
 		}
 	} else {
-		got, err := s.c.getNode()
+		got, err := s.c.getNode(heartbeatClient)
 		if err != nil {
 			return fmt.Errorf("get node %s: %w", a.name, err)
 		}
@@ -131,7 +131,7 @@ func (s *statusLoop) tryUpdate(try int) error {
 	if patch, ok := heartbeatPatch(original.Status.Conditions, node.Status.Conditions, uid); ok && !changed {
 		patched, err = s.c.patchHeartbeat(patch)
 	} else {
-		patched, err = s.c.patchNodeStatus(original, node, uid)
+		patched, err = s.c.patchNodeStatus(heartbeatClient, original, node, uid)
 	}
 	a.heartbeat(KindStatus, err)
 	if err != nil {

@@ -149,11 +149,18 @@ func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, im
 	if err != nil {
 		return agent.Clients{}, err
 	}
-	storage, err := storagev1client.NewForConfigAndClient(cfg, hc)
+	// The kubelet's main and event clients (agent.Clients.Main) go over the same connections without
+	// the heartbeat client's timeout.
+	mainHC := &http.Client{Transport: hc.Transport}
+	main, err := corev1client.NewForConfigAndClient(cfg, mainHC)
 	if err != nil {
 		return agent.Clients{}, err
 	}
-	c := agent.Clients{Core: core, Coordination: leanCoordination{coord, newLeaseWriter(s, coord)}, Storage: storage, Watches: watches}
+	storage, err := storagev1client.NewForConfigAndClient(cfg, mainHC)
+	if err != nil {
+		return agent.Clients{}, err
+	}
+	c := agent.Clients{Core: core, Coordination: leanCoordination{coord, newLeaseWriter(s, coord)}, Main: main, Storage: storage, Watches: watches}
 	if wc != nil {
 		c.Core = newLeanCore(s, core)
 	}
