@@ -41,8 +41,11 @@ type Config struct {
 	DisableCompression bool
 
 	// clock is what the writers' flush window is measured on; nil: the real clock. A test sets a
-	// fake one to step through the window.
-	clock clock.Clock
+	// fake one to step through the window, and observe to learn, from the writer itself, when it
+	// holds frames on its timer and when it flushes them: the moments at which stepping the clock
+	// means something.
+	clock   clock.Clock
+	observe func(writerEvent)
 }
 
 // MaxFlushWindow bounds how late a request may leave for the sake of sharing a write with others.

@@ -40,6 +40,32 @@ type writer struct {
 	blocked []*stream // streams whose body waits for a window
 	auth    []Field
 	authAt  time.Time
+	last    uint32 // the newest stream it opened
+}
+
+func newWriter(cn *conn) *writer {
+	w := &writer{cn: cn}
+	w.enc = hpack.NewEncoder(&w.block)
+	return w
+}
+
+// writerEvent is what a writer tells Config.observe: it holds the frames written since held on its
+// flush timer, armed for held plus the window, or (held zero) it has flushed them. last is the
+// newest stream it has opened, so that a test knows which requests the event covers.
+type writerEvent struct {
+	held time.Time
+	last uint32
+}
+
+// flush writes out what the buffered writer holds.
+func (w *writer) flush() error {
+	if err := w.cn.bw.Flush(); err != nil {
+		return err
+	}
+	if obs := w.cn.client.cfg.observe; obs != nil {
+		obs(writerEvent{last: w.last})
+	}
+	return nil
 }
 
 type headerBuffer struct{ b []byte }
@@ -50,8 +76,7 @@ func (h *headerBuffer) Write(p []byte) (int, error) { h.b = append(h.b, p...); r
 // buffered writer is flushed when the queue is empty (after holding them up to the flush window for
 // more) or, when the queue never empties, once the oldest unflushed frame has waited the window.
 func (cn *conn) writeLoop() {
-	w := &writer{cn: cn}
-	w.enc = hpack.NewEncoder(&w.block)
+	w := newWriter(cn)
 	window := cn.client.cfg.FlushWindow
 	bound := window
 	if bound == 0 {
@@ -69,7 +94,7 @@ func (cn *conn) writeLoop() {
 		for len(cn.queue) == 0 && cn.err == nil {
 			cn.mu.Unlock()
 			if !held.IsZero() && (window == 0 || clk.Since(held) >= window) {
-				if err := cn.bw.Flush(); err != nil {
+				if err := w.flush(); err != nil {
 					cn.fail(err)
 					return
 				}
@@ -80,12 +105,23 @@ func (cn *conn) writeLoop() {
 				} else {
 					timer.Reset(window - clk.Since(held))
 				}
+				if obs := cn.client.cfg.observe; obs != nil {
+					obs(writerEvent{held: held, last: w.last})
+				}
 				select {
 				case <-cn.wake:
 				case <-timer.C():
 				case <-cn.closed:
 				}
-				timer.Stop()
+				if !timer.Stop() {
+					// It fired, perhaps as the writer woke for something else: a value left in
+					// its channel (k8s.io/utils' clock.Timer keeps it) would end the next wait at
+					// once, or block the clock that fires it again.
+					select {
+					case <-timer.C():
+					default:
+					}
+				}
 			} else {
 				select {
 				case <-cn.wake:
@@ -111,7 +147,7 @@ func (cn *conn) writeLoop() {
 			batch[i] = item{}
 		}
 		if clk.Since(held) >= bound {
-			if err := cn.bw.Flush(); err != nil {
+			if err := w.flush(); err != nil {
 				cn.fail(err)
 				return
 			}
@@ -163,6 +199,7 @@ func (w *writer) open(s *stream) error {
 		return nil
 	}
 	s.id = cn.nextID
+	w.last = s.id
 	cn.nextID += 2
 	s.sendWindow = cn.initialWindow
 	s.body = s.req.Body
