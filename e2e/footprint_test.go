@@ -22,7 +22,8 @@ var kubeletWatches = []string{"nodes", "services", "pods", "runtimeclasses", "cs
 // kubelet watch only with its selectors, so a watch without them would be refused), and creates its
 // CSINode, owned by its Node, and its startup Events; in the heartbeat footprint a fleet holds none.
 // With pods, a node watches the kube-root-ca.crt their service account token volumes read, once per
-// node whatever its pods, and the watch closes with the node's kubelet.
+// node whatever its pods, and the watch closes with the node's kubelet; and it requests each pod's
+// token.
 func TestKubeletFootprintHoldsWatches(t *testing.T) {
 	cp := controlPlane(t)
 	const nodes = 5
@@ -119,6 +120,17 @@ func TestKubeletFootprintHoldsWatches(t *testing.T) {
 			t.Errorf("the agents hold %d configmaps watches, want %d: one per node", ws.Held, nodes)
 		}
 	}
+	// Each pod's token, requested as its node when the volume is mounted: the Node authorizer and
+	// NodeRestriction admit a token bound to a pod on the node. A request made before the
+	// apiserver's admission saw the pod fails with 404 and is made again at the next sync.
+	eventually(t, 30*time.Second, "a token for every pod", func() (bool, error) {
+		for _, c := range rf.Tally().Requests() {
+			if c.Verb == "create" && c.Resource == "serviceaccounts" {
+				return c.OK >= nodes*2, nil
+			}
+		}
+		return false, nil
+	})
 	held := longrunningWatches(t, cp)["configmaps"]
 	if err := rf.stop(); err != nil {
 		t.Fatal(err)
