@@ -24,6 +24,8 @@
 //   - objectwatches.go and podrefs.go: the configmap and secret managers' watch of each ConfigMap
 //     and Secret the node's pods reference (kube-root-ca.crt for a pod with a service account
 //     token volume), from the pod's first sync until the last pod referencing it is finished;
+//   - tokens.go: the token manager's TokenRequest for each service account token projection of a
+//     pod's volumes, at the pod's first sync and at the resync that finds the token due for refresh;
 //   - csinode.go: the CSI plugin's CSINode at start;
 //   - events.go: the kubelet's Events through the event recorder's spam filter and correlator;
 //   - pods.go: the status manager's GET before each patch, the Pending report before Running, and
@@ -38,8 +40,8 @@
 //
 // Differences not reproduced yet in the kubelet footprint, each known: a streaming list that fails
 // other than by 410 or a refused connection is retried as a streaming list after a backoff, where
-// client-go falls back to a LIST; the token manager's TokenRequest (a POST of
-// serviceaccounts/<name>/token) for each pod's service account token volume is not sent; the
+// client-go falls back to a LIST; a failed first token request is retried at the pod loop's
+// next sync, where the kubelet's volume manager retries the mount with its own backoff; the
 // configmap and secret managers neither stop the watch of an immutable object after reading it nor
 // resume a watch they stopped for idleness from its last resource version (the agent reads no
 // object, and lists the newest state again); the discovery GET a hollow kubelet sends at start is not sent, its source in the kubelet not being
@@ -395,6 +397,7 @@ type run struct {
 	// its Events (events.go).
 	watches []*reflector
 	objects objectWatches // the configmap and secret managers' (objectwatches.go)
+	tokens  podTokens     // the token manager's (tokens.go)
 	csiNode csiNodeLoop
 	events  eventRecorder
 	// nodeEventsSent: the Node's first conditions were recorded as Events in this run.
@@ -406,7 +409,7 @@ type run struct {
 func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a, parent: ctx}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
-	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r, r.objects.r = r, r, r, r, r, r
+	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r, r.objects.r, r.tokens.r = r, r, r, r, r, r, r
 	r.status.wake.s = &r.status
 	r.objects.start = a.cfg.Scheduler.Clock().Now()
 	r.lease.c.init(r)
@@ -414,6 +417,7 @@ func newRun(a *Agent, ctx context.Context) *run {
 	r.pods.c.init(r)
 	r.csiNode.c.init(r)
 	r.events.c.init(r)
+	r.tokens.c.init(r)
 	return r
 }
 

@@ -8,13 +8,16 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/scheduler"
@@ -76,7 +79,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		case k8stesting.CreateAction:
 			c.object = a.GetObject()
 			// The fake tracker assigns no UIDs; owner references and restarts need them.
-			if m, err := meta.Accessor(c.object); err == nil && m.GetUID() == "" {
+			if m, err := meta.Accessor(c.object); err == nil && m.GetUID() == "" && a.GetSubresource() == "" {
 				h.uids++
 				m.SetUID(types.UID(fmt.Sprintf("uid-%d", h.uids)))
 			}
@@ -95,6 +98,9 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 			}
 		}
 		h.calls = append(h.calls, c)
+		if tr, ok := c.object.(*authenticationv1.TokenRequest); ok && c.res == "serviceaccounts/token" {
+			return true, issueToken(tr, h.clock.Now()), nil // the tracker has no TokenRequest
+		}
 		return false, nil, nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,6 +113,18 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 
 func (h *harness) agent(name string, index int) *Agent {
 	return New(h.cfg, Clients{Core: h.client.CoreV1(), Coordination: h.client.CoordinationV1()}, name, index, "")
+}
+
+// issueToken answers tr at now as the apiserver does: its TTL defaulted to an hour, and the token
+// expiring after it.
+func issueToken(tr *authenticationv1.TokenRequest, now time.Time) *authenticationv1.TokenRequest {
+	out := tr.DeepCopy()
+	if out.Spec.ExpirationSeconds == nil {
+		out.Spec.ExpirationSeconds = ptr.To[int64](3600)
+	}
+	out.Status = authenticationv1.TokenRequestStatus{Token: "token",
+		ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(*out.Spec.ExpirationSeconds) * time.Second))}
+	return out
 }
 
 // advance runs the fleet's clock to t0+d.

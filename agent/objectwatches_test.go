@@ -8,20 +8,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
-// tokenPod is a pod as the ServiceAccount admission plugin leaves it: a projected service account
-// token volume, which references kube-root-ca.crt; plus an image pull secret, and an environment
-// variable from a ConfigMap, read only when the container starts.
+// tokenPod is a pod as the ServiceAccount admission plugin leaves it: its service account, and a
+// projected service account token volume with the plugin's TTL, which references kube-root-ca.crt;
+// plus an image pull secret, and an environment variable from a ConfigMap, read only when the
+// container starts.
 func tokenPod(name string, uid types.UID, env string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fakelet", UID: uid},
 		Spec: corev1.PodSpec{
-			NodeName:         "fakelet-00007",
-			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred-" + name}},
-			Containers:       []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
+			NodeName:           "fakelet-00007",
+			ServiceAccountName: "default",
+			ImagePullSecrets:   []corev1.LocalObjectReference{{Name: "regcred-" + name}},
+			Containers:         []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
 			Volumes: []corev1.Volume{{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{
-					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
 					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}},
 					{DownwardAPI: &corev1.DownwardAPIProjection{}},
 				},

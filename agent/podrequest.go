@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,16 @@ func isGone(err error) bool {
 func (c *caller) getPod(p *corev1.Pod) (out *corev1.Pod, err error) {
 	err = c.call("get", "pods", func(ctx context.Context) error {
 		out, err = c.r.a.main().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		return err
+	})
+	return out, err
+}
+
+// createToken is the token manager's TokenRequest tr of a token of a pod's service account, bound
+// to the pod (tokens.go).
+func (c *caller) createToken(namespace, serviceAccount string, tr *authenticationv1.TokenRequest) (out *authenticationv1.TokenRequest, err error) {
+	err = c.call("create", "serviceaccounts", func(ctx context.Context) error {
+		out, err = c.r.a.api.Core.ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, tr, metav1.CreateOptions{})
 		return err
 	})
 	return out, err

@@ -79,7 +79,7 @@ func (a *Agent) ForgetPod(name string, uid types.UID) {
 		delete(a.pods, name)
 	}
 	if a.run != nil {
-		a.run.objects.unregister(uid) // the kubelet terminates a pod that is gone
+		a.run.podFinished(uid) // the kubelet terminates a pod that is gone
 	}
 	if a.deleted[name] == uid {
 		delete(a.deleted, name)
@@ -95,7 +95,7 @@ func (a *Agent) podDeleted(p *corev1.Pod) {
 		delete(a.pods, p.Name)
 	}
 	if a.run != nil {
-		a.run.objects.unregister(p.UID)
+		a.run.podFinished(p.UID)
 	}
 	if a.deleted == nil {
 		a.deleted = map[string]types.UID{}
@@ -237,12 +237,17 @@ func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
 	if got.UID != pod.UID {
 		return nil // another pod of that name: the status manager drops the update
 	}
-	// SyncPod registers the pod's ConfigMaps and Secrets before it starts the containers, at every
-	// sync, a restarted kubelet's first included.
+	// SyncPod registers the pod's ConfigMaps and Secrets and mounts its volumes before it starts
+	// the containers, at every sync, a restarted kubelet's first included.
 	p.r.objects.register(got)
+	mounted := p.r.tokens.mount(&p.c, got, now)
 	if runningReady(got) {
 		a.ObservePod(got) // nothing changed: the status manager sends no patch
-		return nil
+		return mounted
+	}
+	if mounted != nil && got.Status.Phase == corev1.PodPending {
+		a.ObservePod(got)
+		return mounted // reported Pending already: its containers wait for their volumes
 	}
 	if got.Status.Phase == "" || got.Status.Phase == corev1.PodPending {
 		out, err := p.c.patchPodStatus(got, a.podStatusPending(got, now))
@@ -250,16 +255,20 @@ func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
 			return err
 		}
 		a.ObservePod(out)
+		if mounted != nil {
+			return mounted // without its volumes no container starts
+		}
 		p.r.events.containerEvents(out)
 		if got, err = p.c.getPod(out); err != nil {
 			return err
 		}
 	}
 	out, err := p.c.patchPodStatus(got, a.podStatus(got, now))
-	if err == nil {
-		a.ObservePod(out)
+	if err != nil {
+		return err
 	}
-	return err
+	a.ObservePod(out)
+	return mounted
 }
 
 // terminateAsStatusManager finishes a deleted pod as the kubelet does (kubelet footprint): a sync
@@ -279,11 +288,11 @@ func (p *podLoop) terminateAsStatusManager(pod *corev1.Pod, now time.Time) error
 		var status corev1.PodStatus
 		switch {
 		case got.Status.Phase == corev1.PodSucceeded:
-			// SyncTerminatedPod unregisters its ConfigMaps and Secrets once its volumes are
-			// unmounted, before the status manager's final DELETE.
+			// SyncTerminatedPod unmounts its volumes and unregisters its ConfigMaps and Secrets,
+			// before the status manager's final DELETE.
 			a.mu.Lock()
 			if a.run == p.r {
-				p.r.objects.unregister(got.UID)
+				p.r.podFinished(got.UID)
 			}
 			a.mu.Unlock()
 			err := p.c.deletePod(got)
@@ -312,4 +321,11 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// podFinished is the end of a pod in the run: its volumes are unmounted, which forgets its tokens,
+// and its ConfigMaps and Secrets unregistered. Agent.mu must be held.
+func (r *run) podFinished(uid types.UID) {
+	r.objects.unregister(uid)
+	r.tokens.drop(uid)
 }

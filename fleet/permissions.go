@@ -90,6 +90,7 @@ var kubeletFootprintPermissions = []Permission{
 	{Verb: "patch", Resource: "events", For: "kubelets count repeated Events"},
 	{Verb: "get", Resource: "pods", For: "kubelets read a pod before each status patch"},
 	{Verb: "watch", Resource: "configmaps", Namespace: PodNamespace, For: "kubelets watch the kube-root-ca.crt their pods' token volumes read"},
+	{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: PodNamespace, For: "kubelets request their pods' service account tokens"},
 }
 
 // FootprintPermissions is what the fleet's credential needs besides RunPermissions for footprint fp.

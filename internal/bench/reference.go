@@ -451,8 +451,9 @@ func (p *podRelay) run(ctx context.Context, nodes []string, perNode int, window 
 	return nil
 }
 
-// referencePod is pod i of node: the fleet's kind of pod (fleet/pods.go), one pause container and
-// no service account token, so that neither kind of kubelet has a volume to fetch.
+// referencePod is pod i of node: the fleet's kind of pod (fleet/pods.go), one pause container, and
+// the service account token volume the ServiceAccount admission plugin adds, as to a Deployment's
+// pods, so that both kinds of kubelet watch kube-root-ca.crt and request the pod's token.
 func referencePod(node string, i int) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -461,9 +462,8 @@ func referencePod(node string, i int) *corev1.Pod {
 			Labels:    map[string]string{referenceLabel: "true"},
 		},
 		Spec: corev1.PodSpec{
-			NodeName:                     node,
-			AutomountServiceAccountToken: ptr.To(false),
-			Containers:                   []corev1.Container{{Name: "pause", Image: fleet.PodImage}},
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "pause", Image: fleet.PodImage}},
 		},
 	}
 }
