@@ -72,16 +72,18 @@ type Measured struct {
 }
 
 // Measure is m's levels in the order of Levels' fields, each against its limit for a fleet whose
-// kubelets renew every renewInterval, and Broken where m passed it. A level that does not apply is
+// kubelets renew every renewInterval, and Broken where m passed it. The counts of what befell the
+// fleet's own nodes (false alarms, failed heartbeats) are Sum levels: a sharded fleet's is the sum
+// of its shards'. A level that does not apply is
 // left out: the mutating p99 of a hold without a mutating call (NaN), the renewal interval's in
 // status mode, which renews no lease.
 func (l Levels) Measure(m Measured, renewInterval time.Duration) []report.Level {
 	all := []report.Level{
-		{Level: LevelFalseAlarms, Value: float64(m.FalseAlarms), Limit: float64(l.FalseAlarms)},
+		{Level: LevelFalseAlarms, Value: float64(m.FalseAlarms), Limit: float64(l.FalseAlarms), Sum: true},
 		{Level: LevelMutatingP99, Value: m.MutatingP99, Limit: l.MutatingP99.Seconds(), Unit: "s"},
 		{Level: LevelAPFRejections, Value: m.APFRejections, Limit: float64(l.APFRejections)},
 		{Level: LevelRenewalP99, Value: m.RenewalP99, Limit: renewInterval.Seconds() * (1 + l.RenewalSlack), Unit: "s"},
-		{Level: LevelFailedHeartbeats, Value: float64(m.FailedHeartbeats), Limit: float64(l.FailedHeartbeats)},
+		{Level: LevelFailedHeartbeats, Value: float64(m.FailedHeartbeats), Limit: float64(l.FailedHeartbeats), Sum: true},
 	}
 	var out []report.Level
 	for _, lv := range all {

@@ -98,25 +98,86 @@ func Run(ctx context.Context, c Config, f Fleet, sleep Sleep) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
+	return run(ctx, c, f, sleep, nil)
+}
+
+// RunInLockstep is Run for one shard of a fleet run by several processes, on l's schedule: f grows
+// to this shard's part of each step, and the levels checked are the fleet's, from every shard's
+// verdict, so that every shard stops at the same step with the same answer. Each step's result
+// holds what this shard measured; the answer is the fleet's.
+func RunInLockstep(ctx context.Context, c Config, l Lockstep, f Fleet, sleep Sleep) (Result, error) {
+	if err := c.Validate(); err != nil {
+		return Result{}, err
+	}
+	if err := l.Validate(c); err != nil {
+		return Result{}, err
+	}
+	return run(ctx, c, f, sleep, &l)
+}
+
+func run(ctx context.Context, c Config, f Fleet, sleep Sleep, l *Lockstep) (Result, error) {
+	until := func(t time.Time) error { return sleep(ctx, t.Sub(f.Now())) }
+	var schedule []StepTimes
+	if l != nil {
+		schedule = l.Schedule(c)
+		if late := f.Now().Sub(l.Start); late > 0 {
+			return Result{}, fmt.Errorf("shard %v was ready %v after the start at %s: it cannot step with the other shards (give a longer --start-delay)",
+				l.Shard, late.Round(time.Millisecond), l.Start.Format(time.RFC3339))
+		}
+	}
 	var r Result
-	for _, n := range c.Sizes() {
+	for k, n := range c.Sizes() {
+		if l != nil {
+			if err := until(schedule[k].Begin); err != nil {
+				return r, err
+			}
+		}
 		if err := f.Grow(ctx, n); err != nil {
 			return r, fmt.Errorf("grow the fleet to %d nodes: %w", n, err)
 		}
-		if err := sleep(ctx, c.Settle); err != nil {
-			return r, err
+		var from time.Time
+		if l == nil {
+			if err := sleep(ctx, c.Settle); err != nil {
+				return r, err
+			}
+			from = f.Now()
+		} else {
+			if err := until(schedule[k].Hold); err != nil {
+				return r, err
+			}
+			from = schedule[k].Hold // the same in every shard, even one that came late
 		}
-		from := f.Now()
 		f.Hold(n, from)
-		if err := sleep(ctx, c.Hold); err != nil {
-			return r, err
+		var to time.Time
+		if l == nil {
+			if err := sleep(ctx, c.Hold); err != nil {
+				return r, err
+			}
+			to = f.Now()
+		} else {
+			to = schedule[k].End
+			if err := until(to); err != nil {
+				return r, err
+			}
 		}
-		to := f.Now()
 		m, procs, err := f.Measure(ctx, from, to)
 		if err != nil {
 			return r, fmt.Errorf("measure the step of %d nodes: %w", n, err)
 		}
-		st := StepResult{Nodes: n, From: from, To: to, Measured: m, Broken: c.Levels.Check(m, c.RenewInterval), Processes: procs}
+		st := StepResult{Nodes: n, From: from, To: to, Measured: m, Processes: procs}
+		if l == nil {
+			st.Broken = c.Levels.Check(m, c.RenewInterval)
+		} else {
+			levels, err := l.verdict(ctx, c, schedule[k], m, f.Now, sleep)
+			if err != nil {
+				return r, fmt.Errorf("the step of %d nodes: %w", n, err)
+			}
+			for _, lv := range levels {
+				if lv.Broken {
+					st.Broken = append(st.Broken, lv)
+				}
+			}
+		}
 		r.Steps = append(r.Steps, st)
 		if len(st.Broken) > 0 {
 			r.Broke = &st.Broken[0]

@@ -29,6 +29,21 @@ type Capacity struct {
 	// nil if every step held, and the answer is then "at least Max".
 	Broke *Level         `json:"broke,omitempty"`
 	Steps []CapacityStep `json:"steps"`
+	// Shards is set in a sharded run's reports (fakelet capacity --shard): each shard's, whose steps
+	// hold its own levels and whose answer is the fleet's, and the merge of them all
+	// (fakelet report merge), whose steps hold the fleet's.
+	Shards *CapacityShards `json:"shards,omitempty"`
+}
+
+// CapacityShards say which run of how many shards a capacity report is of.
+type CapacityShards struct {
+	// Shard is this report's shard ("i/n"), "" in a merged report.
+	Shard string `json:"shard,omitempty"`
+	Count int    `json:"count"`
+	// Run is the hash of the parameters every shard shared, Start the start they agreed on: the
+	// reports of one run have both the same.
+	Run   string    `json:"run"`
+	Start time.Time `json:"start"`
 }
 
 // CapacityStep is one step: its size, its hold, its levels and the control plane's CPU and memory
@@ -50,6 +65,9 @@ type Level struct {
 	Limit  float64 `json:"limit"`
 	Unit   string  `json:"unit,omitempty"`
 	Broken bool    `json:"broken,omitempty"`
+	// Sum says the level counts what happened to a shard's own nodes (false alarms, failed
+	// heartbeats): the fleet's is the sum of its shards'. Any other level is the worst shard's.
+	Sum bool `json:"sum,omitempty"`
 }
 
 // By is how far the value passed the limit, as a fraction of the limit (for a limit of 0, the value
@@ -114,6 +132,12 @@ func (r *Report) capacityWarnings() []string {
 func (c *Capacity) write(w io.Writer) {
 	fmt.Fprintf(w, "capacity: %s\n", c.Answer())
 	fmt.Fprintf(w, "  steps of %d from %d to %d nodes, each settling %s and held %s\n", c.Step, c.Start, c.Max, c.Settle, c.Hold)
+	switch s := c.Shards; {
+	case s != nil && s.Shard != "":
+		fmt.Fprintf(w, "  shard %s: the answer is the fleet's, from every shard's verdicts; the levels below are this shard's (fakelet report merge gives the fleet's)\n", s.Shard)
+	case s != nil:
+		fmt.Fprintf(w, "  the fleet's levels, merged from its %d shards' reports\n", s.Count)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "nodes\t")
 	for _, l := range c.levelNames() {

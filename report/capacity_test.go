@@ -79,14 +79,6 @@ func TestCapacityLevelsInPerfData(t *testing.T) {
 	}
 }
 
-func TestCapacityReportsAreNotMerged(t *testing.T) {
-	r := capacityFixture()
-	_, err := Merge([]*Report{Build(fixture()), r})
-	if err == nil || !strings.Contains(err.Error(), "report 2 is a capacity run's, and capacity runs are not sharded") {
-		t.Errorf("merge of a capacity report: %v", err)
-	}
-}
-
 func TestACapacityStepBoundByTheGeneratorIsSaid(t *testing.T) {
 	r := capacityFixture()
 	r.Load.Phases = append(r.Load.Phases, load.Phase{Name: HoldPhase(2000), SendLag: &load.SendLag{Ticks: 100, P50: 0.5, P99: 2.5}})

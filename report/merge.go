@@ -26,7 +26,9 @@ import (
 //     the other (FromAction beside FromLastRenewal) is approximate: counts add, min and max are
 //     exact, quantiles are the shards' weighted by their counts;
 //   - the control plane's load (apiserver, etcd, controller manager) is the first report's: every
-//     shard scraped the same control plane, so it is the same load, not a part of it.
+//     shard scraped the same control plane, so it is the same load, not a part of it;
+//   - the shards of a sharded capacity run (fakelet capacity --shard) merge their steps' levels and
+//     find the answer again (mergeCapacity); their reports must be of every shard of one run.
 //
 // The reports must be of one profile (or none), against one server, with as many phases.
 func Merge(shards []*Report) (*Report, error) {
@@ -34,11 +36,9 @@ func Merge(shards []*Report) (*Report, error) {
 		return nil, errors.New("merge: no reports")
 	}
 	first := shards[0]
-	for i, s := range shards {
-		if s.Capacity != nil {
-			return nil, fmt.Errorf("merge: report %d is a capacity run's, and capacity runs are not sharded: "+
-				"fakelet capacity grows one fleet, whose steps no other shard's report shares", i+1)
-		}
+	capacity, err := mergeCapacity(shards)
+	if err != nil {
+		return nil, err
 	}
 	for i, s := range shards[1:] {
 		switch {
@@ -51,6 +51,7 @@ func Merge(shards []*Report) (*Report, error) {
 		}
 	}
 	m := *first
+	m.Capacity = capacity
 	m.Parameters.Nodes, m.Parameters.Args = 0, nil
 	m.Phases = slices.Clone(first.Phases)
 	m.Nodes = Nodes{}

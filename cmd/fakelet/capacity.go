@@ -26,11 +26,15 @@ func init() { subcommandFactories = append(subcommandFactories, newCapacityComma
 type capacityFlags struct {
 	run   runFlags
 	steps capacity.Config
-	shard string
+	// verdictTimeout and lockstep are a sharded run's (capacityshard.go); lockstep is nil unsharded.
+	verdictTimeout time.Duration
+	lockstep       *capacity.Lockstep
 }
 
-func newCapacityCommand() *cobra.Command {
-	cf := &capacityFlags{}
+func newCapacityCommand() *cobra.Command { return newCapacityCommandFor(&capacityFlags{}) }
+
+// newCapacityCommandFor returns `fakelet capacity` with its flags bound to cf.
+func newCapacityCommandFor(cf *capacityFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "capacity",
 		Short: "Grow a fleet in steps until the control plane breaks a service level: how many nodes it holds",
@@ -44,6 +48,10 @@ renewal interval's p99 at most 10% over the renew interval, and no failed heartb
 at the first step that breaks one, deletes the fleet, and writes report.json, report.html and
 perfdata.json: the largest size that held every level, the level that broke first and by how much,
 and the control plane's CPU and memory at every step (docs/capacity.md).
+
+With --shard i/n, each of n processes grows its slice of every step on one schedule from a start
+they agree on (--start-at auto, the default), and all stop at the first step any of them saw
+broken; merge their reports with fakelet report merge.
 
 It grows kubelet load only: run a workload tool beside it for the load of other clients.`,
 		Args: cobra.NoArgs,
@@ -63,18 +71,13 @@ It grows kubelet load only: run a workload tool beside it for the load of other 
 	f.StringVar(&cf.run.report.dir, "out", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/capacity-<timestamp>/)")
 	f.DurationVar(&cf.run.report.scrapeInterval, "scrape-interval", 15*time.Second, "scrape the control plane's /metrics this often, besides at every step's settle and hold")
 	addGracePeriodFlag(f, &cf.run.report.gracePeriod)
-	f.StringVar(&cf.shard, "shard", "", "not supported: fakelet capacity grows one fleet in one process")
+	addCapacityShardFlags(f, cf)
 	return cmd
 }
 
 // prepare checks every flag before anything starts, and returns the fleet of the first step. The
 // fleet's flags are checked as fakelet run checks them, at the largest step.
 func (cf *capacityFlags) prepare(flags *pflag.FlagSet) (fleet.Config, error) {
-	if flags.Changed("shard") || os.Getenv(fleet.ShardEnv) != "" {
-		return fleet.Config{}, errors.New("--shard: fakelet capacity grows one fleet in one process; sharded capacity runs are not supported " +
-			"(the shards would have to grow their slices in lockstep and stop together at the first step any of them saw broken), " +
-			"and fakelet report merge refuses capacity reports: run it unsharded (unset $" + fleet.ShardEnv + ")")
-	}
 	rf := &cf.run
 	rf.fleet.Nodes = cf.steps.Max
 	cfg, err := rf.config(heartbeat.Config{})
@@ -90,11 +93,23 @@ func (cf *capacityFlags) prepare(flags *pflag.FlagSet) (fleet.Config, error) {
 	if err := cf.steps.Validate(); err != nil {
 		return cfg, err
 	}
+	if cfg, err = cf.shard(cfg, flags); err != nil {
+		return cfg, err
+	}
 	if err := rf.checkLimits(cfg); err != nil {
 		return cfg, err
 	}
-	cfg.Nodes = cf.steps.Start // the connections stay those of --max's fleet
+	cfg.Nodes = cf.nodes(cf.steps.Start) // the connections stay those of --max's fleet
 	return cfg, nil
+}
+
+// nodes is how many nodes this process runs in the step of a fleet of n: all of them, or its
+// shard's part.
+func (cf *capacityFlags) nodes(n int) int {
+	if cf.lockstep == nil {
+		return n
+	}
+	return cf.lockstep.Nodes(n)
 }
 
 // runCapacity grows the fleet step by step on the target, then writes the report and deletes the
@@ -104,7 +119,7 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 	r.rf.metrics.addr = "" // no metrics server: the report is the answer
 	if r.rf.procs == 0 && os.Getenv("GOMAXPROCS") == "" {
 		atMax := cfg
-		atMax.Nodes = cf.steps.Max
+		atMax.Nodes = cf.nodes(cf.steps.Max)
 		r.rf.procs = fleetProcs(atMax, runtime.GOMAXPROCS(0)) // for the last step's fleet, not the first's
 	}
 	defer r.release()
@@ -113,6 +128,14 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 	}
 	fmt.Fprintf(log, "capacity: steps of %d from %d to %d nodes, each settling %v and held %v\n",
 		cf.steps.Step, cf.steps.Start, cf.steps.Max, cf.steps.Settle, cf.steps.Hold)
+	var shards *capacityShards
+	if cf.lockstep != nil {
+		var err error
+		if shards, err = cf.openShards(ctx, r); err != nil {
+			return err
+		}
+		defer shards.close(ctx, log)
+	}
 	if err := r.f.Preflight(ctx); err != nil {
 		return err
 	}
@@ -129,13 +152,17 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 		return err
 	}
 	stepsCtx, endSteps := context.WithCancel(runCtx)
-	g := newGrower(r.f, r.rr.session, log)
+	g := newGrower(r.f, r.rr.session, log, cf.nodes)
 	var res capacity.Result
 	var stepsErr error
 	stepsDone := make(chan struct{})
 	go func() {
 		defer close(stepsDone)
-		res, stepsErr = capacity.Run(stepsCtx, cf.steps, g, pause.For)
+		if shards != nil {
+			res, stepsErr = capacity.RunInLockstep(stepsCtx, cf.steps, shards.lockstep, g, pause.For)
+		} else {
+			res, stepsErr = capacity.Run(stepsCtx, cf.steps, g, pause.For)
+		}
 	}()
 	var runErr error
 	select {
@@ -146,7 +173,7 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 	}
 	endSteps()
 	r.rr.session.Stop()
-	rep := buildCapacityReport(r, cf, res, g.size())
+	rep := buildCapacityReport(r, cf, res, g.size(), shards)
 	_, writeErr := writeReport(rep, cf.run.report.dir, "capacity", out, log)
 	endRun()
 	if runErr == nil {
@@ -162,13 +189,18 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 	return errors.Join(stepsErr, runErr, writeErr)
 }
 
-// buildCapacityReport is the run's report with the capacity answer, the fleet's size at the end.
-func buildCapacityReport(r *fleetRun, cf *capacityFlags, res capacity.Result, nodes int) *report.Report {
+// buildCapacityReport is the run's report with the capacity answer, the fleet's size at the end
+// (this shard's, in a sharded run).
+func buildCapacityReport(r *fleetRun, cf *capacityFlags, res capacity.Result, nodes int, shards *capacityShards) *report.Report {
 	cfg := r.cfg
 	cfg.Nodes = nodes
 	rec := r.rr.session.Record("", parameters(r.rf, cfg), versions(), report.Target{
 		Server: r.tgt.config.Host, Description: r.tgt.description, Local: r.tgt.local != nil,
 	})
 	rec.Capacity = res.Report(cf.steps)
+	if shards != nil {
+		rec.Capacity.Shards = &report.CapacityShards{Shard: shards.lockstep.Shard.String(), Count: shards.lockstep.Shard.Count,
+			Run: r.rf.shard.run.Hash, Start: shards.lockstep.Start}
+	}
 	return report.Build(rec)
 }

@@ -30,7 +30,15 @@ func TestInvalidCapacityFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--max=2000000"}, "more than the largest fleet fakelet runs"},
 		{[]string{"--mode=gossip"}, "--mode"},
 		{[]string{"--node-monitor-grace-period=-1s"}, "--node-monitor-grace-period must not be negative"},
-		{[]string{"--shard=0/2"}, "--shard: fakelet capacity grows one fleet in one process; sharded capacity runs are not supported"},
+		{[]string{"--shard=0/5", "--start=5", "--step=1", "--max=8"}, "--step 1: with 5 shards, shard 2/5 would run 2 nodes at the step of 7 and 1 at the step of 8"},
+		{[]string{"--shard=0/3", "--start=2"}, "--start 2: shard 0/3: 2 nodes cannot be split into 3 shards"},
+		{[]string{"--shard=3/3"}, "--shard: shard \"3/3\": the shard index must be between 0 and 2"},
+		{[]string{"--start-at=auto"}, "--start-at applies to a sharded run (--shard i/n)"},
+		{[]string{"--verdict-timeout=10s"}, "--verdict-timeout applies to a sharded run"},
+		{[]string{"--shard=0/2", "--verdict-timeout=0s"}, "--verdict-timeout must be positive"},
+		{[]string{"--shard=0/2", "--start-at=2020-01-01T00:00:00Z"}, "--start-at 2020-01-01T00:00:00Z has passed"},
+		{[]string{"--shard=0/2", "--start-at=noon"}, "want an RFC 3339 time"},
+		{[]string{"--shard=0/2", "--start-at=2099-01-01T00:00:00Z", "--start-delay=1m"}, "--start-delay applies to --start-at auto"},
 		{[]string{"--nodes=10"}, "unknown flag: --nodes"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -47,17 +55,6 @@ func TestInvalidCapacityFlagsAreRefusedClearly(t *testing.T) {
 				t.Errorf("the run reached a target:\n%s", out.String())
 			}
 		})
-	}
-}
-
-func TestCapacityShardFromTheEnvironmentIsRefused(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "1/3")
-	root := newRootCommand()
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs([]string{"capacity", "--kubeconfig", filepath.Join(t.TempDir(), "none")})
-	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "unset $"+fleet.ShardEnv) {
-		t.Errorf("error %v, want the shard refused", err)
 	}
 }
 

@@ -27,6 +27,8 @@ type grower struct {
 	f   *fleet.Fleet
 	s   *measure.Session
 	log io.Writer
+	// own is how many of a step's nodes are this process's: all, or its shard's part.
+	own func(n int) int
 
 	mu    sync.Mutex
 	nodes int // the fleet's size
@@ -36,8 +38,8 @@ type grower struct {
 	intervals fleet.Histogram
 }
 
-func newGrower(f *fleet.Fleet, s *measure.Session, log io.Writer) *grower {
-	return &grower{f: f, s: s, log: log, nodes: f.Config().Nodes}
+func newGrower(f *fleet.Fleet, s *measure.Session, log io.Writer, own func(int) int) *grower {
+	return &grower{f: f, s: s, log: log, own: own, nodes: f.Config().Nodes}
 }
 
 func (g *grower) size() int {
@@ -46,19 +48,24 @@ func (g *grower) size() int {
 	return g.nodes
 }
 
-// Grow adds nodes up to n at the fleet's register rate, as its first nodes started: new machines
-// booting. The first step's nodes are the fleet's own, which its Run starts.
+// Grow adds nodes up to n (this process's part of n) at the fleet's register rate, as its first
+// nodes started: new machines booting. The first step's nodes are the fleet's own, which its Run
+// starts.
 func (g *grower) Grow(ctx context.Context, n int) error {
 	g.s.PhaseBegan(fmt.Sprintf("settle %d", n), time.Now())
-	from := g.size()
-	if n > from {
-		fmt.Fprintf(g.log, "capacity: %d nodes: registering %d more at %g/s\n", n, n-from, g.f.Config().RegisterQPS)
+	from, to := g.size(), g.own(n)
+	part := ""
+	if to != n {
+		part = fmt.Sprintf(" (this shard's %d)", to)
+	}
+	if to > from {
+		fmt.Fprintf(g.log, "capacity: %d nodes%s: registering %d more at %g/s\n", n, part, to-from, g.f.Config().RegisterQPS)
 	} else {
-		fmt.Fprintf(g.log, "capacity: %d nodes\n", n)
+		fmt.Fprintf(g.log, "capacity: %d nodes%s\n", n, part)
 	}
 	cfg := g.f.Config()
 	limit := rate.NewLimiter(rate.Limit(cfg.RegisterQPS), 1)
-	for i := from; i < n; i++ {
+	for i := from; i < to; i++ {
 		if err := limit.Wait(ctx); err != nil {
 			return err
 		}

@@ -17,8 +17,9 @@ func newReportMergeCommand() *cobra.Command {
 		Long: `Merge the report.json that each shard of one run (fakelet run --shard) wrote into the report
 of the whole fleet, write it to -o and print its summary table. Counts add up; reaction latencies
 are recomputed from the shards' samples; the control plane's load is the first report's, since every
-shard scraped the same control plane (docs/distributed.md). Render its HTML page with
-fakelet report MERGED.json.`,
+shard scraped the same control plane (docs/distributed.md). The reports of every shard of a
+sharded fakelet capacity run merge into the fleet's levels at each step and the answer found again
+from them (docs/capacity.md). Render its HTML page with fakelet report MERGED.json.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var shards []*report.Report

@@ -9,6 +9,7 @@ import (
 
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/lockstep"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -23,6 +24,7 @@ type fleetRun struct {
 	m     *runMetrics
 	tgt   *target
 	rr    *runReport
+	start *lockstep.Start // with --start-at auto
 	f     *fleet.Fleet
 	undo  []func() // released in reverse order
 }
@@ -58,10 +60,11 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 	r.undo = append(r.undo, func() { tgt.releaseOrSay(ctx, r.log) })
 	fmt.Fprintf(r.log, "target: %s\n", tgt.description)
 	r.nodeCredentials()
-	start, err := r.rf.shard.coordinate(ctx, tgt.config, r.cfg, r.plan, r.log)
+	start, err := r.rf.shard.coordinate(ctx, tgt.config, r.cfg, r.log)
 	if err != nil {
 		return err
 	}
+	r.start = start
 	r.undo = append(r.undo, func() {
 		// A signal stops every shard (kubectl delete, Ctrl-C): the start Lease goes with the run.
 		if err := start.Release(context.WithoutCancel(ctx), ctx.Err() != nil); err != nil {

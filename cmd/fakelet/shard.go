@@ -34,6 +34,10 @@ type shardFlags struct {
 	at     time.Time
 	auto   bool             // --start-at auto: at comes from the start Lease once the cluster is known
 	now    func() time.Time // time.Now unless a test sets it
+	// run is what every shard must share, and duration how long it lasts from its start: the start
+	// Lease holds the one and expires after the other.
+	run      lockstep.Run
+	duration time.Duration
 }
 
 func addShardFlags(f *pflag.FlagSet, sf *shardFlags) {
@@ -52,32 +56,9 @@ func addShardFlags(f *pflag.FlagSet, sf *shardFlags) {
 // profile's spec.nodes says) that this shard runs. plan, the profile resolved over the whole fleet,
 // may be nil.
 func (sf *shardFlags) apply(cfg fleet.Config, plan *profiles.Plan, flags *pflag.FlagSet) (fleet.Config, error) {
-	spec, from := sf.shard, "--shard"
-	if !flags.Changed("shard") {
-		spec, from = os.Getenv(fleet.ShardEnv), "$"+fleet.ShardEnv
-	}
-	if spec != "" {
-		s, err := fleet.ParseShard(spec, sf.hostname)
-		if err != nil {
-			return cfg, fmt.Errorf("%s: %w", from, err)
-		}
-		if err := s.Validate(cfg.Nodes); err != nil {
-			return cfg, fmt.Errorf("%s: %w", from, err)
-		}
-		sf.parsed = s
-		cfg.FirstIndex, cfg.Nodes = s.Slice(cfg.Nodes)
-		if !flags.Changed("connections") {
-			cfg.Connections = 0 // the default again: one per 1000 of this shard's nodes
-			cfg = cfg.WithDefaults()
-		}
-	}
-	for _, name := range []string{"start-delay", "coordination-namespace"} {
-		if flags.Changed(name) && sf.startAt != "auto" {
-			return cfg, fmt.Errorf("--%s applies to --start-at auto", name)
-		}
-	}
-	if sf.startDelay < 0 {
-		return cfg, fmt.Errorf("--start-delay must not be negative, got %v", sf.startDelay)
+	cfg, err := sf.slice(cfg, flags)
+	if err != nil {
+		return cfg, err
 	}
 	if sf.startAt != "" {
 		if plan == nil {
@@ -86,33 +67,79 @@ func (sf *shardFlags) apply(cfg fleet.Config, plan *profiles.Plan, flags *pflag.
 		if flags.Changed("ready-timeout") {
 			return cfg, fmt.Errorf("--start-at and --ready-timeout both say how long to wait for Ready nodes: give one")
 		}
-		if sf.startAt == "auto" {
-			sf.auto = true
-			if sf.startDelay == 0 {
-				sf.startDelay = 2*time.Duration(float64(cfg.Nodes)/cfg.RegisterQPS*float64(time.Second)) + time.Minute
-			}
-			return cfg, nil
+		if sf.run, err = lockstep.RunOf(plan, cfg.NamePrefix, sf.parsed.Count); err != nil {
+			return cfg, err
 		}
-		at, err := time.Parse(time.RFC3339, sf.startAt)
-		if err != nil {
-			return cfg, fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2026-03-01T12:00:00Z, or auto", sf.startAt)
-		}
-		now := time.Now
-		if sf.now != nil {
-			now = sf.now
-		}
-		if !at.After(now()) {
-			return cfg, fmt.Errorf("--start-at %s has passed: a shard started late would run out of step with the others", sf.startAt)
-		}
-		sf.at = at
+		sf.duration = plan.Schedule().Duration()
+	}
+	return cfg, sf.start(cfg, flags)
+}
+
+// slice parses --shard (or $FAKELET_SHARD) and returns this shard's slice of cfg, the whole fleet.
+func (sf *shardFlags) slice(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Config, error) {
+	spec, from := sf.shard, "--shard"
+	if !flags.Changed("shard") {
+		spec, from = os.Getenv(fleet.ShardEnv), "$"+fleet.ShardEnv
+	}
+	if spec == "" {
+		return cfg, nil
+	}
+	s, err := fleet.ParseShard(spec, sf.hostname)
+	if err != nil {
+		return cfg, fmt.Errorf("%s: %w", from, err)
+	}
+	if err := s.Validate(cfg.Nodes); err != nil {
+		return cfg, fmt.Errorf("%s: %w", from, err)
+	}
+	sf.parsed = s
+	cfg.FirstIndex, cfg.Nodes = s.Slice(cfg.Nodes)
+	if !flags.Changed("connections") {
+		cfg.Connections = 0 // the default again: one per 1000 of this shard's nodes
+		cfg = cfg.WithDefaults()
 	}
 	return cfg, nil
+}
+
+// start checks --start-at and its flags: a time to come, or auto, whose start delay defaults to
+// twice the registration of cfg's nodes plus a minute.
+func (sf *shardFlags) start(cfg fleet.Config, flags *pflag.FlagSet) error {
+	for _, name := range []string{"start-delay", "coordination-namespace"} {
+		if flags.Changed(name) && sf.startAt != "auto" {
+			return fmt.Errorf("--%s applies to --start-at auto", name)
+		}
+	}
+	if sf.startDelay < 0 {
+		return fmt.Errorf("--start-delay must not be negative, got %v", sf.startDelay)
+	}
+	switch sf.startAt {
+	case "":
+		return nil
+	case "auto":
+		sf.auto = true
+		if sf.startDelay == 0 {
+			sf.startDelay = 2*time.Duration(float64(cfg.Nodes)/cfg.RegisterQPS*float64(time.Second)) + time.Minute
+		}
+		return nil
+	}
+	at, err := time.Parse(time.RFC3339, sf.startAt)
+	if err != nil {
+		return fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2026-03-01T12:00:00Z, or auto", sf.startAt)
+	}
+	now := time.Now
+	if sf.now != nil {
+		now = sf.now
+	}
+	if !at.After(now()) {
+		return fmt.Errorf("--start-at %s has passed: a shard started late would run out of step with the others", sf.startAt)
+	}
+	sf.at = at
+	return nil
 }
 
 // coordinate agrees with the other shards on the start, with --start-at auto (else it does nothing):
 // the start Lease's time becomes this shard's --start-at. The caller releases the Start at the end
 // of the run.
-func (sf *shardFlags) coordinate(ctx context.Context, restConfig *rest.Config, cfg fleet.Config, plan *profiles.Plan, log io.Writer) (*lockstep.Start, error) {
+func (sf *shardFlags) coordinate(ctx context.Context, restConfig *rest.Config, cfg fleet.Config, log io.Writer) (*lockstep.Start, error) {
 	if !sf.auto {
 		return nil, nil
 	}
@@ -120,31 +147,36 @@ func (sf *shardFlags) coordinate(ctx context.Context, restConfig *rest.Config, c
 	if err != nil {
 		return nil, err
 	}
-	return sf.join(ctx, client, clock.RealClock{}, cfg, plan, log)
+	return sf.join(ctx, client, clock.RealClock{}, cfg, log)
 }
 
 // join is coordinate on a given client and clock.
-func (sf *shardFlags) join(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock, cfg fleet.Config, plan *profiles.Plan,
-	log io.Writer) (*lockstep.Start, error) {
-	run, err := lockstep.RunOf(plan, cfg.NamePrefix, sf.parsed.Count)
+func (sf *shardFlags) join(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock, cfg fleet.Config, log io.Writer) (*lockstep.Start, error) {
+	holder, err := sf.holder()
 	if err != nil {
-		return nil, err
-	}
-	host := sf.hostname
-	if host == "" {
-		if host, err = os.Hostname(); err != nil {
-			return nil, fmt.Errorf("--start-at auto: read the hostname, which names this shard in the start Lease: %w", err)
-		}
+		return nil, fmt.Errorf("--start-at auto: %w", err)
 	}
 	start, err := lockstep.Join(ctx, lockstep.Options{
-		Client: client, Namespace: sf.namespace, Fleet: cfg.Fleet, Holder: fmt.Sprintf("%s shard %v", host, sf.parsed),
-		Run: run, Delay: sf.startDelay, Duration: plan.Schedule().Duration(), Clock: clk, Log: log,
+		Client: client, Namespace: sf.namespace, Fleet: cfg.Fleet, Holder: holder,
+		Run: sf.run, Delay: sf.startDelay, Duration: sf.duration, Clock: clk, Log: log,
 	})
 	if err != nil {
 		return nil, err
 	}
 	sf.at = start.At
 	return start, nil
+}
+
+// holder names this shard's process in the objects it creates for the shards: its host and shard.
+func (sf *shardFlags) holder() (string, error) {
+	host := sf.hostname
+	if host == "" {
+		var err error
+		if host, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("read the hostname, which names this shard in the Leases of the shards: %w", err)
+		}
+	}
+	return fmt.Sprintf("%s shard %v", host, sf.parsed), nil
 }
 
 // scenarioConfig is what the flags decide of a profile run: how long to wait for Ready nodes, which

@@ -145,7 +145,7 @@ func TestStartAtAuto(t *testing.T) {
 		if delay != "" {
 			args = append(args, delay)
 		}
-		cfg, plan, rf, err := prepareShard(t, "fakelet-"+strconv.Itoa(i), args...)
+		cfg, _, rf, err := prepareShard(t, "fakelet-"+strconv.Itoa(i), args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestStartAtAuto(t *testing.T) {
 			t.Errorf("default --start-delay for 500 nodes at 100/s is %v, want 2 x 5s + 1m", rf.shard.startDelay)
 		}
 		var log strings.Builder
-		start, err := rf.shard.join(t.Context(), client, clk, cfg, plan, &log)
+		start, err := rf.shard.join(t.Context(), client, clk, cfg, &log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,12 +172,12 @@ func TestStartAtAuto(t *testing.T) {
 	}
 
 	// A shard of another run (here another seed) is refused.
-	cfg, plan, rf, err := prepareShard(t, "fakelet-1", "--profile", "steady", "--seed", "9", "--shard", "1/2", "--start-at", "auto",
+	cfg, _, rf, err := prepareShard(t, "fakelet-1", "--profile", "steady", "--seed", "9", "--shard", "1/2", "--start-at", "auto",
 		"--coordination-namespace", "runs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rf.shard.join(t.Context(), client, clk, cfg, plan, io.Discard); err == nil || !strings.Contains(err.Error(), "is for another run") {
+	if _, err := rf.shard.join(t.Context(), client, clk, cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "is for another run") {
 		t.Errorf("a shard with another seed: %v, want it refused", err)
 	}
 }

@@ -37,7 +37,7 @@ func cluster(t *testing.T) (*fake.Clientset, *testingclock.FakeClock) {
 	return client, testingclock.NewFakeClock(t0)
 }
 
-var run = Run{Profile: "stop-10pct", Nodes: 12, Shards: 3, Hash: "0123456789abcdef"}
+var run = Run{What: "profile stop-10pct", Nodes: 12, Shards: 3, Hash: "0123456789abcdef"}
 
 func options(client *fake.Clientset, clk *testingclock.FakeClock, shard string, log *bytes.Buffer) Options {
 	if log == nil {
@@ -203,7 +203,7 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "another run",
 			setup: func(o *Options, _ *testingclock.FakeClock) {
-				o.Run = Run{Profile: "flap", Nodes: 15, Shards: 3, Hash: "fedcba9876543210"}
+				o.Run = Run{What: "profile flap", Nodes: 15, Shards: 3, Hash: "fedcba9876543210"}
 			},
 			want: []string{"is for another run", "profile stop-10pct over 12 nodes in 3 shard(s) (parameters 0123456789abcdef)",
 				"this shard runs profile flap over 15 nodes in 3 shard(s) (parameters fedcba9876543210)", "same profile, seed, --nodes"},

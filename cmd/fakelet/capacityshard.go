@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+
+	"fakelet.dev/fakelet/capacity"
+	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/lockstep"
+	"fakelet.dev/fakelet/internal/pause"
+)
+
+// defaultVerdictTimeout leaves room for the scrapes at a hold's end, which a busy apiserver answers
+// seconds late, before a shard's verdict is due.
+const defaultVerdictTimeout = 30 * time.Second
+
+// addCapacityShardFlags binds fakelet capacity's flags for one shard of a fleet run by several
+// processes (docs/capacity.md): fakelet run's, bound to the same shardFlags, with what they mean here.
+func addCapacityShardFlags(f *pflag.FlagSet, cf *capacityFlags) {
+	sf := &cf.run.shard
+	f.StringVar(&sf.shard, "shard", "", "grow shard i of n of every step (i/n, 0-based; auto/n from the StatefulSet pod ordinal), in lockstep with the other shards "+
+		"(default: $"+fleet.ShardEnv+", else the whole fleet in this process)")
+	f.StringVar(&sf.startAt, "start-at", "", "with --shard: when the first step's settle begins in every shard (RFC 3339), or auto: "+
+		"the first shard writes now + --start-delay in a Lease in --coordination-namespace, and the others read it (default with --shard: auto)")
+	f.DurationVar(&sf.startDelay, "start-delay", 0, "with --start-at auto: how long after the first shard starts the first step's settle begins "+
+		"(default: twice this shard's first nodes / --register-qps, plus 1m)")
+	f.StringVar(&sf.namespace, "coordination-namespace", lockstep.DefaultNamespace, "with --shard: the namespace of the start Lease and of the Leases "+
+		"in which each shard posts its verdict on each step")
+	f.DurationVar(&cf.verdictTimeout, "verdict-timeout", defaultVerdictTimeout, "with --shard: how long after each hold every shard's verdict is due; "+
+		"the next step begins then, and a shard whose verdict is late stops them all")
+}
+
+// shard reads the shard flags: unsharded, it refuses the flags that apply to shards only; sharded,
+// it returns this shard's slice of --max's fleet (cfg), and decides the lockstep, the start and what
+// every shard must share.
+func (cf *capacityFlags) shard(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Config, error) {
+	sf := &cf.run.shard
+	cfg, err := sf.slice(cfg, flags)
+	if err != nil {
+		return cfg, err
+	}
+	if !sf.parsed.Sharded() {
+		for _, name := range []string{"start-at", "start-delay", "coordination-namespace", "verdict-timeout"} {
+			if flags.Changed(name) {
+				return cfg, fmt.Errorf("--%s applies to a sharded run (--shard i/n)", name)
+			}
+		}
+		return cfg, nil
+	}
+	l := capacity.Lockstep{Shard: sf.parsed, VerdictTimeout: cf.verdictTimeout, RegisterQPS: cfg.RegisterQPS}
+	if err := l.Validate(cf.steps); err != nil {
+		return cfg, err
+	}
+	cf.lockstep = &l
+	if sf.startAt == "" {
+		sf.startAt = "auto"
+	}
+	first := cfg
+	first.Nodes = l.Nodes(cf.steps.Start)
+	if err := sf.start(first, flags); err != nil {
+		return cfg, err
+	}
+	s := cf.steps
+	sf.run, err = lockstep.RunOfParameters(fmt.Sprintf("capacity steps of %d from %d to %d", s.Step, s.Start, s.Max), s.Max, sf.parsed.Count, struct {
+		Steps          capacity.Config
+		Prefix         string
+		Mode           string
+		Footprint      string
+		RegisterQPS    float64
+		VerdictTimeout time.Duration
+	}{s, cfg.NamePrefix, string(cfg.Heartbeat.Mode), string(cfg.Footprint), cfg.RegisterQPS, cf.verdictTimeout})
+	sf.duration = l.Duration(s)
+	return cfg, err
+}
+
+// capacityShards is a sharded run's lockstep, on the board where the shards' verdicts meet.
+type capacityShards struct {
+	lockstep capacity.Lockstep
+	board    *lockstep.Board
+}
+
+// openShards opens this shard's verdict board once the start is known (with --start-at auto, r's
+// set-up agreed on it), before anything is written.
+func (cf *capacityFlags) openShards(ctx context.Context, r *fleetRun) (*capacityShards, error) {
+	sf := &r.rf.shard
+	client, err := kubernetes.NewForConfig(r.tgt.config)
+	if err != nil {
+		return nil, err
+	}
+	holder, err := sf.holder()
+	if err != nil {
+		return nil, err
+	}
+	b, err := lockstep.OpenBoard(ctx, lockstep.BoardOptions{Client: client, Namespace: sf.namespace, Fleet: r.cfg.Fleet, Shard: sf.parsed,
+		Holder: holder, Run: sf.run, Start: sf.at, Owner: r.start, Log: r.log})
+	if err != nil {
+		return nil, err
+	}
+	l := *cf.lockstep
+	l.Start, l.Verdicts = sf.at, capacity.BoardVerdicts{Board: b}
+	fc := r.f.Config()
+	fmt.Fprintf(r.log, "capacity: shard %v: its part of each step from node %s on (%d of the first step's %d, %d of --max's %d); "+
+		"the first step's settle begins at %s (in %v) in every shard; verdicts in Leases in %s\n",
+		sf.parsed, fleet.NodeName(fc.NamePrefix, fc.FirstIndex), l.Nodes(cf.steps.Start), cf.steps.Start, l.Nodes(cf.steps.Max), cf.steps.Max,
+		l.Start.Format(time.RFC3339), time.Until(l.Start).Round(time.Second), sf.namespace)
+	return &capacityShards{lockstep: l, board: b}, nil
+}
+
+// close deletes this shard's verdicts once every shard has had until its due time to read them, at
+// once if the run was interrupted (every shard is being stopped).
+func (s *capacityShards) close(ctx context.Context, log io.Writer) {
+	if keep := s.board.KeepUntil(); time.Until(keep) > 0 && ctx.Err() == nil {
+		fmt.Fprintf(log, "capacity: keeping this shard's verdicts for the other shards until %s\n", keep.Format(time.RFC3339))
+		_ = pause.For(ctx, time.Until(keep))
+	}
+	if err := s.board.Close(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintln(log, "capacity:", err)
+	}
+}
