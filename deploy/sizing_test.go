@@ -43,8 +43,17 @@ func benchTable(t *testing.T) (rows []measurement, kibPerNode float64) {
 	defer f.Close()
 	var cols map[string]int
 	perNode := regexp.MustCompile(`^Incremental fleet RSS per node, .*: ([0-9.]+) KiB\.`)
+	// Other sections have tables of the same shape (a run of both footprints, a quiet run): the
+	// sizing reads this one only.
+	in := false
 	for s := bufio.NewScanner(f); s.Scan(); {
 		line := strings.TrimSpace(s.Text())
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## Fleet sizes, measured"
+		}
+		if !in {
+			continue
+		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
