@@ -28,9 +28,9 @@ spec:
     all: {percent: 100}
   phases:
   - name: steady
-    duration: 10s
+    duration: 5s
   - name: restart
-    duration: 20s
+    duration: 15s
     actions:
     - {group: all, do: restart}
 `
@@ -39,6 +39,8 @@ spec:
 // report's storm against the apiserver: the registrations it counts are the apiserver's 409s for
 // Nodes, its Lease GETs the apiserver's, its rejections the apiserver's; and every Node's Ready
 // condition was last reported within the storm, before the time the report gives for all back.
+// The phases are short: the runner starts the first only once every node is Ready, and the restart
+// phase holds the storm, which must be over within 10 s, and 5 s more.
 func TestReportOfARestartStorm(t *testing.T) {
 	cp := controlPlane(t)
 	prof, err := profiles.Parse("e2e-restart.yaml", []byte(restartAll))
