@@ -161,23 +161,49 @@ func (p *promAPI) get(t *testing.T, path string, params url.Values, into any) {
 // value runs an instant query that must return one sample, and returns its value.
 func (p *promAPI) value(t *testing.T, query string) float64 {
 	t.Helper()
+	vs := p.query(t, query)
+	if len(vs) != 1 {
+		t.Errorf("%s: %d samples, want 1", query, len(vs))
+		return -1
+	}
+	var v float64
+	if s, ok := vs[0][1].(string); !ok {
+		t.Errorf("%s: value %v", query, vs[0])
+	} else if _, err := fmt.Sscan(s, &v); err != nil {
+		t.Errorf("%s: value %q: %v", query, s, err)
+	}
+	return v
+}
+
+// sample runs an instant query and returns its one sample's value, or false while it has none.
+func (p *promAPI) sample(t *testing.T, query string) (float64, bool) {
+	t.Helper()
+	vs := p.query(t, query)
+	if len(vs) != 1 {
+		return 0, false
+	}
+	var v float64
+	s, ok := vs[0][1].(string)
+	if _, err := fmt.Sscan(s, &v); !ok || err != nil {
+		return 0, false
+	}
+	return v, true
+}
+
+// query runs an instant query and returns its samples, each a time and a value.
+func (p *promAPI) query(t *testing.T, query string) [][2]any {
+	t.Helper()
 	var data struct {
 		Result []struct {
 			Value [2]any `json:"value"`
 		} `json:"result"`
 	}
 	p.get(t, "/api/v1/query", url.Values{"query": {query}}, &data)
-	if len(data.Result) != 1 {
-		t.Errorf("%s: %d samples, want 1", query, len(data.Result))
-		return -1
+	vs := make([][2]any, len(data.Result))
+	for i, r := range data.Result {
+		vs[i] = r.Value
 	}
-	var v float64
-	if s, ok := data.Result[0].Value[1].(string); !ok {
-		t.Errorf("%s: value %v", query, data.Result[0].Value)
-	} else if _, err := fmt.Sscan(s, &v); err != nil {
-		t.Errorf("%s: value %q: %v", query, s, err)
-	}
-	return v
+	return vs
 }
 
 // names returns every metric name Prometheus holds.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,16 +95,8 @@ func TestThreeShardsInLockstep(t *testing.T) {
 		for _, a := range addrs {
 			direct += counterSum(t, "http://"+a+"/metrics", "fakelet_actions_total")
 		}
-		var data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		}
-		prom.get(t, "/api/v1/query", url.Values{"query": {"sum(fakelet_actions_total)"}}, &data)
-		if len(data.Result) == 1 {
-			if v, ok := data.Result[0].Value[1].(string); ok {
-				fmt.Sscan(v, &scraped)
-			}
+		if v, ok := prom.sample(t, "sum(fakelet_actions_total)"); ok {
+			scraped = v
 		}
 		if direct == 3 && scraped == 3 {
 			break
