@@ -18,9 +18,10 @@ import (
 )
 
 // TestPrometheusScrapesFleetAndControlPlane starts a real Prometheus server beside the shared
-// control plane with deploy/prometheus's configuration, runs 100 nodes for about 90 s with
-// fakelet's metrics served, and reads through Prometheus's HTTP API what the fleet and the
-// apiserver report: the same lease PUT rate, about nodes / 10.2 s, from both sides.
+// control plane with deploy/prometheus's configuration, runs 100 nodes with fakelet's metrics served
+// until Prometheus holds a minute of their steady renewals, and reads through Prometheus's HTTP API
+// what the fleet and the apiserver report: the same lease PUT rate, about nodes / 10.2 s, from both
+// sides.
 func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	cp := controlPlane(t)
 	if _, err := exec.LookPath("prometheus"); err != nil {
@@ -56,8 +57,18 @@ func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	m.ObserveReaction("ready_true", "all", metrics.FromAction, 2*time.Second)
 	m.ReactionMissed("ready_true", "all")
 	rf.waitReady(t, nodes, 90*time.Second)
-	// A minute of steady renewals after the last start, plus two scrape intervals.
-	time.Sleep(time.Until(began.Add(10*time.Second + time.Minute + 30*time.Second)))
+	// Every [1m] rate below must hold steady renewals only, from after the last node's start: wait
+	// until every job's last scrape, and the recording rules' last evaluation, is a minute past it.
+	steady := float64(time.Now().Add(time.Minute+time.Second).UnixMilli()) / 1000
+	eventually(t, 2*time.Minute, "every scrape and rule evaluation a minute after the last node Ready", func() (bool, error) {
+		for _, q := range []string{`min(timestamp(up))`, `min(timestamp(fakelet:lease_updates:rate1m))`, `min(timestamp(apiserver:lease_puts:rate1m))`} {
+			if at, ok := prom.sample(t, q); !ok || at < steady {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("%v after the first start", time.Since(began).Round(time.Second))
 
 	for _, job := range []string{deploy.JobFakelet, deploy.JobEtcd, deploy.JobAPIServer, deploy.JobControllerManager, deploy.JobPrometheus} {
 		if v := prom.value(t, fmt.Sprintf(`up{job=%q}`, job)); v != 1 {
