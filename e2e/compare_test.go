@@ -28,7 +28,7 @@ func TestCompareStatusModeWritesMoreToEtcd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	reports := filepath.Join(dir, "reports")
-	cmd := exec.CommandContext(ctx, fakeletBinary(t), "compare", "--nodes", "100", "--duration", "45s", "--settle", "10s",
+	cmd := exec.CommandContext(ctx, fakeletBinary(t), "compare", "--nodes", "100", "--duration", "30s", "--settle", "5s",
 		"--scrape-interval", "5s", "--bin-dir", filepath.Dir(bins.Etcd), "--report-dir", reports,
 		"--controlplane-dir", filepath.Join(dir, "cp"))
 	out, err := cmd.CombinedOutput()
