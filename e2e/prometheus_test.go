@@ -18,9 +18,10 @@ import (
 )
 
 // TestPrometheusScrapesFleetAndControlPlane starts a real Prometheus server beside the shared
-// control plane with deploy/prometheus's configuration, runs 100 nodes for about 90 s with
-// fakelet's metrics served, and reads through Prometheus's HTTP API what the fleet and the
-// apiserver report: the same lease PUT rate, about nodes / 10.2 s, from both sides.
+// control plane with deploy/prometheus's configuration, runs 100 nodes with fakelet's metrics served
+// until Prometheus holds a minute of their steady renewals, and reads through Prometheus's HTTP API
+// what the fleet and the apiserver report: the same lease PUT rate, about nodes / 10.2 s, from both
+// sides.
 func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	cp := controlPlane(t)
 	if _, err := exec.LookPath("prometheus"); err != nil {
@@ -56,8 +57,18 @@ func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	m.ObserveReaction("ready_true", "all", metrics.FromAction, 2*time.Second)
 	m.ReactionMissed("ready_true", "all")
 	rf.waitReady(t, nodes, 90*time.Second)
-	// A minute of steady renewals after the last start, plus two scrape intervals.
-	time.Sleep(time.Until(began.Add(10*time.Second + time.Minute + 30*time.Second)))
+	// Every [1m] rate below must hold steady renewals only, from after the last node's start: wait
+	// until every job's last scrape, and the recording rules' last evaluation, is a minute past it.
+	steady := float64(time.Now().Add(time.Minute+time.Second).UnixMilli()) / 1000
+	eventually(t, 2*time.Minute, "every scrape and rule evaluation a minute after the last node Ready", func() (bool, error) {
+		for _, q := range []string{`min(timestamp(up))`, `min(timestamp(fakelet:lease_updates:rate1m))`, `min(timestamp(apiserver:lease_puts:rate1m))`} {
+			if at, ok := prom.sample(t, q); !ok || at < steady {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("%v after the first start", time.Since(began).Round(time.Second))
 
 	for _, job := range []string{deploy.JobFakelet, deploy.JobEtcd, deploy.JobAPIServer, deploy.JobControllerManager, deploy.JobPrometheus} {
 		if v := prom.value(t, fmt.Sprintf(`up{job=%q}`, job)); v != 1 {
@@ -161,23 +172,49 @@ func (p *promAPI) get(t *testing.T, path string, params url.Values, into any) {
 // value runs an instant query that must return one sample, and returns its value.
 func (p *promAPI) value(t *testing.T, query string) float64 {
 	t.Helper()
+	vs := p.query(t, query)
+	if len(vs) != 1 {
+		t.Errorf("%s: %d samples, want 1", query, len(vs))
+		return -1
+	}
+	var v float64
+	if s, ok := vs[0][1].(string); !ok {
+		t.Errorf("%s: value %v", query, vs[0])
+	} else if _, err := fmt.Sscan(s, &v); err != nil {
+		t.Errorf("%s: value %q: %v", query, s, err)
+	}
+	return v
+}
+
+// sample runs an instant query and returns its one sample's value, or false while it has none.
+func (p *promAPI) sample(t *testing.T, query string) (float64, bool) {
+	t.Helper()
+	vs := p.query(t, query)
+	if len(vs) != 1 {
+		return 0, false
+	}
+	var v float64
+	s, ok := vs[0][1].(string)
+	if _, err := fmt.Sscan(s, &v); !ok || err != nil {
+		return 0, false
+	}
+	return v, true
+}
+
+// query runs an instant query and returns its samples, each a time and a value.
+func (p *promAPI) query(t *testing.T, query string) [][2]any {
+	t.Helper()
 	var data struct {
 		Result []struct {
 			Value [2]any `json:"value"`
 		} `json:"result"`
 	}
 	p.get(t, "/api/v1/query", url.Values{"query": {query}}, &data)
-	if len(data.Result) != 1 {
-		t.Errorf("%s: %d samples, want 1", query, len(data.Result))
-		return -1
+	vs := make([][2]any, len(data.Result))
+	for i, r := range data.Result {
+		vs[i] = r.Value
 	}
-	var v float64
-	if s, ok := data.Result[0].Value[1].(string); !ok {
-		t.Errorf("%s: value %v", query, data.Result[0].Value)
-	} else if _, err := fmt.Sscan(s, &v); err != nil {
-		t.Errorf("%s: value %q: %v", query, s, err)
-	}
-	return v
+	return vs
 }
 
 // names returns every metric name Prometheus holds.

@@ -28,9 +28,9 @@ spec:
     all: {percent: 100}
   phases:
   - name: steady
-    duration: 10s
+    duration: 5s
   - name: restart
-    duration: 20s
+    duration: 15s
     actions:
     - {group: all, do: restart}
 `
@@ -39,6 +39,8 @@ spec:
 // report's storm against the apiserver: the registrations it counts are the apiserver's 409s for
 // Nodes, its Lease GETs the apiserver's, its rejections the apiserver's; and every Node's Ready
 // condition was last reported within the storm, before the time the report gives for all back.
+// The phases are short: the runner starts the first only once every node is Ready, and the restart
+// phase holds the storm, which must be over within 10 s, and 5 s more.
 func TestReportOfARestartStorm(t *testing.T) {
 	cp := controlPlane(t)
 	prof, err := profiles.Parse("e2e-restart.yaml", []byte(restartAll))
@@ -121,6 +123,9 @@ func TestReportOfARestartStorm(t *testing.T) {
 // fleet, which lists them all again once it is back: one storm, caused by watches, that ends when
 // every node holds its watches again, as the apiserver's count of open watches says.
 func TestAPIServerRestartIsAWatchStorm(t *testing.T) {
+	// Its control plane is its own and it mostly waits: it runs beside the other parallel tests,
+	// which go test starts once the package's sequential tests are done.
+	t.Parallel()
 	cp := privateControlPlane(t, controlplane.Options{})
 	const nodes = 5
 	storms := storm.NewRecorder()

@@ -15,10 +15,12 @@ import (
 
 // Every built-in profile runs to its end, at 30 nodes (churn's groups count 200: 300, not under
 // -short) on the fake clientset and clock: every phase begins and ends on time and every op it applies takes effect.
+// Each profile has a harness of its own (clientset, clock, fleet, runner), so they run in parallel.
 func TestEveryBuiltinRuns(t *testing.T) {
 	nodes := regexp.MustCompile(`(?m)^  nodes: \d+$`)
 	for _, name := range profiles.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			src, err := os.ReadFile(filepath.Join("..", "profiles", "builtin", name+".yaml"))
 			if err != nil {
 				t.Fatal(err)
