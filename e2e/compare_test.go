@@ -20,9 +20,6 @@ func TestCompareStatusModeWritesMoreToEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: starts two control planes; skipped under -short")
 	}
-	// Its control planes are its own and its windows mostly wait: it runs beside the other parallel
-	// tests, which go test starts once the package's sequential tests are done.
-	t.Parallel()
 	bins, err := controlplane.FindBinaries("")
 	if err != nil {
 		t.Fatal(err)

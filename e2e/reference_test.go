@@ -25,9 +25,6 @@ func TestKubemarkReference(t *testing.T) {
 	if _, err := bench.FindKubemark(""); err != nil {
 		t.Fatalf("the kubemark reference needs bin/kubemark (make controlplane): %v", err)
 	}
-	// Its control plane is its own and its windows mostly wait: it runs beside the other parallel
-	// tests, which go test starts once the package's sequential tests are done.
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var log bytes.Buffer

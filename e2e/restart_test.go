@@ -123,9 +123,6 @@ func TestReportOfARestartStorm(t *testing.T) {
 // fleet, which lists them all again once it is back: one storm, caused by watches, that ends when
 // every node holds its watches again, as the apiserver's count of open watches says.
 func TestAPIServerRestartIsAWatchStorm(t *testing.T) {
-	// Its control plane is its own and it mostly waits: it runs beside the other parallel tests,
-	// which go test starts once the package's sequential tests are done.
-	t.Parallel()
 	cp := privateControlPlane(t, controlplane.Options{})
 	const nodes = 5
 	storms := storm.NewRecorder()
