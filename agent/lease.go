@@ -94,11 +94,13 @@ func (l *leaseLoop) ensure() (*coordinationv1.Lease, bool, error) {
 			return nil, false, nil
 		}
 		lease, err := l.c.createLease(fresh)
+		if lease != nil && lease.UID != "" {
+			l.own(lease) // created, even if the run ended while the answer was on its way
+		}
 		l.r.a.heartbeat(KindLease, err)
 		if err != nil {
 			return nil, false, err
 		}
-		l.own(lease)
 		l.renewed()
 		return lease, true, nil
 	} else if err != nil {

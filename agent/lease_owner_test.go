@@ -10,7 +10,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -201,5 +203,38 @@ func TestNodeOfAnotherLiveRunIsLeftAlone(t *testing.T) {
 		if node, lease := a.Owned(); node != "their-node" || lease == "" || a.Err() != nil {
 			t.Errorf("renewed %v ago: owns %q and %q (%v), want the expired run's node and lease adopted", tc.renewed, node, lease, a.Err())
 		}
+	}
+}
+
+// TestObjectsCreatedAsTheRunEndsAreOwned: a kubelet stopped while the answer to the creation of its
+// Node or Lease is on its way has created it all the same, and the agent owns it, for the fleet's
+// cleanup to delete. Before, the call failed with the run's context and the agent owned nothing: a
+// fleet stopped as soon as its nodes were Ready once left a Node behind (e2e
+// TestDeployRBACImpersonatesOnlyTheFleet, with the kubelet footprint's busier start).
+func TestObjectsCreatedAsTheRunEndsAreOwned(t *testing.T) {
+	for _, tc := range []struct{ resource, namespace string }{{"nodes", ""}, {"leases", LeaseNamespace}} {
+		t.Run(tc.resource, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.agent("fakelet-00000", 0)
+			h.client.PrependReactor("create", tc.resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				a.Stop() // the answer comes back to a stopped kubelet
+				return false, nil, nil
+			})
+			a.Start(h.ctx)
+			h.advance(15 * time.Second) // the Lease waits for the Node, until the next tick
+			gvr := corev1.SchemeGroupVersion.WithResource("nodes")
+			if tc.resource == "leases" {
+				gvr = coordinationv1.SchemeGroupVersion.WithResource("leases")
+			}
+			created, err := h.client.Tracker().Get(gvr, tc.namespace, "fakelet-00000")
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid := created.(metav1.Object).GetUID()
+			node, lease := a.Owned()
+			if owned := map[string]types.UID{"nodes": node, "leases": lease}[tc.resource]; owned != uid {
+				t.Errorf("the agent owns %s %q, want the one it created, %q", tc.resource, owned, uid)
+			}
+		})
 	}
 }

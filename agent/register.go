@@ -54,8 +54,12 @@ func (s *statusLoop) tryRegister() bool {
 	node := a.cfg.Template.initialNode(a, now, health.conditions(nil, now))
 	s.r.initialNodeEvents(node)
 	created, err := s.c.createNode(node)
-	if err == nil {
+	if created != nil && created.UID != "" {
+		// The server created the Node, even if the run ended while its answer was on its way (the
+		// call then fails with the run's context): it is the fleet's to delete at the end.
 		a.ownNode(created.UID)
+	}
+	if err == nil {
 		a.remember(a.cfg.Template.Compact(created))
 		s.listerMiss = a.kubelet()
 		return true

@@ -17,7 +17,7 @@ func TestPodsRBAC(t *testing.T) {
 	if role.Kind != "Role" || role.Metadata.Namespace != fleet.PodNamespace {
 		t.Fatalf("%s in namespace %q, want a Role in %q", role.Kind, role.Metadata.Namespace, fleet.PodNamespace)
 	}
-	for _, p := range fleet.PodPermissions(fleet.IdentityNode) {
+	for _, p := range fleet.PodPermissions() {
 		if p.Namespace != fleet.PodNamespace {
 			t.Errorf("permission %+v outside the pods' namespace", p)
 		}
@@ -25,7 +25,7 @@ func TestPodsRBAC(t *testing.T) {
 			t.Errorf("no rule grants %s %s (%s)", p.Verb, p.Resource, p.For)
 		}
 	}
-	if n := len(role.Rules[0].Verbs); len(role.Rules) != 1 || n != len(fleet.PodPermissions(fleet.IdentityNode)) {
+	if n := len(role.Rules[0].Verbs); len(role.Rules) != 1 || n != len(fleet.PodPermissions()) {
 		t.Errorf("the pods' Role grants %+v, want exactly fleet.PodPermissions", role.Rules)
 	}
 }

@@ -134,14 +134,132 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 	t.Run("--identity=fleet needs deploy/rbac/fleet-identity.yaml too", func(t *testing.T) {
 		err := runOnce(t, fleet.Config{Nodes: 3, Fleet: "rbacfleet", NamePrefix: "rbacfleet", Identity: fleet.IdentityFleet}, serviceAccountConfig(t, cp))
 		t.Log(err)
-		for _, want := range []string{"user system:serviceaccount:fakelet:fakelet may not", "missing 4 permission(s)",
-			"create nodes (kubelets register their Nodes)", "patch nodes/status", "create leases", "update leases"} {
+		// What the kubelet footprint, the default, sends beside the Node and Lease requests of the
+		// heartbeat footprint: watches, CSINodes and Events (agent.Requests).
+		for _, want := range []string{"user system:serviceaccount:fakelet:fakelet may not", "missing 13 permission(s)",
+			"create nodes (kubelets register their Nodes)", "patch nodes/status", "create leases", "update leases",
+			"watch services", "watch pods (kubelets watch their pods)", "watch podcertificaterequests.certificates.k8s.io",
+			"create csinodes.storage.k8s.io", "create events in default", "patch events in default"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("error lacks %q", want)
 			}
 		}
 		nothingWritten(t, c, "rbacfleet")
 	})
+
+	t.Run("deploy/rbac/fleet-identity.yaml is enough for --identity=fleet", func(t *testing.T) {
+		// A ServiceAccount of its own, so that the grant does not reach the tests that expect the
+		// refusal above.
+		cfg := rbacFilesFor(t, cp, "fleetid", "fakelet.yaml", "fleet-identity.yaml")
+		const nodes = 3
+		rf := runFleet(t, cfg, fleet.Config{Nodes: nodes, Fleet: "fleetid", NamePrefix: "fleetid", Identity: fleet.IdentityFleet, Template: smallNodes})
+		rf.waitReady(t, nodes, 60*time.Second)
+		// Each node's six watches listed, its CSINode created and its Events written, with no
+		// request refused.
+		eventually(t, 60*time.Second, "every node's watches listed and its startup requests sent", func() (bool, error) {
+			var lists int64
+			for _, ws := range rf.Tally().Watches() {
+				lists += ws.Lists
+			}
+			var csiNodes, events int64
+			for _, r := range rf.Tally().Requests() {
+				switch {
+				case r.Verb == "create" && r.Resource == "csinodes":
+					csiNodes += r.OK
+				case r.Verb == "create" && r.Resource == "events":
+					events += r.OK
+				}
+			}
+			return lists >= 6*nodes && csiNodes == nodes && events >= 6*nodes || rf.Tally().Errors() > 0, nil
+		})
+		if errs := rf.Tally().Errors(); errs != 0 {
+			t.Errorf("%d requests failed with fleet-identity.yaml's grants: %+v", errs, rf.Tally().Requests())
+		}
+		if err := rf.stop(); err != nil {
+			t.Errorf("run and cleanup with fleet-identity.yaml's credential: %v", err)
+		}
+		if n := len(fleetNodes(t, c, "fleetid")); n != 0 {
+			t.Errorf("%d nodes left after cleanup with fleet-identity.yaml's credential", n)
+		}
+	})
+}
+
+// rbacFilesFor applies the roles of deploy/rbac's files to the ServiceAccount fakelet/sa instead of
+// fakelet/fakelet, each role and binding named NAME-sa, and returns a client configuration with a
+// token of that ServiceAccount once the apiserver's authorizer applies them.
+func rbacFilesFor(t *testing.T, cp *controlplane.ControlPlane, sa string, files ...string) *rest.Config {
+	t.Helper()
+	c := admin(t, cp)
+	ctx := context.Background()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fakelet"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().ServiceAccounts("fakelet").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "fakelet"}}
+	for _, f := range files {
+		b, err := os.ReadFile("../deploy/rbac/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+		for {
+			doc, err := docs.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.TrimSpace(string(doc)) == "" {
+				continue
+			}
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+			if err != nil {
+				t.Fatalf("decode deploy/rbac/%s: %v", f, err)
+			}
+			switch o := obj.(type) {
+			case *rbacv1.ClusterRole:
+				o.Name += "-" + sa
+				_, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRoleBinding:
+				o.Name += "-" + sa
+				o.RoleRef.Name += "-" + sa
+				o.Subjects = subjects
+				_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.Role:
+				o.Name += "-" + sa
+				_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.RoleBinding:
+				o.Name += "-" + sa
+				o.RoleRef.Name += "-" + sa
+				o.Subjects = subjects
+				_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			}
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	user := "system:serviceaccount:fakelet:" + sa
+	eventually(t, 30*time.Second, "RBAC for "+user+" applied", func() (bool, error) {
+		r, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "events", Namespace: metav1.NamespaceDefault},
+		}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, nil
+	})
+	tr, err := c.CoreV1().ServiceAccounts("fakelet").CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cp.AdminConfig()
+	cfg.CertData, cfg.KeyData = nil, nil
+	cfg.BearerToken = tr.Status.Token
+	return cfg
 }
 
 // grant binds a ClusterRole with rule to user and waits until the apiserver's authorizer applies it.

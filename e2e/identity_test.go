@@ -20,24 +20,36 @@ import (
 )
 
 // TestFakeKubeletsAreTreatedAsKubelets: requests carry system:node:<name> in system:nodes, so API
-// Priority and Fairness dispatches them at priority level node-high, and the Node authorizer keeps a
-// kubelet's credential to its own Node.
+// Priority and Fairness dispatches them as a kubelet's: those of Nodes and Leases at priority level
+// node-high (FlowSchema system-node-high), the others of the kubelet footprint (its watches of
+// other resources, CSINodes, Events) at priority level system (FlowSchema system-nodes); and the
+// Node authorizer keeps a kubelet's credential to its own Node.
 func TestFakeKubeletsAreTreatedAsKubelets(t *testing.T) {
 	cp := controlPlane(t)
-	before := nodeHighDispatched(t, cp)
+	beforeHigh, beforeSystem := dispatched(t, cp, "node-high"), dispatched(t, cp, "system")
 	rf := startFleet(t, fleet.Config{Nodes: 20, Fleet: "ident", NamePrefix: "ident", RegisterQPS: 50})
 
 	eventually(t, 60*time.Second, "20 registered nodes with leases", func() (bool, error) {
 		return rf.Progress().Ready == 20 && rf.Tally().Requests() != nil, nil
 	})
-	var ok int64
+	var nodeHigh, system int64
 	for _, r := range rf.Tally().Requests() {
-		ok += r.OK
+		if r.Resource == "nodes" || r.Resource == "leases" {
+			nodeHigh += r.OK
+		} else {
+			system += r.OK
+		}
 	}
-	after := nodeHighDispatched(t, cp)
+	afterHigh, afterSystem := dispatched(t, cp, "node-high"), dispatched(t, cp, "system")
 	// Registration alone sends 20 node POSTs, 20 status PATCHes and the lease requests.
-	if grown := after - before; grown < float64(ok)*0.9 {
-		t.Errorf("node-high dispatched %v requests while the fleet sent %d: the fleet's traffic is not classified as kubelets'", grown, ok)
+	if grown := afterHigh - beforeHigh; grown < float64(nodeHigh)*0.9 {
+		t.Errorf("node-high dispatched %v requests while the fleet sent %d of Nodes and Leases: the fleet's traffic is not classified as kubelets'", grown, nodeHigh)
+	}
+	if system == 0 {
+		t.Error("the fleet sent nothing but Node and Lease requests: the kubelet footprint's watches, CSINodes and Events are missing")
+	}
+	if grown := afterSystem - beforeSystem; grown < float64(system)*0.9 {
+		t.Errorf("system dispatched %v requests while the fleet sent %d others: the kubelet footprint's traffic is not classified as kubelets'", grown, system)
 	}
 
 	// The same identity from a client certificate: a kubelet may patch only its own Node.
@@ -60,14 +72,14 @@ func TestFakeKubeletsAreTreatedAsKubelets(t *testing.T) {
 
 }
 
-// nodeHighDispatched reads apiserver_flowcontrol_dispatched_requests_total{priority_level="node-high"}.
-func nodeHighDispatched(t *testing.T, cp *controlplane.ControlPlane) float64 {
+// dispatched reads apiserver_flowcontrol_dispatched_requests_total{priority_level=level}.
+func dispatched(t *testing.T, cp *controlplane.ControlPlane, level string) float64 {
 	t.Helper()
 	families := apiserverMetrics(t, cp)
 	var sum float64
 	for _, m := range families["apiserver_flowcontrol_dispatched_requests_total"].GetMetric() {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "priority_level" && l.GetValue() == "node-high" {
+			if l.GetName() == "priority_level" && l.GetValue() == level {
 				sum += m.GetCounter().GetValue()
 			}
 		}

@@ -79,7 +79,16 @@ func TestDeployRBACImpersonatesOnlyTheFleet(t *testing.T) {
 	if err := rf.stop(); err != nil {
 		t.Errorf("run and cleanup with fakelet.yaml's credential: %v", err)
 	}
-	if n := len(fleetNodes(t, admin(t, cp), "impersonation")); n != 0 {
-		t.Errorf("%d nodes left after cleanup", n)
+	if left := fleetNodes(t, admin(t, cp), "impersonation"); len(left) != 0 {
+		t.Errorf("%d nodes left after cleanup", len(left))
+		for _, n := range left {
+			// What the cleanup could have missed: a Node of another UID than the agent's, one still
+			// being deleted, one of another run.
+			t.Logf("left: node %s, uid %s, created %v, deletion %v, annotations %v", n.Name, n.UID, n.CreationTimestamp, n.DeletionTimestamp, n.Annotations)
+		}
+		for _, a := range rf.Agents() {
+			nu, lu := a.Owned()
+			t.Logf("agent %s owned node %q and lease %q (error %v)", a.Name(), nu, lu, a.Err())
+		}
 	}
 }

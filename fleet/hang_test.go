@@ -64,7 +64,9 @@ func TestHeartbeatClientTimesOutOnAHungServer(t *testing.T) {
 // TestHungRequestsDoNotPileUp runs agents whose apiserver never answers for two rounds of timeouts:
 // each agent has at most its lease and its status request hanging, so goroutines stay bounded by the
 // fleet's size and do not grow from round to round; stopping cancels what hangs at once, and goleak
-// (TestMain) checks that nothing is left.
+// (TestMain) checks that nothing is left. The agents are of the heartbeat footprint, whose two loops
+// the bound counts: the kubelet footprint's watches hang for as long as the server holds them, and
+// its event writes retry 10 s after each timeout, in flight in one round and not in the next.
 func TestHungRequestsDoNotPileUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for two rounds of the real 10 s client timeout")
@@ -77,7 +79,8 @@ func TestHungRequestsDoNotPileUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The fleet's own client answers (checks and the node watch): only the kubelets' requests hang.
-	f, err := NewWithClients(Config{Nodes: nodes, RegisterQPS: 1000, Template: agent.TemplateOptions{Images: 3}}, fake.NewClientset(), heartbeat)
+	f, err := NewWithClients(Config{Nodes: nodes, RegisterQPS: 1000, Template: agent.TemplateOptions{Images: 3}, Footprint: agent.FootprintHeartbeat},
+		fake.NewClientset(), heartbeat)
 	if err != nil {
 		t.Fatal(err)
 	}

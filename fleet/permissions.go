@@ -51,16 +51,6 @@ var adminPermissions = []Permission{
 	{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "cleanup"},
 }
 
-// What kubelets send, needed by the fleet's credential itself with --identity=fleet.
-var kubeletPermissions = []Permission{
-	{Verb: "create", Resource: "nodes", For: "kubelets register their Nodes"},
-	{Verb: "get", Resource: "nodes", For: "kubelets read their Nodes"},
-	{Verb: "patch", Resource: "nodes", Subresource: "status", For: "kubelets patch their node status"},
-	{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "kubelets read their Leases"},
-	{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "kubelets create their Leases"},
-	{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "kubelets renew their Leases"},
-}
-
 // What the fleet's credential does with pods, only when it runs them (Config.PodsPerNode above 0).
 var podPermissions = []Permission{
 	{Verb: "create", Resource: "pods", Namespace: PodNamespace, For: "the fleet creates its pods"},
@@ -70,53 +60,82 @@ var podPermissions = []Permission{
 	{Verb: "delete", Resource: "pods", Namespace: PodNamespace, For: "cleanup"},
 }
 
-// What kubelets do with their pods, needed by the fleet's credential itself with --identity=fleet.
-var kubeletPodPermissions = []Permission{
-	{Verb: "patch", Resource: "pods", Subresource: "status", Namespace: PodNamespace, For: "kubelets report their pods Running and Ready"},
-}
-
-// What the kubelet footprint sends besides the heartbeats, needed by the fleet's credential itself
-// with --identity=fleet; as nodes, the Node authorizer grants it.
-var kubeletFootprintPermissions = []Permission{
-	{Verb: "watch", Resource: "nodes", For: "kubelets watch their Nodes"},
-	{Verb: "watch", Resource: "pods", For: "kubelets watch their pods"},
-	{Verb: "watch", Resource: "services", For: "kubelets watch Services"},
-	{Verb: "watch", Group: "node.k8s.io", Resource: "runtimeclasses", For: "kubelets watch RuntimeClasses"},
-	{Verb: "watch", Group: "storage.k8s.io", Resource: "csidrivers", For: "kubelets watch CSIDrivers"},
-	{Verb: "watch", Group: "certificates.k8s.io", Resource: "podcertificaterequests", For: "kubelets watch their PodCertificateRequests"},
-	{Verb: "get", Group: "storage.k8s.io", Resource: "csinodes", For: "kubelets read their CSINodes"},
-	{Verb: "create", Group: "storage.k8s.io", Resource: "csinodes", For: "kubelets create their CSINodes"},
-	{Verb: "create", Resource: "events", For: "kubelets record Events"},
-	{Verb: "patch", Resource: "events", For: "kubelets count repeated Events"},
-	{Verb: "get", Resource: "pods", For: "kubelets read a pod before each status patch"},
-	{Verb: "watch", Resource: "configmaps", Namespace: PodNamespace, For: "kubelets watch the kube-root-ca.crt their pods' token volumes read"},
-	{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: PodNamespace, For: "kubelets request their pods' service account tokens"},
-}
-
-// FootprintPermissions is what the fleet's credential needs besides RunPermissions for footprint fp.
-func FootprintPermissions(id Identity, fp agent.Footprint) []Permission {
-	if id != IdentityFleet || fp != agent.FootprintKubelet {
-		return nil
+// Permissions is every permission the fleet's credential needs for a run of cfg, each once, in the
+// order the preflight checks them: the fleet's own (RunPermissions for its first and last node,
+// PodPermissions with pods), and with IdentityFleet what its agents send (KubeletPermissions).
+func Permissions(cfg Config) []Permission {
+	cfg = cfg.WithDefaults()
+	perms := RunPermissions(cfg.Identity, NodeName(cfg.NamePrefix, cfg.FirstIndex), NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1))
+	if IdentityOf(cfg) == IdentityByCertificate {
+		// Each node's certificate is its credential: the fleet's impersonates no one.
+		perms = append([]Permission(nil), adminPermissions...)
 	}
-	return kubeletFootprintPermissions
+	if cfg.PodsPerNode > 0 {
+		perms = append(perms, PodPermissions()...)
+	}
+	if cfg.Identity == IdentityFleet {
+		perms = append(perms, KubeletPermissions(cfg.Footprint, cfg.PodsPerNode > 0)...)
+	}
+	return unique(perms)
+}
+
+// KubeletPermissions is what agents of footprint fp send, with pods bound to their nodes or
+// without, as permissions of the fleet's credential, which sends their requests itself with
+// --identity=fleet (as nodes, the Node authorizer grants them). It is agent.Requests, the agent's
+// own table of what it sends, in the fleet's namespaces.
+func KubeletPermissions(fp agent.Footprint, pods bool) []Permission {
+	var perms []Permission
+	for _, k := range agent.Requests(fp, pods) {
+		perms = append(perms, Permission{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Subresource: k.Subresource,
+			Namespace: scopeNamespace(k.Scope), For: k.For})
+	}
+	return unique(perms)
+}
+
+// scopeNamespace is the namespace of the fleet's requests of scope s.
+func scopeNamespace(s agent.Scope) string {
+	switch s {
+	case agent.ScopeLeases:
+		return agent.LeaseNamespace
+	case agent.ScopeNodeEvents:
+		return metav1.NamespaceDefault
+	case agent.ScopePods:
+		return PodNamespace
+	}
+	return ""
+}
+
+// unique keeps the first of each permission that perms ask for more than once (the fleet's own
+// get of nodes for churn and the kubelets' get of their Nodes; the Events of Nodes and of pods, both
+// in namespace default), so that each is checked, and named missing, once.
+func unique(perms []Permission) []Permission {
+	var out []Permission
+	seen := map[Permission]bool{}
+	for _, p := range perms {
+		key := p
+		key.For = ""
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // PodPermissions is what the fleet's credential needs besides RunPermissions when the run has pods.
-func PodPermissions(id Identity) []Permission {
-	perms := append([]Permission(nil), podPermissions...)
-	if id == IdentityFleet {
-		perms = append(perms, kubeletPodPermissions...)
-	}
-	return perms
+func PodPermissions() []Permission {
+	return append([]Permission(nil), podPermissions...)
 }
 
-// RunPermissions is what the fleet's credential needs for a run with identity id; nodes are fleet
-// node names to check impersonation for, the first and last of the run's: RBAC grants kubelets by
-// name (deploy/rbac.go), so a grant for fewer nodes than the run's is refused before anything is written.
+// RunPermissions is what the fleet's credential needs for its own requests in a run with identity
+// id; nodes are fleet node names to check impersonation for, the first and last of the run's: RBAC
+// grants kubelets by name (deploy/rbac.go), so a grant for fewer nodes than the run's is refused
+// before anything is written. With IdentityFleet it impersonates no one, and sends the agents'
+// requests itself (KubeletPermissions).
 func RunPermissions(id Identity, nodes ...string) []Permission {
 	perms := append([]Permission(nil), adminPermissions...)
 	if id == IdentityFleet {
-		return append(perms, kubeletPermissions...)
+		return perms
 	}
 	for i, node := range nodes {
 		if i == 0 || node != nodes[i-1] {
@@ -170,7 +189,7 @@ func CheckPermissions(ctx context.Context, client kubernetes.Interface, perms []
 	}
 	return fmt.Errorf("%s may not do what fakelet needs; missing %d permission(s): %s. Nothing was written. "+
 		"deploy/rbac/fakelet.yaml grants them (and deploy/rbac/fleet-identity.yaml for --identity=fleet, "+
-		"deploy/rbac/pods.yaml for pods)",
+		"deploy/rbac/pods.yaml for pods, deploy/rbac/fleet-identity-pods.yaml for pods with --identity=fleet)",
 		whoAmI(ctx, client), len(missing), strings.Join(missing, ", "))
 }
 

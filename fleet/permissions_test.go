@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +40,7 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		id       Identity
+		fp       agent.Footprint
 		allowed  func(*authorizationv1.ResourceAttributes) bool
 		want     []string
 		wantNone []string
@@ -67,16 +70,27 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 		{
 			name:    "fleet identity needs the kubelet's verbs, not impersonation",
 			id:      IdentityFleet,
+			fp:      agent.FootprintHeartbeat,
 			allowed: func(r *authorizationv1.ResourceAttributes) bool { return r.Verb != "create" && r.Verb != "update" },
 			want: []string{"missing 3 permission(s)", "create nodes (kubelets register their Nodes)",
 				"create leases.coordination.k8s.io in kube-node-lease", "update leases.coordination.k8s.io in kube-node-lease"},
+			wantNone: []string{"impersonate"},
+		},
+		{
+			name:    "fleet identity in the kubelet footprint needs its CSINode and Events too",
+			id:      IdentityFleet,
+			fp:      agent.FootprintKubelet,
+			allowed: func(r *authorizationv1.ResourceAttributes) bool { return r.Verb != "create" && r.Verb != "update" },
+			want: []string{"missing 5 permission(s)", "create nodes (kubelets register their Nodes)",
+				"create leases.coordination.k8s.io in kube-node-lease", "update leases.coordination.k8s.io in kube-node-lease",
+				"create csinodes.storage.k8s.io (kubelets create their CSINodes)", "create events in default (kubelets record their Nodes' Events)"},
 			wantNone: []string{"impersonate"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset()
 			reviewer(client, "alice", tc.allowed)
-			err := CheckPermissions(t.Context(), client, RunPermissions(tc.id, "fakelet-00000"))
+			err := CheckPermissions(t.Context(), client, Permissions(Config{Nodes: 1, Identity: tc.id, Footprint: tc.fp}))
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -204,6 +218,106 @@ func TestPreflightRefusesARestrictedCredentialBeforeAnyWrite(t *testing.T) {
 			if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
 				t.Errorf("the refused run sent %s %s", v, r)
 			}
+		}
+	}
+}
+
+// TestPermissionsAreWhatTheAgentsSend: with --identity=fleet the preflight checks, besides the
+// fleet's own permissions, each kind of request the agents of the run's footprint send, with pods or
+// without (agent.Requests, which agent's TestRequestsAreWhatAgentsSend holds to what agents send), in
+// the fleet's namespaces, and nothing more; with --identity=node it checks none of them (the Node
+// authorizer grants them to the impersonated kubelets).
+func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
+	for _, fp := range []agent.Footprint{agent.FootprintHeartbeat, agent.FootprintKubelet} {
+		for _, pods := range []int{0, 2} {
+			t.Run(fmt.Sprintf("%s footprint, %d pods", fp, pods), func(t *testing.T) {
+				own := Permissions(Config{Nodes: 3, PodsPerNode: pods, Footprint: fp, Identity: IdentityFleet})
+				var want []string
+				for _, p := range RunPermissions(IdentityFleet) {
+					want = append(want, p.String())
+				}
+				if pods > 0 {
+					for _, p := range PodPermissions() {
+						want = append(want, p.String())
+					}
+				}
+				for _, k := range agent.Requests(fp, pods > 0) {
+					p := Permission{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Subresource: k.Subresource}
+					switch k.Scope {
+					case agent.ScopeLeases:
+						p.Namespace = "kube-node-lease"
+					case agent.ScopeNodeEvents, agent.ScopePods:
+						p.Namespace = "default"
+					}
+					want = append(want, p.String())
+				}
+				slices.Sort(want)
+				want = slices.Compact(want)
+				var got []string
+				for _, p := range own {
+					got = append(got, p.String())
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, want) {
+					t.Errorf("--identity=fleet checks\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+				if fp == agent.FootprintHeartbeat && slices.ContainsFunc(own, func(p Permission) bool {
+					return p.Resource == "events" || p.Resource == "csinodes" || p.Verb == "watch" && p.Resource != "nodes" && p.Resource != "pods"
+				}) {
+					t.Errorf("the heartbeat footprint checks a kubelet footprint's permission: %v", got)
+				}
+
+				byNode := Permissions(Config{Nodes: 3, PodsPerNode: pods, Footprint: fp})
+				for _, p := range byNode {
+					if p.Verb == "create" && p.Resource != "pods" || p.Verb == "update" || p.Verb == "patch" {
+						t.Errorf("--identity=node checks %s, which the impersonated kubelets send", p)
+					}
+				}
+			})
+		}
+	}
+	// The kubelet footprint's watches of pods and Services span every namespace, as a kubelet's do;
+	// its pods' ConfigMap watches and Events are in the pods' namespace.
+	var kubelet []string
+	for _, p := range Permissions(Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet}) {
+		kubelet = append(kubelet, p.String())
+	}
+	for _, want := range []string{"watch pods", "watch services", "watch configmaps in default", "create events in default",
+		"get csinodes.storage.k8s.io", "watch podcertificaterequests.certificates.k8s.io", "delete pods in default"} {
+		if !slices.Contains(kubelet, want) {
+			t.Errorf("the default footprint with pods and --identity=fleet does not check %q: %v", want, kubelet)
+		}
+	}
+}
+
+// TestPreflightChecksPermissions: the preflight reviews exactly Permissions, each once.
+func TestPreflightChecksPermissions(t *testing.T) {
+	for _, cfg := range []Config{
+		{Nodes: 3, Identity: IdentityFleet, Footprint: agent.FootprintHeartbeat},
+		{Nodes: 3, Identity: IdentityFleet, Footprint: agent.FootprintKubelet, PodsPerNode: 1},
+		{Nodes: 3, Footprint: agent.FootprintKubelet},
+	} {
+		client := fake.NewClientset()
+		var reviewed []string
+		reviewer(client, "dave", func(r *authorizationv1.ResourceAttributes) bool {
+			p := Permission{Verb: r.Verb, Group: r.Group, Resource: r.Resource, Subresource: r.Subresource, Namespace: r.Namespace, Name: r.Name}
+			reviewed = append(reviewed, p.String())
+			return true
+		})
+		f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.checkPermissions = true // as New sets it
+		if err := f.Preflight(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, p := range Permissions(cfg) {
+			want = append(want, p.String())
+		}
+		if !slices.Equal(reviewed, want) {
+			t.Errorf("%s footprint, identity %s, %d pods: the preflight reviewed\n%v\nwant\n%v", cfg.Footprint, cfg.Identity, cfg.PodsPerNode, reviewed, want)
 		}
 	}
 }

@@ -20,17 +20,7 @@ import (
 // of its own) can check first and fail fast.
 func (f *Fleet) Preflight(ctx context.Context) error {
 	if f.checkPermissions {
-		perms := RunPermissions(f.cfg.Identity, NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex),
-			NodeName(f.cfg.NamePrefix, f.cfg.FirstIndex+f.cfg.Nodes-1))
-		if IdentityOf(f.cfg) == IdentityByCertificate {
-			// Each node's certificate is its credential: the fleet's impersonates no one.
-			perms = append([]Permission(nil), adminPermissions...)
-		}
-		if f.cfg.PodsPerNode > 0 {
-			perms = append(perms, PodPermissions(f.cfg.Identity)...)
-		}
-		perms = append(perms, FootprintPermissions(f.cfg.Identity, f.cfg.Footprint)...)
-		if err := CheckPermissions(ctx, f.admin, perms); err != nil {
+		if err := CheckPermissions(ctx, f.admin, Permissions(f.cfg)); err != nil {
 			return err
 		}
 	}
