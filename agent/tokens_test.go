@@ -84,13 +84,7 @@ func podEvent(c call) bool {
 // startTokenPod starts a with pod p1 and returns when its token was first requested (since t0).
 func startTokenPod(t *testing.T, h *harness, a *Agent) time.Duration {
 	t.Helper()
-	pod, err := h.client.CoreV1().Pods("fakelet").Create(context.Background(), tokenPod("p1", "uid-p1", ""), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.ObservePod(pod)
-	a.Start(h.ctx)
-	h.advance(5 * time.Second)
+	startPods(t, h, a, 5*time.Second, tokenPod("p1", "uid-p1", ""))
 	toks := tokenCalls(h.take())
 	if len(toks) != 1 {
 		t.Fatalf("%d token requests at the pod's first sync, want 1", len(toks))
@@ -121,13 +115,7 @@ const tokenRefreshAfter = 2925 * time.Second
 // (less the jitter), again and again.
 func TestTokenRequestedAtMountAndRefreshed(t *testing.T) {
 	h, a, sent := tokenAgent(t, FootprintKubelet)
-	pod, err := h.client.CoreV1().Pods("fakelet").Create(context.Background(), tokenPod("p1", "uid-p1", ""), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.ObservePod(pod)
-	a.Start(h.ctx)
-	h.advance(5 * time.Second)
+	startPods(t, h, a, 5*time.Second, tokenPod("p1", "uid-p1", ""))
 	calls := h.take()
 	toks := tokenCalls(calls)
 	if len(toks) != 1 {
@@ -198,13 +186,7 @@ func TestTokenRequestFailures(t *testing.T) {
 	h, a, _ := tokenAgent(t, FootprintKubelet)
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, "default", fmt.Errorf("no"))
 	h.failNext("create", "serviceaccounts/token", 1, forbidden)
-	pod, err := h.client.CoreV1().Pods("fakelet").Create(context.Background(), tokenPod("p1", "uid-p1", ""), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.ObservePod(pod)
-	a.Start(h.ctx)
-	h.advance(5 * time.Second)
+	startPods(t, h, a, 5*time.Second, tokenPod("p1", "uid-p1", ""))
 	calls := h.take()
 	toks := tokenCalls(calls)
 	if len(toks) != 1 || toks[0].err == nil {
@@ -241,11 +223,11 @@ func TestTokenRequestFailures(t *testing.T) {
 // The heartbeat footprint sends no token request; neither does a pod without a token volume.
 func TestNoTokenRequests(t *testing.T) {
 	h, a, _ := tokenAgent(t, FootprintHeartbeat)
-	startPods(t, h, a, tokenPod("p1", "uid-p1", ""))
+	startPods(t, h, a, time.Hour, tokenPod("p1", "uid-p1", ""))
 	h2, b, _ := tokenAgent(t, FootprintKubelet)
 	plain := tokenPod("p2", "uid-p2", "")
 	plain.Spec.Volumes = nil
-	startPods(t, h2, b, plain)
+	startPods(t, h2, b, time.Hour, plain)
 	for _, c := range append(h.take(), h2.take()...) {
 		if c.res == "serviceaccounts/token" {
 			t.Errorf("token requested at %v", c.at)
@@ -256,8 +238,8 @@ func TestNoTokenRequests(t *testing.T) {
 	}
 }
 
-// startPods creates pods, shows them to a, starts it and runs its first syncs.
-func startPods(t *testing.T, h *harness, a *Agent, pods ...*corev1.Pod) {
+// startPods creates pods, shows them to a, starts it and runs it for run.
+func startPods(t *testing.T, h *harness, a *Agent, run time.Duration, pods ...*corev1.Pod) {
 	t.Helper()
 	for _, p := range pods {
 		created, err := h.client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
@@ -267,7 +249,7 @@ func startPods(t *testing.T, h *harness, a *Agent, pods ...*corev1.Pod) {
 		a.ObservePod(created)
 	}
 	a.Start(h.ctx)
-	h.advance(time.Hour)
+	h.advance(run)
 }
 
 // Projections that ask for the same token share it; another audience is another token, requested

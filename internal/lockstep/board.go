@@ -64,12 +64,7 @@ type post struct {
 // BoardPermissions is what a Board needs in namespace ns: the verbs of the start Lease (Permissions),
 // so that a Role that lets the shards agree on a start lets them post too.
 func BoardPermissions(ns string) []fleet.Permission {
-	var out []fleet.Permission
-	for _, verb := range []string{"create", "get", "delete"} {
-		out = append(out, fleet.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: ns,
-			For: "exchange the shards' verdicts on each step, fakelet capacity --shard"})
-	}
-	return out
+	return leasePermissions(ns, "exchange the shards' verdicts on each step, fakelet capacity --shard")
 }
 
 // OpenBoard checks that this shard may post and read in the namespace, before anything is written.

@@ -75,10 +75,15 @@ func LeaseName(fleetName string) string { return "fakelet-start-" + fleetName }
 
 // Permissions is what Join and Release need in namespace ns.
 func Permissions(ns string) []fleet.Permission {
+	return leasePermissions(ns, "agree on the shards' start time, --start-at auto")
+}
+
+// leasePermissions are the verbs on Leases in ns of the start Lease and the Board's posts, each
+// created once, read and deleted by the shards.
+func leasePermissions(ns, why string) []fleet.Permission {
 	var out []fleet.Permission
 	for _, verb := range []string{"create", "get", "delete"} {
-		out = append(out, fleet.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: ns,
-			For: "agree on the shards' start time, --start-at auto"})
+		out = append(out, fleet.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: ns, For: why})
 	}
 	return out
 }
