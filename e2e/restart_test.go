@@ -143,10 +143,11 @@ func TestAPIServerRestartIsAWatchStorm(t *testing.T) {
 	}
 
 	ctx := t.Context()
+	// The time before the kill: the watches break as the signal lands, before KillComponent returns.
+	killed := time.Now()
 	if err := controlplane.KillComponent(ctx, cp.Dir, "kube-apiserver"); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
 	time.Sleep(2 * time.Second) // the outage itself: nothing to wait for
 	if _, err := controlplane.StartComponent(ctx, cp.Dir, "kube-apiserver"); err != nil {
 		t.Fatal(err)
