@@ -153,11 +153,7 @@ func BenchmarkNewAgent(b *testing.B) {
 // a worker) and the CPU per lease renewal.
 func BenchmarkSteadyHeartbeat(b *testing.B) {
 	fc := testingclock.NewFakeClock(t0)
-	sched := scheduler.New(fc)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	sched, ctx := runScheduler(b, fc)
 	const agents = 100
 	var renewals renewalCount
 	for range agents {
@@ -184,11 +180,7 @@ func BenchmarkSteadyHeartbeat(b *testing.B) {
 // and its workers wake from idle as a fleet's do: the process's CPU per renewal counts the wakeups'
 // cost, which the fake clock does not. Run it with -cpu 1 and -benchtime 1x (one 3 s window).
 func BenchmarkPacedHeartbeat(b *testing.B) {
-	sched := scheduler.New(clock.RealClock{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	sched, ctx := runScheduler(b, clock.RealClock{})
 	const agents = 20 // 200 renewals a second, as 2000 nodes send
 	var renewals renewalCount
 	for range agents {
@@ -239,4 +231,14 @@ func startSteady(a *Agent, r *run, sched *scheduler.Scheduler, ctx context.Conte
 	a.run = r
 	sched.After(0, &r.status)
 	sched.After(0, &r.lease)
+}
+
+// runScheduler runs a scheduler on c until the benchmark ends.
+func runScheduler(b *testing.B, c clock.Clock) (*scheduler.Scheduler, context.Context) {
+	sched := scheduler.New(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sched.Run(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	return sched, ctx
 }

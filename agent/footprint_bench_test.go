@@ -19,7 +19,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/heartbeat"
-	"fakelet.dev/fakelet/internal/scheduler"
 )
 
 // BenchmarkHeapPerNode is the unit-level counterpart of make bench's fleet RSS per node: the Go
@@ -69,11 +68,7 @@ func (w *answeringWatcher) answer() {
 func heapPerNode(b *testing.B, fp Footprint, agents int) float64 {
 	b.Helper()
 	fc := testingclock.NewFakeClock(t0)
-	sched := scheduler.New(fc)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { sched.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	sched, ctx := runScheduler(b, fc)
 	tmpl, err := NewTemplate(TemplateOptions{Fleet: "bench", Images: MaxImages})
 	if err != nil {
 		b.Fatal(err)
