@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
-CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/kubemark
+CONTROLPLANE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/etcd $(BIN)/kubemark
 # The version the control plane reports (/version, kubectl version, reports), stamped as Kubernetes'
 # own build stamps it; a plain go build would report v0.0.0-master.
 KUBE_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' tools/kube/go.mod)
@@ -21,12 +21,12 @@ build:
 # The control plane binaries are rebuilt only when the pins in tools/*/go.mod (or go.sum) change.
 controlplane: $(CONTROLPLANE_BINS)
 
-$(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kube/go.mod tools/kube/go.sum
-	@echo ">> building kube-apiserver and kube-controller-manager $(KUBE_VERSION) from the Go module proxy"
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler &: tools/kube/go.mod tools/kube/go.sum
+	@echo ">> building kube-apiserver, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from the Go module proxy"
 	@echo ">> the first build takes about 10 minutes on 2 cores; later builds use the Go build cache"
 	@mkdir -p $(BIN)
-	cd tools/kube && time $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-	@touch $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
+	cd tools/kube && time $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+	@touch $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 # kubemark's hollow kubelet (the real kubelet over a fake runtime) is the reference fakelet's agents are
 # compared with (fakelet bench --reference kubemark, docs/fidelity.md). After the control plane's
