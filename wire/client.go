@@ -97,7 +97,11 @@ func (c *Client) pick(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cn.reserve()
+	if !cn.reserve() {
+		// It failed as soon as it was made, and has already been forgotten: keeping it would
+		// put every request after on a connection that writes nothing.
+		return nil, retryable{cn.failure()}
+	}
 	c.conns = append(c.conns, cn)
 	return cn, nil
 }
@@ -115,10 +119,13 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	for attempt := 0; ; attempt++ {
 		cn, err := c.pick(ctx)
 		if err != nil {
+			if isRetryable(err) && attempt < maxUnsentRetries && ctx.Err() == nil {
+				continue
+			}
 			return nil, c.urlError(req, err)
 		}
 		s := &stream{cn: cn, req: req, done: make(chan struct{})}
-		cn.enqueue(item{kind: itemOpen, s: s})
+		cn.send(s)
 		select {
 		case <-s.done:
 		case <-ctx.Done():
@@ -157,6 +164,10 @@ func (c *Client) stream(ctx context.Context, req *Request, h *Handlers, attempt 
 	}
 	cn, err := c.pick(ctx)
 	if err != nil {
+		if isRetryable(err) && attempt < maxUnsentRetries && ctx.Err() == nil {
+			c.stream(ctx, req, h, attempt+1)
+			return
+		}
 		h.OnEnd(c.urlError(req, err))
 		return
 	}
@@ -174,7 +185,7 @@ func (c *Client) stream(ctx context.Context, req *Request, h *Handlers, attempt 
 	s.cbMu.Lock() // end reads stopCtx, and may run as soon as AfterFunc returns
 	s.stopCtx = context.AfterFunc(ctx, func() { cn.end(s, ctx.Err(), true) })
 	s.cbMu.Unlock()
-	cn.enqueue(item{kind: itemOpen, s: s})
+	cn.send(s)
 }
 
 func (c *Client) urlError(req *Request, err error) error {

@@ -146,6 +146,23 @@ func (cn *conn) enqueue(it item) {
 	cn.mu.Unlock()
 }
 
+// send queues s's request for the writer. On a connection that has failed since s reserved its
+// place, s ends at once with an error that sends it again on another connection: the failure has
+// ended every stream it knew of, and nothing would end this one.
+func (cn *conn) send(s *stream) {
+	cn.mu.Lock()
+	err := cn.err
+	if err == nil {
+		cn.enqueueLocked(item{kind: itemOpen, s: s})
+	}
+	cn.mu.Unlock()
+	if err != nil {
+		cn.end(s, retryable{err}, false)
+	}
+}
+
+// enqueueLocked drops what a failed connection would write: streams go through send, which ends
+// them instead.
 func (cn *conn) enqueueLocked(it item) {
 	if cn.err != nil {
 		return
@@ -232,6 +249,26 @@ func (cn *conn) fail(err error) {
 	}
 	for _, s := range unsent {
 		cn.end(s, retryable{err}, false)
+	}
+}
+
+// failure is why the connection ended.
+func (cn *conn) failure() error {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.err
+}
+
+// abandon ends the requests of items the writer took from the queue and will not write, the
+// connection having failed: they go again on another connection.
+func (cn *conn) abandon(items []item) {
+	cn.mu.Lock()
+	err := cn.err
+	cn.mu.Unlock()
+	for _, it := range items {
+		if it.kind == itemOpen {
+			cn.end(it.s, retryable{err}, false)
+		}
 	}
 }
 

@@ -142,6 +142,7 @@ func (cn *conn) writeLoop() {
 		for i := range batch {
 			if err := w.write(&batch[i]); err != nil {
 				cn.fail(err)
+				cn.abandon(batch[i+1:])
 				return
 			}
 			batch[i] = item{}
@@ -192,6 +193,13 @@ func (w *writer) open(s *stream) error {
 	if s.ended {
 		cn.mu.Unlock()
 		return nil // its caller gave up before it was written
+	}
+	if err := cn.err; err != nil {
+		// The connection failed after the writer took s from the queue, and ended the streams it
+		// had then: s is not among them.
+		cn.mu.Unlock()
+		cn.end(s, retryable{err}, false)
+		return nil
 	}
 	if cn.goAway != nil {
 		cn.mu.Unlock()
