@@ -65,20 +65,38 @@ const connWindow = 1 << 24
 // lastStreamID is where a connection stops taking new streams: HTTP/2 stream IDs are 31 bits.
 const lastStreamID = 1<<31 - 1
 
+// dialTimeout bounds a TCP dial, as net/http's default transport's dialer does.
+const dialTimeout = 30 * time.Second
+
+// tlsHandshakeTimeout bounds a TLS handshake, as client-go's transport does (and net/http's
+// default transport).
+const tlsHandshakeTimeout = 10 * time.Second
+
+// errTLSHandshakeTimeout is net/http's error for a handshake past its timeout.
+var errTLSHandshakeTimeout = errors.New("net/http: TLS handshake timeout")
+
 // dial opens a connection: TCP, TLS with ALPN h2, the client preface and its SETTINGS. The first
 // requests are written without waiting for the server's SETTINGS, as net/http does.
 func (c *Client) dial(ctx context.Context) (*conn, error) {
 	dial := c.cfg.Dial
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
-	raw, err := dial(ctx, "tcp", c.addr)
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout) // a Config.Dial of its own has no timeout
+	raw, err := dial(dctx, "tcp", c.addr)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
 	tc := tls.Client(raw, c.tls)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, c.cfg.handshakeTimeout)
+	err = tc.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
 		raw.Close()
+		if hctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			err = errTLSHandshakeTimeout
+		}
 		return nil, err
 	}
 	if p := tc.ConnectionState().NegotiatedProtocol; p != http2.NextProtoTLS {
@@ -92,7 +110,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		wake:          make(chan struct{}, 1),
 		closed:        make(chan struct{}),
 		streams:       map[uint32]*stream{},
-		maxStreams:    initialMaxStreams,
+		maxStreams:    c.assumedMaxStreams(),
 		sendWindow:    65535,
 		initialWindow: 65535,
 		maxFrame:      16384,
@@ -128,6 +146,21 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	return cn, nil
 }
 
+// assumedMaxStreams is what a new connection assumes of the server's MAX_CONCURRENT_STREAMS until
+// its SETTINGS arrive: what the oldest connection's said, else net/http's assumption. A server
+// with a lower limit would otherwise refuse what a new connection sends above it.
+func (c *Client) assumedMaxStreams() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.conns) == 0 {
+		return initialMaxStreams
+	}
+	cn := c.conns[0]
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.maxStreams
+}
+
 // reserve takes a place for one more stream, if the connection has one.
 func (cn *conn) reserve() bool {
 	cn.mu.Lock()
@@ -137,6 +170,14 @@ func (cn *conn) reserve() bool {
 	}
 	cn.active++
 	return true
+}
+
+// takesNone says whether the server has said it takes no stream on this connection
+// (MAX_CONCURRENT_STREAMS 0).
+func (cn *conn) takesNone() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.maxStreams == 0
 }
 
 // enqueue hands the writer an item; it takes cn.mu.
@@ -192,6 +233,7 @@ func (cn *conn) end(s *stream, err error, reset bool) bool {
 	}
 	drained := cn.goAway != nil && cn.active == 0 && cn.err == nil
 	cn.mu.Unlock()
+	cn.client.wake() // its place is free
 	s.err = err
 	if s.done != nil {
 		close(s.done)

@@ -163,6 +163,7 @@ func (w *writer) write(it *item) error {
 	case itemOpen:
 		return w.open(it.s)
 	case itemKick:
+		w.cn.client.wake() // the SETTINGS that kicked may have raised MAX_CONCURRENT_STREAMS
 		blocked := w.blocked
 		w.blocked = nil
 		for _, s := range blocked {
