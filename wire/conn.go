@@ -37,9 +37,14 @@ type conn struct {
 	maxFrame      int    // the server's MAX_FRAME_SIZE
 	nextID        uint32 // the writer's next stream ID; read by reserve
 
-	lastRead atomic.Int64 // when the reader last read a frame, in Unix nanoseconds
-	pingSent atomic.Int64 // when the health check's PING went out; 0: none waiting
-	health   *time.Timer  // the health check: a timer, not a goroutine; under mu
+	control    int  // control frames queued (itemControl): at most maxQueuedControlFrames
+	kickQueued bool // an itemKick is queued: one does for every window that grew meanwhile
+	overflowed bool // past maxQueuedControlFrames: failing
+
+	lastRead  atomic.Int64 // when the reader last read a frame, in Unix nanoseconds
+	batchFrom atomic.Int64 // when the writer took the batch it is writing; 0: it waits for work
+	pingSent  atomic.Int64 // when the health check's PING went out; 0: none waiting
+	health    *time.Timer  // the health check: a timer, not a goroutine; under mu
 
 	// The reader's alone.
 	dec         *hpack.Decoder
@@ -202,11 +207,34 @@ func (cn *conn) send(s *stream) {
 	}
 }
 
+// maxQueuedControlFrames bounds the frames the reader queues in answer to the server's (PING and
+// SETTINGS acknowledgements), as x/net's server bounds its own: a server that sends them faster
+// than it reads the answers is failed rather than allowed to grow the queue without end.
+const maxQueuedControlFrames = 10000
+
+var errTooManyControlFrames = fmt.Errorf("http2: more than %d PING and SETTINGS acknowledgements queued unwritten: the server sends them faster than it reads", maxQueuedControlFrames)
+
 // enqueueLocked drops what a failed connection would write: streams go through send, which ends
 // them instead.
 func (cn *conn) enqueueLocked(it item) {
 	if cn.err != nil {
 		return
+	}
+	switch it.kind {
+	case itemPingAck, itemSettingsAck, itemTableSize:
+		if cn.control >= maxQueuedControlFrames {
+			if !cn.overflowed {
+				cn.overflowed = true
+				go cn.fail(errTooManyControlFrames) // it takes cn.mu
+			}
+			return
+		}
+		cn.control++
+	case itemKick:
+		if cn.kickQueued {
+			return
+		}
+		cn.kickQueued = true
 	}
 	cn.queue = append(cn.queue, it)
 	select {
@@ -322,12 +350,31 @@ func isNetError(err error) bool {
 // errConnLost is net/http's error for a connection whose health check PING went unanswered.
 var errConnLost = errors.New("http2: client connection lost")
 
+// errWriteStuck fails a connection whose writer has not finished a write for the ping timeout: a
+// server that does not read (while it may go on sending, PINGs say) holds every request
+// written to it.
+type errWriteStuck struct{ d time.Duration }
+
+func (e errWriteStuck) Error() string {
+	return fmt.Sprintf("http2: the connection took no write for %v: the server reads nothing", e.d)
+}
+
 // checkHealth runs every PingTimeout: it sends a PING when the connection has read nothing for
 // ReadIdleTimeout, and fails the connection when the PING is not answered within PingTimeout, as
-// client-go's HTTP/2 transport does.
+// client-go's HTTP/2 transport does; and it fails the connection when its writer has been on the
+// same batch for PingTimeout, which reads alone do not show.
 func (cn *conn) checkHealth() {
 	cfg := &cn.client.cfg
 	now := time.Now().UnixNano()
+	next := cfg.PingTimeout
+	if from := cn.batchFrom.Load(); from != 0 {
+		if stuck := time.Duration(now - from); stuck >= cfg.PingTimeout {
+			cn.fail(errWriteStuck{stuck})
+			return
+		} else {
+			next = cfg.PingTimeout - stuck
+		}
+	}
 	switch sent := cn.pingSent.Load(); {
 	case sent != 0 && now-sent >= int64(cfg.PingTimeout):
 		cn.fail(errConnLost)
@@ -338,7 +385,7 @@ func (cn *conn) checkHealth() {
 	}
 	cn.mu.Lock()
 	if cn.err == nil {
-		cn.health.Reset(cfg.PingTimeout)
+		cn.health.Reset(next)
 	}
 	cn.mu.Unlock()
 }

@@ -94,6 +94,7 @@ func (cn *conn) writeLoop() {
 		for len(cn.queue) == 0 && cn.err == nil {
 			cn.mu.Unlock()
 			if !held.IsZero() && (window == 0 || clk.Since(held) >= window) {
+				cn.batchFrom.CompareAndSwap(0, time.Now().UnixNano()) // a flush after the window's wait
 				if err := w.flush(); err != nil {
 					cn.fail(err)
 					return
@@ -105,6 +106,7 @@ func (cn *conn) writeLoop() {
 				} else {
 					timer.Reset(window - clk.Since(held))
 				}
+				cn.batchFrom.Store(0) // it waits: for work, not on the socket
 				if obs := cn.client.cfg.observe; obs != nil {
 					obs(writerEvent{held: held, last: w.last})
 				}
@@ -123,6 +125,7 @@ func (cn *conn) writeLoop() {
 					}
 				}
 			} else {
+				cn.batchFrom.Store(0)
 				select {
 				case <-cn.wake:
 				case <-cn.closed:
@@ -135,7 +138,9 @@ func (cn *conn) writeLoop() {
 			return
 		}
 		batch, cn.queue = cn.queue, batch[:0]
+		cn.control, cn.kickQueued = 0, false
 		cn.mu.Unlock()
+		cn.batchFrom.Store(time.Now().UnixNano()) // real time, as the health check's
 		if held.IsZero() {
 			held = clk.Now()
 		}
