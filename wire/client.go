@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"sync"
@@ -38,6 +39,9 @@ type Client struct {
 	changed chan struct{}
 	closed  bool
 	waiting atomic.Int32 // callers waiting for a place on a connection (wait)
+
+	authGen  atomic.Uint64 // the credentials' generation: a writer reads them again when it moves
+	reauthMu sync.Mutex    // one renewal at a time (reauth)
 }
 
 // dialCall is one dial, shared by the callers waiting for it.
@@ -280,11 +284,16 @@ func (c *Client) backOff(ctx context.Context, retry int) error {
 
 // Do sends req and waits for its whole answer, or ctx's end. Errors on the wire are what net/http
 // returns: a *url.Error naming the method and URL.
+//
+// A 401 renews the credentials (Config.Refresh) and sends the request once more with them: an
+// exec plugin's token that expired, a token file rotated, cost one answer, not a minute of them.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
+	reauthed := false
 	for attempt := 0; ; attempt++ {
 		if err := c.backOff(ctx, attempt); err != nil {
 			return nil, c.urlError(req, err)
 		}
+		gen := c.authGen.Load()
 		cn, err := c.pick(ctx)
 		if err != nil {
 			if isRetryable(err) && attempt < maxUnsentRetries && ctx.Err() == nil {
@@ -305,6 +314,11 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 				continue
 			}
 			return nil, c.urlError(req, s.err)
+		}
+		if s.resp.Status == http.StatusUnauthorized && !reauthed && c.reauth(gen) {
+			reauthed = true
+			attempt-- // not a request the server did not take: no backoff, and not counted
+			continue
 		}
 		if s.resp.ContentEncoding == "gzip" {
 			body, err := gunzip(s.resp.Body)
@@ -346,7 +360,22 @@ func (c *Client) stream(ctx context.Context, req *Request, h *Handlers, attempt 
 		return
 	}
 	s := &stream{cn: cn, req: req}
-	s.h = &Handlers{OnResponse: h.OnResponse, OnData: h.OnData, OnEnd: func(err error) {
+	onResponse := h.OnResponse
+	if c.cfg.Refresh != nil {
+		// A watch refused with 401 goes to its handler as it is, as client-go's; the
+		// credentials are renewed meanwhile, off the reader, for the watch the reflector sends next.
+		gen := c.authGen.Load()
+		onResponse = func(r *Response) error {
+			if r.Status == http.StatusUnauthorized {
+				go c.reauth(gen)
+			}
+			if h.OnResponse == nil {
+				return nil
+			}
+			return h.OnResponse(r)
+		}
+	}
+	s.h = &Handlers{OnResponse: onResponse, OnData: h.OnData, OnEnd: func(err error) {
 		switch {
 		case err == nil:
 			h.OnEnd(nil)

@@ -25,6 +25,9 @@ type Config struct {
 	// Auth returns the headers that authenticate a request (Authorization, a config's
 	// Impersonate-*), called again at most every AuthRefresh; nil sends none.
 	Auth func() ([]Field, error)
+	// Refresh renews the credentials when the server answers 401 and returns the new ones (an
+	// exec plugin run again, a token file read again); nil: a 401 is the answer.
+	Refresh func() ([]Field, error)
 	// StreamWindow is the receive window of each stream: how much of an answer or a watch the server
 	// may send before the reader has handed it on. 0: 1 MiB.
 	StreamWindow uint32
@@ -89,7 +92,8 @@ func (c Config) validate() error {
 // ForConfig returns the Config of cfg: its host, its TLS settings (rest.TLSConfigFor: CA, client
 // certificates, server name, insecure), its dialer, and its credentials as client-go would send
 // them (bearer token or token file, basic auth, exec and auth-provider plugins, the config's own
-// impersonation), read through client-go's own round trippers so that every kind it supports works.
+// impersonation), read through client-go's own round trippers so that every kind it supports works,
+// and renewed through them after a 401.
 // cfg's WrapTransport runs in that probe too: give a config without wrappers that count or log.
 func ForConfig(cfg *rest.Config) (Config, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
@@ -118,5 +122,5 @@ func ForConfig(cfg *rest.Config) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Host: u.Scheme + "://" + u.Host, TLS: tlsConfig, Dial: cfg.Dial, Auth: probe.headers}, nil
+	return Config{Host: u.Scheme + "://" + u.Host, TLS: tlsConfig, Dial: cfg.Dial, Auth: probe.headers, Refresh: probe.refresh}, nil
 }

@@ -40,6 +40,7 @@ type writer struct {
 	blocked []*stream // streams whose body waits for a window
 	auth    []Field
 	authAt  time.Time
+	authGen uint64 // the Client's authGen when auth was read
 	last    uint32 // the newest stream it opened
 }
 
@@ -275,12 +276,12 @@ func (w *writer) body(s *stream) error {
 // impersonation of a node seen recently) into an index of a byte or two.
 func (w *writer) encode(req *Request) error {
 	c := w.cn.client
-	if c.cfg.Auth != nil && time.Since(w.authAt) >= AuthRefresh {
+	if gen := c.authGen.Load(); c.cfg.Auth != nil && (time.Since(w.authAt) >= AuthRefresh || gen != w.authGen) {
 		auth, err := c.cfg.Auth()
 		if err != nil {
 			return err
 		}
-		w.auth, w.authAt = auth, time.Now()
+		w.auth, w.authAt, w.authGen = auth, time.Now(), gen
 	}
 	w.block.b = w.block.b[:0]
 	e := w.enc
