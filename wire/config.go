@@ -3,9 +3,9 @@ package wire
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -22,6 +22,9 @@ type Config struct {
 	TLS *tls.Config
 	// Dial opens the TCP connection; nil uses a net.Dialer as net/http's default transport does.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proxy, if set, is the http or https proxy to reach Host through, with CONNECT (ForConfig:
+	// the rest.Config's, else HTTPS_PROXY's, as client-go's); Dial then dials the proxy.
+	Proxy *url.URL
 	// Auth returns the headers that authenticate a request (Authorization, a config's
 	// Impersonate-*), called again at most every AuthRefresh; nil sends none.
 	Auth func() ([]Field, error)
@@ -80,6 +83,11 @@ func (c Config) validate() error {
 	if !strings.HasPrefix(c.Host, "https://") {
 		return fmt.Errorf("the wire path speaks HTTP/2 over TLS only, not to %q", c.Host)
 	}
+	if c.Proxy != nil {
+		if err := checkProxy(c.Proxy); err != nil {
+			return err
+		}
+	}
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("at most %d connections: not a number of connections", c.MaxConnections)
 	}
@@ -90,7 +98,7 @@ func (c Config) validate() error {
 }
 
 // ForConfig returns the Config of cfg: its host, its TLS settings (rest.TLSConfigFor: CA, client
-// certificates, server name, insecure), its dialer, and its credentials as client-go would send
+// certificates, server name, insecure), its dialer, its proxy (proxyFor), and its credentials as client-go would send
 // them (bearer token or token file, basic auth, exec and auth-provider plugins, the config's own
 // impersonation), read through client-go's own round trippers so that every kind it supports works,
 // and renewed through them after a 401.
@@ -102,9 +110,6 @@ func ForConfig(cfg *rest.Config) (Config, error) {
 	}
 	if u.Scheme != "https" {
 		return Config{}, fmt.Errorf("the wire path speaks HTTP/2 over TLS only, not to %s", u.Redacted())
-	}
-	if cfg.Proxy != nil {
-		return Config{}, errors.New("the wire path does not go through a proxy")
 	}
 	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {
@@ -122,5 +127,9 @@ func ForConfig(cfg *rest.Config) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Host: u.Scheme + "://" + u.Host, TLS: tlsConfig, Dial: cfg.Dial, Auth: probe.headers, Refresh: probe.refresh}, nil
+	proxy, err := proxyFor(cfg.Proxy, u)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Host: u.Scheme + "://" + u.Host, TLS: tlsConfig, Dial: cfg.Dial, Proxy: proxy, Auth: probe.headers, Refresh: probe.refresh}, nil
 }

@@ -88,7 +88,13 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout) // a Config.Dial of its own has no timeout
-	raw, err := dial(dctx, "tcp", c.addr)
+	var raw net.Conn
+	var err error
+	if c.cfg.Proxy != nil {
+		raw, err = c.dialProxy(dctx, dial)
+	} else {
+		raw, err = dial(dctx, "tcp", c.addr)
+	}
 	cancel()
 	if err != nil {
 		return nil, err
