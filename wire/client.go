@@ -33,10 +33,10 @@ type Client struct {
 	ctx          context.Context // of the dials: Close ends one in progress
 	cancel       context.CancelFunc
 
-	mu      sync.Mutex // never held while dialling: a hung dial must not hold up the others
-	conns   []*conn    // usable connections, oldest first
-	dialing *dialCall  // the dial in progress, which every caller that needs a connection waits for
-	changed chan struct{}
+	mu      sync.Mutex    // never held while dialling: a hung dial must not hold up the others
+	conns   []*conn       // usable connections, oldest first
+	dialing *dialCall     // the dial in progress, which every caller that needs a connection waits for
+	changed chan struct{} // closed and made again when a place may have freed: waiting callers look again
 	closed  bool
 	waiting atomic.Int32 // callers waiting for a place on a connection (wait)
 

@@ -37,7 +37,7 @@ type conn struct {
 	maxFrame      int    // the server's MAX_FRAME_SIZE
 	nextID        uint32 // the writer's next stream ID; read by reserve
 
-	control    int  // control frames queued (itemControl): at most maxQueuedControlFrames
+	control    int  // acknowledgements and table sizes queued: at most maxQueuedControlFrames
 	kickQueued bool // an itemKick is queued: one does for every window that grew meanwhile
 	overflowed bool // past maxQueuedControlFrames: failing
 
@@ -356,13 +356,13 @@ func isNetError(err error) bool {
 // errConnLost is net/http's error for a connection whose health check PING went unanswered.
 var errConnLost = errors.New("http2: client connection lost")
 
-// errWriteStuck fails a connection whose writer has not finished a write for the ping timeout: a
-// server that does not read (while it may go on sending, PINGs say) holds every request
-// written to it.
+// errWriteStuck fails a connection whose writer has been on one batch for the ping timeout: a
+// server that reads nothing (while it may go on sending: PINGs, say) holds every request written
+// to it.
 type errWriteStuck struct{ d time.Duration }
 
 func (e errWriteStuck) Error() string {
-	return fmt.Sprintf("http2: the connection took no write for %v: the server reads nothing", e.d)
+	return fmt.Sprintf("http2: the connection's writes stuck for %v: the server reads nothing", e.d)
 }
 
 // checkHealth runs every PingTimeout: it sends a PING when the connection has read nothing for
@@ -374,12 +374,12 @@ func (cn *conn) checkHealth() {
 	now := time.Now().UnixNano()
 	next := cfg.PingTimeout
 	if from := cn.batchFrom.Load(); from != 0 {
-		if stuck := time.Duration(now - from); stuck >= cfg.PingTimeout {
+		stuck := time.Duration(now - from)
+		if stuck >= cfg.PingTimeout {
 			cn.fail(errWriteStuck{stuck})
 			return
-		} else {
-			next = cfg.PingTimeout - stuck
 		}
+		next = cfg.PingTimeout - stuck // so that a writer stuck is failed at the timeout, not twice it
 	}
 	switch sent := cn.pingSent.Load(); {
 	case sent != 0 && now-sent >= int64(cfg.PingTimeout):
