@@ -89,7 +89,7 @@ func (c Config) validate() error {
 		}
 	}
 	if c.MaxConnections < 0 {
-		return fmt.Errorf("at most %d connections: not a number of connections", c.MaxConnections)
+		return fmt.Errorf("MaxConnections %d is negative (0 is DefaultMaxConnections, %d)", c.MaxConnections, DefaultMaxConnections)
 	}
 	if c.FlushWindow < 0 || c.FlushWindow > MaxFlushWindow {
 		return fmt.Errorf("flush window %v is not between 0 and %v", c.FlushWindow, MaxFlushWindow)
