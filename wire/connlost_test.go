@@ -151,3 +151,38 @@ func TestConnectionLostUnderTheWriterSendsItsBatchAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestOnAConnectionFailedSinceItsReserveIsSentAgain: a request that reserved its place on a
+// connection which then failed, before the request was queued, ends at once with an error that
+// sends it again: the failure ended every stream the connection knew of, and nothing else would
+// end this one.
+func TestRequestOnAConnectionFailedSinceItsReserveIsSentAgain(t *testing.T) {
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
+		for {
+			r, ok := rc.Request()
+			if !ok {
+				return
+			}
+			rc.Respond(r.StreamID, 200, "text/plain", nil)
+		}
+	})
+	c := scriptedClient(t, srv, Config{})
+	if _, err := c.Do(context.Background(), &Request{Path: "/warm"}); err != nil {
+		t.Fatal(err)
+	}
+	cn, err := c.pick(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn.fail(io.ErrUnexpectedEOF) // as its reader would, between the reserve and the queueing
+	s := &stream{cn: cn, req: &Request{Path: "/x"}, done: make(chan struct{})}
+	cn.send(s)
+	select {
+	case <-s.done:
+		if !isRetryable(s.err) {
+			t.Errorf("ended with %v, want an error that sends it again", s.err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the request queued on a failed connection never ended")
+	}
+}
