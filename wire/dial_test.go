@@ -114,9 +114,26 @@ func TestTLSHandshakeTimesOut(t *testing.T) {
 	}
 }
 
-// TestRefusedRequestsBackOff: a request the server refuses every time is sent again at once, then
-// after 1 s, 2 s, ... with up to 10% jitter, as net/http does, and not seven times at once.
+// TestRefusedRequestsBackOff: a request or a watch the server refuses every time is sent again at
+// once, then after 1 s, 2 s, ... with up to 10% jitter, as net/http does, and not seven times at
+// once.
 func TestRefusedRequestsBackOff(t *testing.T) {
+	t.Run("Do", func(t *testing.T) {
+		refusedBackOff(t, func(c *Client, ctx context.Context, done chan<- error) {
+			go func() {
+				_, err := c.Do(ctx, &Request{Path: "/x"})
+				done <- err
+			}()
+		})
+	})
+	t.Run("Stream", func(t *testing.T) {
+		refusedBackOff(t, func(c *Client, ctx context.Context, done chan<- error) {
+			c.Stream(ctx, &Request{Path: "/x"}, Handlers{OnData: func([]byte) error { return nil }, OnEnd: func(err error) { done <- err }})
+		})
+	})
+}
+
+func refusedBackOff(t *testing.T, send func(*Client, context.Context, chan<- error)) {
 	fc := testingclock.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	seen := make(chan time.Time, 16)
 	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
@@ -132,10 +149,7 @@ func TestRefusedRequestsBackOff(t *testing.T) {
 	c := scriptedClient(t, srv, Config{clock: fc, ReadIdleTimeout: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		_, err := c.Do(ctx, &Request{Path: "/x"})
-		done <- err
-	}()
+	send(c, ctx, done)
 	t0 := fc.Now()
 	<-seen
 	<-seen // the first retry goes at once
