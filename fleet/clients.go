@@ -187,9 +187,10 @@ func closeWire(clients []agent.Clients) {
 }
 
 // wireClient is the wire.Client of cfg, or nil if the wire package cannot reach its server (plain
-// HTTP, a proxy): then everything goes the legacy way.
+// HTTP): then everything goes the legacy way. A proxy, the config's or HTTPS_PROXY's, it goes
+// through as client-go does (wire.ForConfig), or refuses by name.
 func wireClient(cfg *rest.Config, flushWindow time.Duration) (*wire.Client, error) {
-	if u, _, err := rest.DefaultServerUrlFor(cfg); err != nil || u.Scheme != "https" || cfg.Proxy != nil {
+	if u, _, err := rest.DefaultServerUrlFor(cfg); err != nil || u.Scheme != "https" {
 		return nil, nil
 	}
 	wc, err := wire.ForConfig(cfg)

@@ -29,7 +29,8 @@ import (
 // for minutes, so watches sharing the heartbeats' connections would fill them and push the lease
 // renewals onto new ones, and a burst of watch events would hold up the heartbeats' answers behind
 // it on the reader goroutine. wire.Client dials another connection whenever all of its connections
-// are full, so no watch waits for another to end (docs/performance.md).
+// are full, up to wire.DefaultMaxConnections, so no watch waits for another to end
+// (docs/performance.md).
 type wireWatcher struct {
 	client *wire.Client
 	prefix string       // the server's path prefix, if its URL has one

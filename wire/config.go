@@ -3,9 +3,9 @@ package wire
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -22,9 +22,15 @@ type Config struct {
 	TLS *tls.Config
 	// Dial opens the TCP connection; nil uses a net.Dialer as net/http's default transport does.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proxy, if set, is the http or https proxy to reach Host through, with CONNECT (ForConfig:
+	// the rest.Config's, else HTTPS_PROXY's, as client-go's); Dial then dials the proxy.
+	Proxy *url.URL
 	// Auth returns the headers that authenticate a request (Authorization, a config's
 	// Impersonate-*), called again at most every AuthRefresh; nil sends none.
 	Auth func() ([]Field, error)
+	// Refresh renews the credentials when the server answers 401 and returns the new ones (an
+	// exec plugin run again, a token file read again); nil: a 401 is the answer.
+	Refresh func() ([]Field, error)
 	// StreamWindow is the receive window of each stream: how much of an answer or a watch the server
 	// may send before the reader has handed it on. 0: 1 MiB.
 	StreamWindow uint32
@@ -36,6 +42,10 @@ type Config struct {
 	// server gone without a word (a partition, a stopped process) would otherwise hold every
 	// request to its timeout, forever. 0: client-go's 30 s and 15 s.
 	ReadIdleTimeout, PingTimeout time.Duration
+	// MaxConnections bounds the connections the Client holds at once: past it, a request that
+	// finds every connection's streams taken waits for one to end (or its context's). 0:
+	// DefaultMaxConnections.
+	MaxConnections int
 	// DisableCompression leaves out Accept-Encoding: gzip, which net/http's transport (so client-go)
 	// sends by default.
 	DisableCompression bool
@@ -46,7 +56,14 @@ type Config struct {
 	// means something.
 	clock   clock.Clock
 	observe func(writerEvent)
+	// handshakeTimeout is tlsHandshakeTimeout but in a test that would not wait as long.
+	handshakeTimeout time.Duration
 }
+
+// DefaultMaxConnections is the connections a Client may hold: at kube-apiserver's 100 streams a
+// connection, 100,000 streams, about 16 times the 60 connections a set of 1000 nodes' watches
+// needs, and a bound on what a server that takes no streams, or few, can make a Client dial.
+const DefaultMaxConnections = 1000
 
 // MaxFlushWindow bounds how late a request may leave for the sake of sharing a write with others.
 const MaxFlushWindow = time.Millisecond
@@ -66,6 +83,14 @@ func (c Config) validate() error {
 	if !strings.HasPrefix(c.Host, "https://") {
 		return fmt.Errorf("the wire path speaks HTTP/2 over TLS only, not to %q", c.Host)
 	}
+	if c.Proxy != nil {
+		if err := checkProxy(c.Proxy); err != nil {
+			return err
+		}
+	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("MaxConnections %d is negative (0 is DefaultMaxConnections, %d)", c.MaxConnections, DefaultMaxConnections)
+	}
 	if c.FlushWindow < 0 || c.FlushWindow > MaxFlushWindow {
 		return fmt.Errorf("flush window %v is not between 0 and %v", c.FlushWindow, MaxFlushWindow)
 	}
@@ -73,9 +98,10 @@ func (c Config) validate() error {
 }
 
 // ForConfig returns the Config of cfg: its host, its TLS settings (rest.TLSConfigFor: CA, client
-// certificates, server name, insecure), its dialer, and its credentials as client-go would send
+// certificates, server name, insecure), its dialer, its proxy (proxyFor), and its credentials as client-go would send
 // them (bearer token or token file, basic auth, exec and auth-provider plugins, the config's own
-// impersonation), read through client-go's own round trippers so that every kind it supports works.
+// impersonation), read through client-go's own round trippers so that every kind it supports works,
+// and renewed through them after a 401.
 // cfg's WrapTransport runs in that probe too: give a config without wrappers that count or log.
 func ForConfig(cfg *rest.Config) (Config, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
@@ -84,9 +110,6 @@ func ForConfig(cfg *rest.Config) (Config, error) {
 	}
 	if u.Scheme != "https" {
 		return Config{}, fmt.Errorf("the wire path speaks HTTP/2 over TLS only, not to %s", u.Redacted())
-	}
-	if cfg.Proxy != nil {
-		return Config{}, errors.New("the wire path does not go through a proxy")
 	}
 	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {
@@ -104,5 +127,9 @@ func ForConfig(cfg *rest.Config) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Host: u.Scheme + "://" + u.Host, TLS: tlsConfig, Dial: cfg.Dial, Auth: probe.headers}, nil
+	proxy, err := proxyFor(cfg.Proxy, u)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Host: u.Scheme + "://" + u.Host, TLS: tlsConfig, Dial: cfg.Dial, Proxy: proxy, Auth: probe.headers, Refresh: probe.refresh}, nil
 }

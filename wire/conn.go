@@ -37,9 +37,14 @@ type conn struct {
 	maxFrame      int    // the server's MAX_FRAME_SIZE
 	nextID        uint32 // the writer's next stream ID; read by reserve
 
-	lastRead atomic.Int64 // when the reader last read a frame, in Unix nanoseconds
-	pingSent atomic.Int64 // when the health check's PING went out; 0: none waiting
-	health   *time.Timer  // the health check: a timer, not a goroutine; under mu
+	control    int  // acknowledgements and table sizes queued: at most maxQueuedControlFrames
+	kickQueued bool // an itemKick is queued: one does for every window that grew meanwhile
+	overflowed bool // past maxQueuedControlFrames: failing
+
+	lastRead  atomic.Int64 // when the reader last read a frame, in Unix nanoseconds
+	batchFrom atomic.Int64 // when the writer took the batch it is writing; 0: it waits for work
+	pingSent  atomic.Int64 // when the health check's PING went out; 0: none waiting
+	health    *time.Timer  // the health check: a timer, not a goroutine; under mu
 
 	// The reader's alone.
 	dec         *hpack.Decoder
@@ -65,20 +70,44 @@ const connWindow = 1 << 24
 // lastStreamID is where a connection stops taking new streams: HTTP/2 stream IDs are 31 bits.
 const lastStreamID = 1<<31 - 1
 
+// dialTimeout bounds a TCP dial, as net/http's default transport's dialer does.
+const dialTimeout = 30 * time.Second
+
+// tlsHandshakeTimeout bounds a TLS handshake, as client-go's transport does (and net/http's
+// default transport).
+const tlsHandshakeTimeout = 10 * time.Second
+
+// errTLSHandshakeTimeout is net/http's error for a handshake past its timeout.
+var errTLSHandshakeTimeout = errors.New("net/http: TLS handshake timeout")
+
 // dial opens a connection: TCP, TLS with ALPN h2, the client preface and its SETTINGS. The first
 // requests are written without waiting for the server's SETTINGS, as net/http does.
 func (c *Client) dial(ctx context.Context) (*conn, error) {
 	dial := c.cfg.Dial
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
-	raw, err := dial(ctx, "tcp", c.addr)
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout) // a Config.Dial of its own has no timeout
+	var raw net.Conn
+	var err error
+	if c.cfg.Proxy != nil {
+		raw, err = c.dialProxy(dctx, dial)
+	} else {
+		raw, err = dial(dctx, "tcp", c.addr)
+	}
+	cancel()
 	if err != nil {
 		return nil, err
 	}
 	tc := tls.Client(raw, c.tls)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, c.cfg.handshakeTimeout)
+	err = tc.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
 		raw.Close()
+		if hctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			err = errTLSHandshakeTimeout
+		}
 		return nil, err
 	}
 	if p := tc.ConnectionState().NegotiatedProtocol; p != http2.NextProtoTLS {
@@ -92,7 +121,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		wake:          make(chan struct{}, 1),
 		closed:        make(chan struct{}),
 		streams:       map[uint32]*stream{},
-		maxStreams:    initialMaxStreams,
+		maxStreams:    c.assumedMaxStreams(),
 		sendWindow:    65535,
 		initialWindow: 65535,
 		maxFrame:      16384,
@@ -128,6 +157,21 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	return cn, nil
 }
 
+// assumedMaxStreams is what a new connection assumes of the server's MAX_CONCURRENT_STREAMS until
+// its SETTINGS arrive: what the oldest connection's said, else net/http's assumption. A server
+// with a lower limit would otherwise refuse what a new connection sends above it.
+func (c *Client) assumedMaxStreams() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.conns) == 0 {
+		return initialMaxStreams
+	}
+	cn := c.conns[0]
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.maxStreams
+}
+
 // reserve takes a place for one more stream, if the connection has one.
 func (cn *conn) reserve() bool {
 	cn.mu.Lock()
@@ -139,6 +183,14 @@ func (cn *conn) reserve() bool {
 	return true
 }
 
+// takesNone says whether the server has said it takes no stream on this connection
+// (MAX_CONCURRENT_STREAMS 0).
+func (cn *conn) takesNone() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.maxStreams == 0
+}
+
 // enqueue hands the writer an item; it takes cn.mu.
 func (cn *conn) enqueue(it item) {
 	cn.mu.Lock()
@@ -146,9 +198,49 @@ func (cn *conn) enqueue(it item) {
 	cn.mu.Unlock()
 }
 
+// send queues s's request for the writer. On a connection that has failed since s reserved its
+// place, s ends at once with an error that sends it again on another connection: the failure has
+// ended every stream it knew of, and nothing would end this one.
+func (cn *conn) send(s *stream) {
+	cn.mu.Lock()
+	err := cn.err
+	if err == nil {
+		cn.enqueueLocked(item{kind: itemOpen, s: s})
+	}
+	cn.mu.Unlock()
+	if err != nil {
+		cn.end(s, retryable{err}, false)
+	}
+}
+
+// maxQueuedControlFrames bounds the frames the reader queues in answer to the server's (PING and
+// SETTINGS acknowledgements), as x/net's server bounds its own: a server that sends them faster
+// than it reads the answers is failed rather than allowed to grow the queue without end.
+const maxQueuedControlFrames = 10000
+
+var errTooManyControlFrames = fmt.Errorf("http2: more than %d PING and SETTINGS acknowledgements queued unwritten: the server sends them faster than it reads", maxQueuedControlFrames)
+
+// enqueueLocked drops what a failed connection would write: streams go through send, which ends
+// them instead.
 func (cn *conn) enqueueLocked(it item) {
 	if cn.err != nil {
 		return
+	}
+	switch it.kind {
+	case itemPingAck, itemSettingsAck, itemTableSize:
+		if cn.control >= maxQueuedControlFrames {
+			if !cn.overflowed {
+				cn.overflowed = true
+				go cn.fail(errTooManyControlFrames) // it takes cn.mu
+			}
+			return
+		}
+		cn.control++
+	case itemKick:
+		if cn.kickQueued {
+			return
+		}
+		cn.kickQueued = true
 	}
 	cn.queue = append(cn.queue, it)
 	select {
@@ -175,6 +267,7 @@ func (cn *conn) end(s *stream, err error, reset bool) bool {
 	}
 	drained := cn.goAway != nil && cn.active == 0 && cn.err == nil
 	cn.mu.Unlock()
+	cn.client.wake() // its place is free
 	s.err = err
 	if s.done != nil {
 		close(s.done)
@@ -235,6 +328,26 @@ func (cn *conn) fail(err error) {
 	}
 }
 
+// failure is why the connection ended.
+func (cn *conn) failure() error {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.err
+}
+
+// abandon ends the requests of items the writer took from the queue and will not write, the
+// connection having failed: they go again on another connection.
+func (cn *conn) abandon(items []item) {
+	cn.mu.Lock()
+	err := cn.err
+	cn.mu.Unlock()
+	for _, it := range items {
+		if it.kind == itemOpen {
+			cn.end(it.s, retryable{err}, false)
+		}
+	}
+}
+
 func isNetError(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne)
@@ -243,12 +356,31 @@ func isNetError(err error) bool {
 // errConnLost is net/http's error for a connection whose health check PING went unanswered.
 var errConnLost = errors.New("http2: client connection lost")
 
+// errWriteStuck fails a connection whose writer has been on one batch for the ping timeout: a
+// server that reads nothing (while it may go on sending: PINGs, say) holds every request written
+// to it.
+type errWriteStuck struct{ d time.Duration }
+
+func (e errWriteStuck) Error() string {
+	return fmt.Sprintf("http2: the connection's writes stuck for %v: the server reads nothing", e.d)
+}
+
 // checkHealth runs every PingTimeout: it sends a PING when the connection has read nothing for
 // ReadIdleTimeout, and fails the connection when the PING is not answered within PingTimeout, as
-// client-go's HTTP/2 transport does.
+// client-go's HTTP/2 transport does; and it fails the connection when its writer has been on the
+// same batch for PingTimeout, which reads alone do not show.
 func (cn *conn) checkHealth() {
 	cfg := &cn.client.cfg
 	now := time.Now().UnixNano()
+	next := cfg.PingTimeout
+	if from := cn.batchFrom.Load(); from != 0 {
+		stuck := time.Duration(now - from)
+		if stuck >= cfg.PingTimeout {
+			cn.fail(errWriteStuck{stuck})
+			return
+		}
+		next = cfg.PingTimeout - stuck // so that a writer stuck is failed at the timeout, not twice it
+	}
 	switch sent := cn.pingSent.Load(); {
 	case sent != 0 && now-sent >= int64(cfg.PingTimeout):
 		cn.fail(errConnLost)
@@ -259,7 +391,7 @@ func (cn *conn) checkHealth() {
 	}
 	cn.mu.Lock()
 	if cn.err == nil {
-		cn.health.Reset(cfg.PingTimeout)
+		cn.health.Reset(next)
 	}
 	cn.mu.Unlock()
 }

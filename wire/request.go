@@ -10,8 +10,13 @@
 // SETTINGS (a new connection when MAX_CONCURRENT_STREAMS is reached), GOAWAY (requests the server
 // did not take are sent again on a new connection), RST_STREAM, PING (answered, and sent after a
 // silence as client-go's health check does), flow control both ways, a
-// request sent again on a new connection when its connection fails before the request was written,
-// and the same errors (a *url.Error naming the method and URL) for what fails on the wire.
+// request sent again on a new connection when its connection fails before the request was written
+// (with net/http's backoff from the second time), client-go's TLS handshake timeout, the proxy
+// client-go would go through, credentials renewed after a 401 as client-go's exec plugins and
+// token sources are, and the same errors (a *url.Error naming the method and URL) for what fails
+// on the wire. What a server can make it hold is bounded: connections (Config.MaxConnections),
+// control frames queued unwritten, a writer stuck on the socket (docs/reliability.md, "The wire
+// path's limits").
 package wire
 
 import (

@@ -40,6 +40,7 @@ type writer struct {
 	blocked []*stream // streams whose body waits for a window
 	auth    []Field
 	authAt  time.Time
+	authGen uint64 // the Client's authGen when auth was read
 	last    uint32 // the newest stream it opened
 }
 
@@ -94,6 +95,7 @@ func (cn *conn) writeLoop() {
 		for len(cn.queue) == 0 && cn.err == nil {
 			cn.mu.Unlock()
 			if !held.IsZero() && (window == 0 || clk.Since(held) >= window) {
+				cn.batchFrom.CompareAndSwap(0, time.Now().UnixNano()) // a flush after the window's wait
 				if err := w.flush(); err != nil {
 					cn.fail(err)
 					return
@@ -105,6 +107,7 @@ func (cn *conn) writeLoop() {
 				} else {
 					timer.Reset(window - clk.Since(held))
 				}
+				cn.batchFrom.Store(0) // it waits: for work, not on the socket
 				if obs := cn.client.cfg.observe; obs != nil {
 					obs(writerEvent{held: held, last: w.last})
 				}
@@ -123,6 +126,7 @@ func (cn *conn) writeLoop() {
 					}
 				}
 			} else {
+				cn.batchFrom.Store(0)
 				select {
 				case <-cn.wake:
 				case <-cn.closed:
@@ -135,13 +139,16 @@ func (cn *conn) writeLoop() {
 			return
 		}
 		batch, cn.queue = cn.queue, batch[:0]
+		cn.control, cn.kickQueued = 0, false
 		cn.mu.Unlock()
+		cn.batchFrom.Store(time.Now().UnixNano()) // real time, as the health check's
 		if held.IsZero() {
 			held = clk.Now()
 		}
 		for i := range batch {
 			if err := w.write(&batch[i]); err != nil {
 				cn.fail(err)
+				cn.abandon(batch[i+1:])
 				return
 			}
 			batch[i] = item{}
@@ -162,6 +169,7 @@ func (w *writer) write(it *item) error {
 	case itemOpen:
 		return w.open(it.s)
 	case itemKick:
+		w.cn.client.wake() // the SETTINGS that kicked may have raised MAX_CONCURRENT_STREAMS
 		blocked := w.blocked
 		w.blocked = nil
 		for _, s := range blocked {
@@ -192,6 +200,13 @@ func (w *writer) open(s *stream) error {
 	if s.ended {
 		cn.mu.Unlock()
 		return nil // its caller gave up before it was written
+	}
+	if err := cn.err; err != nil {
+		// The connection failed after the writer took s from the queue, and ended the streams it
+		// had then: s is not among them.
+		cn.mu.Unlock()
+		cn.end(s, retryable{err}, false)
+		return nil
 	}
 	if cn.goAway != nil {
 		cn.mu.Unlock()
@@ -261,12 +276,12 @@ func (w *writer) body(s *stream) error {
 // impersonation of a node seen recently) into an index of a byte or two.
 func (w *writer) encode(req *Request) error {
 	c := w.cn.client
-	if c.cfg.Auth != nil && time.Since(w.authAt) >= AuthRefresh {
+	if gen := c.authGen.Load(); c.cfg.Auth != nil && (time.Since(w.authAt) >= AuthRefresh || gen != w.authGen) {
 		auth, err := c.cfg.Auth()
 		if err != nil {
 			return err
 		}
-		w.auth, w.authAt = auth, time.Now()
+		w.auth, w.authAt, w.authGen = auth, time.Now(), gen
 	}
 	w.block.b = w.block.b[:0]
 	e := w.enc

@@ -136,6 +136,9 @@ func (c *Conn) GoAway(lastID uint32, code http2.ErrCode, debug []byte) {
 	_ = c.fr.WriteGoAway(lastID, code, debug)
 }
 
+// WindowUpdate gives the client incr more of stream id's send window (id 0: the connection's).
+func (c *Conn) WindowUpdate(id, incr uint32) { _ = c.fr.WriteWindowUpdate(id, incr) }
+
 // Ping sends a PING (not an acknowledgement) with data.
 func (c *Conn) Ping(data [8]byte) { _ = c.fr.WritePing(false, data) }
 
