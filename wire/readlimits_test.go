@@ -342,3 +342,27 @@ func TestUnaryBodyPastTheLimitFails(t *testing.T) {
 
 // maxBodyForTest is client-go's bound on one object of a watch, which a unary answer takes too.
 const maxBodyForTest = 16 << 20
+
+// TestEndlessInformationalAnswersFail: a server that answers 100 Continue again and again, each a
+// header block of its own and a sign of life, would hold a watch forever: past net/http's five, the
+// request fails.
+func TestEndlessInformationalAnswersFail(t *testing.T) {
+	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
+		r, ok := rc.Request()
+		if !ok {
+			return
+		}
+		for range 6 {
+			_ = rc.Framer().WriteHeaders(http2.HeadersFrameParam{StreamID: r.StreamID, BlockFragment: rc.HeaderBlock(hpack.HeaderField{Name: ":status", Value: "100"}), EndHeaders: true})
+		}
+		rc.Respond(r.StreamID, 200, "text/plain", []byte("ok"))
+		hold(rc)
+	})
+	c := scriptedClient(t, srv, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), failFast)
+	defer cancel()
+	_, err := c.Do(ctx, &Request{Path: "/x"})
+	if err == nil || !strings.Contains(err.Error(), "more than 5 informational") {
+		t.Fatalf("got %v, want the request failed past 5 informational answers", err)
+	}
+}
