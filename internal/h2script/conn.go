@@ -155,3 +155,7 @@ func (c *Conn) HeaderBlock(fields ...hpack.HeaderField) []byte {
 	}
 	return bytes.Clone(c.hbuf.Bytes())
 }
+
+// WriteRaw writes b to the connection as it is, for a script that breaks the framing itself (a
+// frame header whose length is not what follows it).
+func (c *Conn) WriteRaw(b []byte) { _, _ = c.nc.Write(b) }
