@@ -29,24 +29,29 @@ func (cn *conn) readFrame() error {
 		return cn.readError(fh, err)
 	}
 	f, err := cn.fr.ReadFrameForHeader(fh)
-	var se http2.StreamError
-	switch {
-	case err == nil:
-		err = cn.handle(f)
-	case fh.Type == http2.FrameWindowUpdate && errors.As(err, &se):
-		// A stream's WINDOW_UPDATE of 0 fails that stream only; the Framer's other stream errors
-		// (the padding of a HEADERS frame) would leave the HPACK state behind.
+	if err != nil {
+		return cn.frameError(fh, err)
+	}
+	if err := cn.handle(f); err != nil {
+		return err
+	}
+	if !cn.inBlock {
+		cn.lastRead.Store(time.Now().UnixNano())
+	}
+	return nil
+}
+
+// frameError is what becomes of a frame the Framer refused: a stream's WINDOW_UPDATE of 0 fails
+// that stream only; the Framer's other stream errors (the padding of a HEADERS frame) would leave
+// the HPACK state behind, and fail the connection.
+func (cn *conn) frameError(fh http2.FrameHeader, err error) error {
+	if se, ok := err.(http2.StreamError); ok && fh.Type == http2.FrameWindowUpdate {
 		if s := cn.lookup(se.StreamID); s != nil {
 			cn.resetStream(s, se)
 		}
-		err = nil
-	default:
-		err = cn.readError(fh, err)
+		return nil
 	}
-	if err == nil && !cn.inBlock {
-		cn.lastRead.Store(time.Now().UnixNano())
-	}
-	return err
+	return cn.readError(fh, err)
 }
 
 func (cn *conn) handle(f http2.Frame) error {
@@ -118,12 +123,12 @@ func (cn *conn) lookup(id uint32) *stream {
 
 // emit keeps the response headers a Kubernetes client reads.
 func (cn *conn) emit(f hpack.HeaderField) {
-	if size := f.Size(); cn.listOver || size > cn.listLeft {
+	size := f.Size()
+	if cn.listOver || size > cn.listLeft {
 		cn.listOver = true
 		return
-	} else {
-		cn.listLeft -= size
 	}
+	cn.listLeft -= size
 	s := cn.cur
 	if s == nil || s.headersDone {
 		return // another stream's, or trailers
@@ -236,13 +241,14 @@ func (cn *conn) data(f *http2.DataFrame) error {
 		}
 		cn.mu.Unlock()
 	}
-	var se http2.StreamError
 	switch {
 	case s == nil:
-	case errors.As(err, &se):
-		cn.resetStream(s, se)
 	case err != nil:
-		cn.end(s, err, true)
+		if se, ok := err.(http2.StreamError); ok {
+			cn.resetStream(s, se)
+		} else {
+			cn.end(s, err, true)
+		}
 	case f.StreamEnded():
 		cn.end(s, nil, false)
 	}
