@@ -33,9 +33,9 @@ type eventDecoder struct {
 	sized bool  // size is complete: need is the event's length
 	need  int
 
-	// gzip: the compressed bytes of the member not yet complete, and how much of its output the
-	// events have had.
-	member *[]byte
+	// gzip: the inflater of a member cut across pieces, while it lasts (see writeGzip), and how
+	// much of the member's output the events have had.
+	member *memberInflater
 	fed    int
 
 	// JSON: where the scan is within the event being read.
@@ -44,8 +44,10 @@ type eventDecoder struct {
 	escaped  bool
 }
 
-// maxWatchEvent bounds one event, as the legacy watcher did: a length beyond it is a broken stream.
-const maxWatchEvent = 64 << 20
+// maxWatchEvent bounds one event as client-go's streaming decoder does (maxBytes,
+// k8s.io/apimachinery/pkg/runtime/serializer/streaming): a kubelet's watch could not read a larger
+// one either.
+const maxWatchEvent = 16 << 20
 
 // keepPartial is the largest buffer given back to the pool: a buffer grown for a rare large event
 // is left to the garbage collector rather than kept.
@@ -74,7 +76,7 @@ func (d *eventDecoder) events(p []byte) error {
 func (d *eventDecoder) End() error {
 	incomplete := d.partial != nil || d.member != nil || d.have > 0 || d.sized || d.depth > 0
 	d.release()
-	d.releaseMember()
+	d.endMember()
 	d.have, d.sized, d.depth, d.inString, d.escaped = 0, false, 0, false, false
 	if incomplete {
 		return io.ErrUnexpectedEOF
@@ -97,7 +99,7 @@ func (d *eventDecoder) writeProtobuf(p []byte) error {
 			d.have = 0
 			size := binary.BigEndian.Uint32(d.size[:])
 			if size > maxWatchEvent {
-				return fmt.Errorf("watch event of %d bytes", size)
+				return fmt.Errorf("watch stream: an event of %d bytes, above the %d a watch reads", size, maxWatchEvent)
 			}
 			d.sized, d.need = true, int(size)
 		}
@@ -113,7 +115,7 @@ func (d *eventDecoder) writeProtobuf(p []byte) error {
 		if len(p) == 0 {
 			return nil
 		}
-		buf := d.buffer(d.need)
+		buf := d.buffer()
 		n := min(d.need-len(*buf), len(p))
 		*buf = append(*buf, p[:n]...)
 		p = p[n:]
@@ -184,7 +186,10 @@ func (d *eventDecoder) writeJSON(p []byte) error {
 		}
 		event := p[start : i+1]
 		if d.partial != nil {
-			buf := d.buffer(0)
+			buf := d.buffer()
+			if len(*buf)+len(event) > maxWatchEvent {
+				return errJSONEventTooLarge
+			}
 			*buf = append(*buf, event...)
 			event = *buf
 		}
@@ -196,14 +201,16 @@ func (d *eventDecoder) writeJSON(p []byte) error {
 		start = i + 1
 	}
 	if d.depth > 0 && start < len(p) {
-		buf := d.buffer(0)
+		buf := d.buffer()
 		if len(*buf)+len(p)-start > maxWatchEvent {
-			return fmt.Errorf("watch event of more than %d bytes", maxWatchEvent)
+			return errJSONEventTooLarge
 		}
 		*buf = append(*buf, p[start:]...)
 	}
 	return nil
 }
+
+var errJSONEventTooLarge = fmt.Errorf("watch stream: an event above the %d bytes a watch reads", maxWatchEvent)
 
 // jsonEvent is what is read of a JSON watch event.
 type jsonEvent struct {
@@ -239,16 +246,12 @@ func (d *eventDecoder) jsonEvent(b []byte) error {
 	return nil
 }
 
-// buffer returns the incomplete event's buffer, taking one from the pool (with room for size bytes
-// if that is known) when there is none.
-func (d *eventDecoder) buffer(size int) *[]byte {
+// buffer returns the incomplete event's buffer, taking one from the pool when there is none. It
+// grows as the event's bytes arrive, never to the length a protobuf event claims before they have:
+// that length is the server's word, and a stream could otherwise hold maxWatchEvent for ten bytes.
+func (d *eventDecoder) buffer() *[]byte {
 	if d.partial == nil {
-		if size > keepPartial {
-			b := make([]byte, 0, size)
-			d.partial = &b
-		} else {
-			d.partial = partials.Get().(*[]byte)
-		}
+		d.partial = partials.Get().(*[]byte)
 	}
 	return d.partial
 }

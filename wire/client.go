@@ -1,12 +1,9 @@
 package wire
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -400,12 +397,4 @@ func (c *Client) urlError(req *Request, err error) error {
 		err = r.err
 	}
 	return &url.Error{Op: op(req.Method), URL: c.cfg.Host + req.Path, Err: err}
-}
-
-func gunzip(b []byte) ([]byte, error) {
-	r, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(r)
 }

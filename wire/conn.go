@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 // conn is one HTTP/2 connection: its streams, its writer's queue, and both goroutines' state.
@@ -46,11 +45,7 @@ type conn struct {
 	pingSent  atomic.Int64 // when the health check's PING went out; 0: none waiting
 	health    *time.Timer  // the health check: a timer, not a goroutine; under mu
 
-	// The reader's alone.
-	dec         *hpack.Decoder
-	cur         *stream // whose header block dec is decoding
-	curEnds     bool    // the block's HEADERS frame ended its stream
-	recvUnacked uint32  // connection-level bytes consumed and not yet returned
+	readerState // the reader's alone (readlimits.go)
 }
 
 // goAway is what a connection keeps of the server's GOAWAY.
@@ -128,16 +123,15 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		nextID:        1,
 	}
 	cn.fr = http2.NewFramer(cn.bw, bufio.NewReaderSize(tc, 16<<10))
-	cn.fr.SetReuseFrames()
-	cn.dec = hpack.NewDecoder(4096, cn.emit)
+	cn.limitReads()
 	if _, err := cn.bw.WriteString(http2.ClientPreface); err != nil {
 		tc.Close()
 		return nil, err
 	}
-	err = cn.fr.WriteSettings(
+	err = cn.fr.WriteSettings(append(readSettings(),
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: c.streamWindow},
-	)
+	)...)
 	if err == nil {
 		err = cn.fr.WriteWindowUpdate(0, connWindow-65535)
 	}

@@ -35,6 +35,7 @@ type stream struct {
 	resp        Response
 	headersDone bool
 	unacked     uint32 // bytes consumed and not yet returned to the server's window
+	informed    uint8  // informational (1xx) answers so far
 	err         error
 
 	done chan struct{} // unary requests: closed when the answer is complete or failed

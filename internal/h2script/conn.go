@@ -144,3 +144,21 @@ func (c *Conn) Ping(data [8]byte) { _ = c.fr.WritePing(false, data) }
 
 // Close drops the connection, as a server that dies does.
 func (c *Conn) Close() { c.nc.Close() }
+
+// Framer is the connection's framer, for a script that writes frames the methods above do not (a
+// header block cut into CONTINUATION frames, WINDOW_UPDATE, SETTINGS mid-connection, frames that
+// break the protocol).
+func (c *Conn) Framer() *http2.Framer { return c.fr }
+
+// HeaderBlock encodes fields with the connection's HPACK encoder, for Framer's HEADERS.
+func (c *Conn) HeaderBlock(fields ...hpack.HeaderField) []byte {
+	c.hbuf.Reset()
+	for _, f := range fields {
+		_ = c.enc.WriteField(f)
+	}
+	return bytes.Clone(c.hbuf.Bytes())
+}
+
+// WriteRaw writes b to the connection as it is, for a script that breaks the framing itself (a
+// frame header whose length is not what follows it).
+func (c *Conn) WriteRaw(b []byte) { _, _ = c.nc.Write(b) }
