@@ -43,6 +43,8 @@ func TestEnsurePKI(t *testing.T) {
 		{"apiserver in cluster DNS", p.APIServerCert, x509.ExtKeyUsageServerAuth, "kubernetes.default.svc", "kube-apiserver", nil},
 		{"controller manager serving", p.ControllerManagerCert, x509.ExtKeyUsageServerAuth, "127.0.0.1", "kube-controller-manager", nil},
 		{"controller manager client", p.ControllerManagerClientCert, x509.ExtKeyUsageClientAuth, "", "system:kube-controller-manager", nil},
+		{"scheduler serving", p.SchedulerCert, x509.ExtKeyUsageServerAuth, "127.0.0.1", "kube-scheduler", nil},
+		{"scheduler client", p.SchedulerClientCert, x509.ExtKeyUsageClientAuth, "", "system:kube-scheduler", nil},
 		{"admin", p.AdminCert, x509.ExtKeyUsageClientAuth, "", AdminUser, []string{"system:masters"}},
 	}
 	for _, tt := range tests {

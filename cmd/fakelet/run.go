@@ -98,6 +98,7 @@ func addFleetFlags(f *pflag.FlagSet, rf *runFlags) {
 	f.StringVar(&rf.target.binDir, "bin-dir", "", "directory of the control plane binaries (see fakelet controlplane up)")
 	f.StringArrayVar(&rf.target.apiServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag when fakelet starts the local control plane (repeatable)")
 	f.StringArrayVar(&rf.target.controllerMgrArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag when fakelet starts the local control plane (repeatable)")
+	f.StringArrayVar(&rf.target.schedulerArgs, "scheduler-arg", nil, "extra kube-scheduler flag when fakelet starts the local control plane (repeatable)")
 	f.StringVar(&rf.fleet.NamePrefix, "name-prefix", fleet.DefaultNamePrefix, "node i is named PREFIX-NNNNN")
 	f.StringVar(&rf.fleet.Fleet, "fleet", fleet.DefaultFleet, "fleet name, the value of the "+agent.FleetLabel+" label on every Node fakelet creates")
 	f.StringVar(&rf.mode, "mode", string(heartbeat.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
