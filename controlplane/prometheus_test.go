@@ -103,7 +103,7 @@ func TestWritePrometheusConfigFromState(t *testing.T) {
 	for job, want := range map[string]string{
 		"etcd": "127.0.0.1:40004", "kube-apiserver": "127.0.0.1:40001", "kube-controller-manager": "127.0.0.1:40003",
 		"kube-scheduler": "127.0.0.1:40005",
-		"fakelet": "127.0.0.1:19464", "prometheus": "127.0.0.1:40009",
+		"fakelet":        "127.0.0.1:19464", "prometheus": "127.0.0.1:40009",
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, "prometheus", "targets", job+".json"))
 		if err != nil {
