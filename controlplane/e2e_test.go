@@ -254,7 +254,7 @@ func TestE2EUpAndDown(t *testing.T) {
 	if pids := processesMentioning(t, dir); len(pids) > 0 {
 		t.Errorf("after Down, processes with %s on their command line: %v", dir, pids)
 	}
-	for _, gone := range []string{statePath(dir), filepath.Join(dir, "etcd"), cp.Kubeconfig} {
+	for _, gone := range []string{statePath(dir), filepath.Join(dir, "etcd"), cp.Kubeconfig, controllerManagerKubeconfig(dir), schedulerKubeconfig(dir)} {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("after Down, %s: %v; want it removed", gone, err)
 		}
