@@ -100,14 +100,21 @@ func (p PKI) files() []string {
 	}
 }
 
-// ensurePKI creates every certificate and key of a control plane in DIR/pki. With reuse, a complete
-// PKI already there is kept (service account tokens and the kube-root-ca.crt ConfigMaps in a kept
-// etcd stay valid only with the same keys); otherwise it is created anew.
+// ensurePKI creates every certificate and key of a control plane in DIR/pki. With reuse, a PKI
+// already there is kept, its missing leaf pairs issued from its CA (completeLeaves): service account
+// tokens and the kube-root-ca.crt ConfigMaps in a kept etcd stay valid only with the same keys.
+// Otherwise it is created anew.
 func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
 	p := pkiPaths(dir)
 	if reuse {
-		if ca, err := LoadCA(p.CACert, p.CAKey); err == nil && allExist(p.files()) {
-			return p, ca, nil
+		if ca, err := LoadCA(p.CACert, p.CAKey); err == nil {
+			complete, err := completeLeaves(p, ca)
+			if err != nil {
+				return p, nil, err
+			}
+			if complete {
+				return p, ca, nil
+			}
 		}
 	}
 	if err := os.RemoveAll(filepath.Join(dir, "pki")); err != nil {
@@ -123,11 +130,34 @@ func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
 	if err := writePair(p.CACert, ca.certPEM, p.CAKey, caKey); err != nil {
 		return p, nil, err
 	}
+	for _, l := range leaves(p) {
+		certPEM, keyPEM, err := ca.Issue(l.req)
+		if err != nil {
+			return p, nil, err
+		}
+		if err := writePair(l.cert, certPEM, l.key, keyPEM); err != nil {
+			return p, nil, err
+		}
+	}
+	if err := writeEtcdPKI(p); err != nil {
+		return p, nil, err
+	}
+	if err := writeServiceAccountKeys(p.ServiceAccountKey, p.ServiceAccountPub); err != nil {
+		return p, nil, err
+	}
+	return p, ca, nil
+}
+
+// leaf is a certificate the cluster CA issues for one identity, and where it goes.
+type leaf struct {
+	cert, key string
+	req       CertRequest
+}
+
+// leaves are the certificates of the cluster CA: serving certificates and client identities.
+func leaves(p PKI) []leaf {
 	loopback := []net.IP{net.ParseIP("127.0.0.1")}
-	leaves := []struct {
-		cert, key string
-		req       CertRequest
-	}{
+	return []leaf{
 		{p.APIServerCert, p.APIServerKey, CertRequest{
 			CommonName: "kube-apiserver", Server: true,
 			IPs: append(loopback, net.ParseIP(serviceIP)),
@@ -144,22 +174,40 @@ func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
 		{p.SchedulerClientCert, p.SchedulerClientKey, CertRequest{CommonName: schedulerUser, Client: true}},
 		{p.AdminCert, p.AdminKey, CertRequest{CommonName: AdminUser, Organization: []string{AdminGroup}, Client: true}},
 	}
-	for _, l := range leaves {
+}
+
+// completeLeaves completes a kept PKI whose leaf pairs are each there or wholly missing, as one
+// kept from before a component was added (kube-scheduler's) is: it issues the missing pairs from
+// the kept CA, so that the kept etcd's service account tokens and CA bundles stay valid. It tells
+// whether the PKI is complete; a half pair or a missing key of the CAs' means starting afresh.
+func completeLeaves(p PKI, ca *CA) (bool, error) {
+	var missing []leaf
+	inLeaves := map[string]bool{}
+	for _, l := range leaves(p) {
+		inLeaves[l.cert], inLeaves[l.key] = true, true
+		switch haveCert, haveKey := allExist([]string{l.cert}), allExist([]string{l.key}); {
+		case haveCert && haveKey:
+		case !haveCert && !haveKey:
+			missing = append(missing, l)
+		default:
+			return false, nil
+		}
+	}
+	for _, f := range p.files() {
+		if !inLeaves[f] && !allExist([]string{f}) {
+			return false, nil
+		}
+	}
+	for _, l := range missing {
 		certPEM, keyPEM, err := ca.Issue(l.req)
 		if err != nil {
-			return p, nil, err
+			return false, err
 		}
 		if err := writePair(l.cert, certPEM, l.key, keyPEM); err != nil {
-			return p, nil, err
+			return false, err
 		}
 	}
-	if err := writeEtcdPKI(p); err != nil {
-		return p, nil, err
-	}
-	if err := writeServiceAccountKeys(p.ServiceAccountKey, p.ServiceAccountPub); err != nil {
-		return p, nil, err
-	}
-	return p, ca, nil
+	return true, nil
 }
 
 // writeEtcdPKI creates etcd's CA, its serving and peer certificate and the apiserver's client
