@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"fakelet.dev/fakelet/agent"
 )
 
 // Bad node shapes stop `fakelet run` before anything starts, each error naming its flag and value.
@@ -103,4 +105,28 @@ spec:
 		!strings.Contains(err.Error(), "--node-allocatable pods=10: fewer than the profile's spec.podsPerNode 20") {
 		t.Errorf("pods that do not fit the allocatable: %v", err)
 	}
+}
+
+// FuzzNodeShapeFlags: a node shape the flags accept is one the fleet's template takes, so no bad
+// label, taint or quantity gets past the flag checks to fail once the run has started.
+func FuzzNodeShapeFlags(f *testing.F) {
+	f.Add("example.com/pool=big", "a=b:NoSchedule", "cpu=4,memory=16Gi,pods=50")
+	f.Add("kubernetes.io/hostname=x", "node.kubernetes.io/x:NoExecute", "pods=0.5")
+	f.Add("a=", "k:PreferNoSchedule", "memory=1e3")
+	f.Fuzz(func(t *testing.T, label, taint, allocatable string) {
+		rf := &runFlags{}
+		cmd := newRunCommandFor(rf)
+		if err := cmd.ParseFlags([]string{"--node-label=" + label, "--node-taint=" + taint, "--node-allocatable=" + allocatable}); err != nil {
+			return
+		}
+		cfg, _, err := rf.prepare(cmd.Flags())
+		if err != nil {
+			return
+		}
+		tmpl := cfg.Template
+		tmpl.Fleet = cfg.Fleet
+		if _, err := agent.NewTemplate(tmpl); err != nil {
+			t.Fatalf("flags %q %q %q accepted, and the template refuses them: %v", label, taint, allocatable, err)
+		}
+	})
 }
