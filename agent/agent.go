@@ -119,6 +119,7 @@ type Agent struct {
 	user      string // system:node:<name>
 	index     int
 	zone      string
+	shape     *shape // the fleet's or its group's, shared
 	addresses []corev1.NodeAddress
 	ids       [3]string // machine ID, system UUID, boot ID
 
@@ -150,6 +151,7 @@ func New(cfg *Config, api Clients, name string, index int, zone string) *Agent {
 		user:  NodeUserPrefix + name,
 		index: index,
 		zone:  zone,
+		shape: cfg.Template.shapeOf(index),
 		ids:   machineIDs(name),
 		mode:  cfg.Heartbeat.Mode,
 	}

@@ -129,8 +129,7 @@ func TestHealthChangeIsPatchedAtTheNextSync(t *testing.T) {
 }
 
 func TestRegisteredNodeLooksLikeAKubeletsNode(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.Template.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
+	h := newHarness(t, withTemplate(t, TemplateOptions{Fleet: "test", Images: MaxImages, Labels: map[string]string{"example.com/pool": ""}}))
 	a := New(h.cfg, Clients{Core: h.client.CoreV1(), Coordination: h.client.CoordinationV1()}, "fakelet-00007", 7, "zone-2")
 	a.Start(h.ctx)
 	h.advance(time.Second)
@@ -138,7 +137,7 @@ func TestRegisteredNodeLooksLikeAKubeletsNode(t *testing.T) {
 	for k, v := range map[string]string{
 		"kubernetes.io/hostname": "fakelet-00007", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", FleetLabel: "test",
-		ZoneLabel: "zone-2", "node-role.kubernetes.io/worker": "",
+		ZoneLabel: "zone-2", "example.com/pool": "",
 	} {
 		if got, ok := n.Labels[k]; !ok || got != v {
 			t.Errorf("label %s=%q, want %q", k, got, v)

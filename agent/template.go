@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/nodeshape"
 )
 
 // FleetLabel marks every Node fakelet creates with its fleet's name. fakelet only ever adopts, changes
@@ -41,6 +43,13 @@ type Template struct {
 	// FirstIP is node 0's InternalIP; node i gets FirstIP + i. The addresses are never contacted.
 	FirstIP netip.Addr
 
+	// base is the fleet's shape (Labels, Taints, Capacity, Allocatable); groups are those of
+	// TemplateOptions.Groups, and groupOf says which one a node index has.
+	base    shape
+	groups  []*shape
+	groupOf func(index int) int
+	shapes  []*shape // base, then groups
+
 	nodeInfo    corev1.NodeSystemInfo
 	labelText   map[string]string // one copy of every label key and of the values all nodes share
 	annotations map[string]string // the one copy of the registration annotations compacted Nodes share; read-only
@@ -57,6 +66,11 @@ type TemplateOptions struct {
 	Capacity    corev1.ResourceList // nil: DefaultCapacity
 	Allocatable corev1.ResourceList // nil: DefaultAllocatable
 	Images      int                 // how many images each node reports; negative means none
+	// Groups are the shapes of some of the fleet's nodes (a profile's groups that set labels, taints
+	// or allocatable), each laid over Labels, Taints and Allocatable (nodeshape.Shape.Over, Lists);
+	// GroupOf says which of them node index has, or -1 for none.
+	Groups  []nodeshape.Shape
+	GroupOf func(index int) int
 }
 
 // DefaultCapacity is a common general-purpose VM: 8 cores, 32 GiB, 110 pods.
@@ -88,10 +102,8 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 	if o.Fleet == "" {
 		return nil, fmt.Errorf("fleet name is empty")
 	}
-	for k := range o.Labels {
-		if k == FleetLabel {
-			return nil, fmt.Errorf("label %s is set by fakelet itself from the fleet name", FleetLabel)
-		}
+	if err := checkShape(o.Labels, o.Taints, nil); err != nil {
+		return nil, err
 	}
 	t := &Template{
 		Fleet:       o.Fleet,
@@ -116,6 +128,13 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 	if t.Allocatable == nil {
 		t.Allocatable = DefaultAllocatable()
 	}
+	t.base = shape{labels: t.Labels, taints: t.Taints, capacity: t.Capacity, allocatable: t.Allocatable}
+	groups, err := groupShapes(o, &t.base)
+	if err != nil {
+		return nil, err
+	}
+	t.groups, t.groupOf = groups, o.GroupOf
+	t.shapes = append([]*shape{&t.base}, groups...)
 	if o.Images > 0 {
 		t.Images = Images(o.Images)
 	}
@@ -124,9 +143,11 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 		t.leaseAnnotations = map[string]string{RunAnnotation: t.RunID}
 	}
 	t.labelText = map[string]string{}
-	for k, v := range t.labels("", "") {
-		t.labelText[k] = k
-		t.labelText[v] = v
+	for _, s := range t.shapes {
+		for k, v := range t.labels(s, "", "") {
+			t.labelText[k] = k
+			t.labelText[v] = v
+		}
 	}
 	return t, nil
 }
@@ -136,10 +157,11 @@ func (t *Template) Owns(node *corev1.Node) bool {
 	return node != nil && node.Labels[FleetLabel] == t.Fleet
 }
 
-// labels are the kubelet's own labels for a node, the fleet label, the zone and the extra labels.
-func (t *Template) labels(name, zone string) map[string]string {
-	l := make(map[string]string, 7+len(t.Labels))
-	for k, v := range t.Labels {
+// labels are the kubelet's own labels for a node, the fleet label, the zone and the extra labels
+// of its shape.
+func (t *Template) labels(s *shape, name, zone string) map[string]string {
+	l := make(map[string]string, 7+len(s.labels))
+	for k, v := range s.labels {
 		l[k] = v
 	}
 	l[corev1.LabelHostname] = name
@@ -174,12 +196,12 @@ func (t *Template) initialNode(a *Agent, now metav1.Time, conds []corev1.NodeCon
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        a.name,
-			Labels:      t.labels(a.name, a.zone),
+			Labels:      t.labels(a.shape, a.name, a.zone),
 			Annotations: t.registrationAnnotations(),
 		},
 		Spec: corev1.NodeSpec{
 			ProviderID: "fakelet://" + a.name,
-			Taints:     t.Taints,
+			Taints:     a.shape.taints,
 		},
 	}
 	t.setStatus(a, &n.Status, conds)
@@ -189,8 +211,8 @@ func (t *Template) initialNode(a *Agent, now metav1.Time, conds []corev1.NodeCon
 // setStatus writes everything but the conditions' content, as the kubelet's status setters do.
 // Shared maps and slices are assigned, not copied: nobody writes to them.
 func (t *Template) setStatus(a *Agent, s *corev1.NodeStatus, conds []corev1.NodeCondition) {
-	s.Capacity = t.Capacity
-	s.Allocatable = t.Allocatable
+	s.Capacity = a.shape.capacity
+	s.Allocatable = a.shape.allocatable
 	s.Conditions = conds
 	s.Addresses = a.addresses
 	s.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}}
@@ -229,12 +251,7 @@ func (t *Template) Compact(n *corev1.Node) *corev1.Node {
 	if t.Images != nil && sameImages(n.Status.Images, t.Images) {
 		n.Status.Images = t.Images
 	}
-	if sameResources(n.Status.Capacity, t.Capacity) {
-		n.Status.Capacity = t.Capacity
-	}
-	if sameResources(n.Status.Allocatable, t.Allocatable) {
-		n.Status.Allocatable = t.Allocatable
-	}
+	n.Status.Capacity, n.Status.Allocatable = t.sharedResources(n.Status.Capacity, n.Status.Allocatable)
 	for k, v := range n.Labels {
 		// Assigning under an equal key stores the given key string: the decoded one can go too.
 		if key, ok := t.labelText[k]; ok {

@@ -10,9 +10,9 @@ import (
 	"syscall"
 )
 
-// Binaries are the paths of the three programs a control plane runs.
+// Binaries are the paths of the four programs a control plane runs.
 type Binaries struct {
-	Etcd, APIServer, ControllerManager string
+	Etcd, APIServer, ControllerManager, Scheduler string
 }
 
 // Module is fakelet's module path: the go.mod that names it marks the repository whose bin/ holds
@@ -26,8 +26,8 @@ type binSearch struct {
 	workDir    string // for the walk up to fakelet's repository
 }
 
-// FindBinaries finds etcd, kube-apiserver and kube-controller-manager. With binDir set, only there.
-// Otherwise in the first of two directories that holds all three: the running executable's (bin/ of
+// FindBinaries finds etcd, kube-apiserver, kube-controller-manager and kube-scheduler. With binDir
+// set, only there. Otherwise in the first of two directories that holds all four: the running executable's (bin/ of
 // the repository for bin/fakelet), then the bin/ of the fakelet repository that holds the working
 // directory, the nearest directory above it whose go.mod declares module fakelet.dev/fakelet. Both
 // must be fakelet's own: the directory, and the go.mod and binaries in it, owned by this user or
@@ -56,13 +56,13 @@ func resolveBinaries(s binSearch) (Binaries, error) {
 			looked = append(looked, dir+" (no "+strings.Join(missing, ", ")+")")
 			continue
 		}
-		if err := trusted(dir, b.Etcd, b.APIServer, b.ControllerManager); err != nil {
+		if err := trusted(dir, b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler); err != nil {
 			refused = append(refused, err.Error())
 			continue
 		}
 		return b, nil
 	}
-	msg := "etcd, kube-apiserver and kube-controller-manager are not together in the directory of fakelet's executable or in the bin/ of a fakelet repository (go.mod of module " + Module + ") above the working directory"
+	msg := "etcd, kube-apiserver, kube-controller-manager and kube-scheduler are not together in the directory of fakelet's executable or in the bin/ of a fakelet repository (go.mod of module " + Module + ") above the working directory"
 	if len(looked) > 0 {
 		msg += "; looked in " + strings.Join(looked, ", ")
 	}
@@ -135,7 +135,7 @@ func trusted(paths ...string) error {
 	return nil
 }
 
-// binariesIn returns the three binaries in dir, and the names of those that are not there.
+// binariesIn returns the four binaries in dir, and the names of those that are not there.
 func binariesIn(dir string) (Binaries, []string) {
 	var b Binaries
 	var missing []string
@@ -162,5 +162,7 @@ func setBinary(b *Binaries, name, path string) {
 		b.APIServer = path
 	case ControllerManager:
 		b.ControllerManager = path
+	case Scheduler:
+		b.Scheduler = path
 	}
 }

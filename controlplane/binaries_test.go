@@ -24,7 +24,7 @@ func TestResolveBinaries(t *testing.T) {
 		}
 		return dir
 	}
-	all := []string{Etcd, APIServer, ControllerManager}
+	all := []string{Etcd, APIServer, ControllerManager, Scheduler}
 
 	// fakelet's repo with bin/ at its root and a nested module (tools/kube) with a go.mod of its own.
 	repo := mkdir("repo")
@@ -34,7 +34,7 @@ func TestResolveBinaries(t *testing.T) {
 	os.WriteFile(filepath.Join(nested, "go.mod"), []byte("module fakelet.dev/fakelet/tools/kube\n"), 0o644)
 	pkg := mkdir("repo/controlplane")
 
-	// Another module's tree with the three binaries in its bin/ and in ./bin of a directory in it.
+	// Another module's tree with the four binaries in its bin/ and in ./bin of a directory in it.
 	other := mkdir("other")
 	os.WriteFile(filepath.Join(other, "go.mod"), []byte("module example.com/other\n"), 0o644)
 	install(mkdir("other/bin"), all...)
@@ -51,7 +51,9 @@ func TestResolveBinaries(t *testing.T) {
 	empty := mkdir("empty")
 	notExecutable := mkdir("noexec")
 	os.WriteFile(filepath.Join(notExecutable, Etcd), nil, 0o644)
-	install(notExecutable, APIServer, ControllerManager)
+	install(notExecutable, APIServer, ControllerManager, Scheduler)
+	// A bin/ of `make controlplane` from before it built kube-scheduler.
+	noScheduler := install(mkdir("noscheduler"), Etcd, APIServer, ControllerManager)
 
 	tests := []struct {
 		name     string
@@ -67,7 +69,17 @@ func TestResolveBinaries(t *testing.T) {
 		{
 			name:     "explicit bin dir missing some",
 			search:   binSearch{binDir: partial, workDir: repo},
-			wantErrs: []string{"kube-apiserver, kube-controller-manager not in --bin-dir " + partial, "make controlplane"},
+			wantErrs: []string{"kube-apiserver, kube-controller-manager, kube-scheduler not in --bin-dir " + partial, "make controlplane"},
+		},
+		{
+			name:     "explicit bin dir from before kube-scheduler",
+			search:   binSearch{binDir: noScheduler},
+			wantErrs: []string{"kube-scheduler not in --bin-dir " + noScheduler, "make controlplane"},
+		},
+		{
+			name:     "a directory from before kube-scheduler is passed over",
+			search:   binSearch{executable: filepath.Join(noScheduler, "fakelet"), workDir: empty},
+			wantErrs: []string{"etcd, kube-apiserver, kube-controller-manager and kube-scheduler are not together", "looked in " + noScheduler + " (no kube-scheduler)"},
 		},
 		{
 			name:     "explicit bin dir with a non-executable file",
@@ -97,7 +109,7 @@ func TestResolveBinaries(t *testing.T) {
 		{
 			name:     "not the bin/ of another module's go.mod, nor ./bin",
 			search:   binSearch{executable: filepath.Join(partial, "fakelet"), workDir: filepath.Join(other, "work")},
-			wantErrs: []string{"looked in " + partial + " (no kube-apiserver, kube-controller-manager)", "make controlplane", "--bin-dir"},
+			wantErrs: []string{"looked in " + partial + " (no kube-apiserver, kube-controller-manager, kube-scheduler)", "make controlplane", "--bin-dir"},
 		},
 		{
 			name:     "not a bin/ writable by others",
@@ -131,6 +143,7 @@ func TestResolveBinaries(t *testing.T) {
 				Etcd:              filepath.Join(tt.wantDir, Etcd),
 				APIServer:         filepath.Join(tt.wantDir, APIServer),
 				ControllerManager: filepath.Join(tt.wantDir, ControllerManager),
+				Scheduler:         filepath.Join(tt.wantDir, Scheduler),
 			}
 			if got != want {
 				t.Errorf("resolveBinaries = %+v, want %+v", got, want)

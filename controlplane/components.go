@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// The command lines of the three components. Extra arguments from Options go last: for a flag
+// The command lines of the four components. Extra arguments from Options go last: for a flag
 // given twice the last value wins (lists such as --enable-admission-plugins append instead).
 // Overriding a port, address or path here breaks what the state records; override behaviour only.
 
@@ -125,6 +125,12 @@ func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []stri
 		"--node-monitor-grace-period=50s",
 		// Its default is under /usr/libexec, which it creates if missing: keep the host clean.
 		"--flex-volume-plugin-dir=" + filepath.Join(dir, "flexvolume"),
+		// Each Node gets spec.podCIDR(s) as on a real cluster, from which the agents give their pods
+		// IPs. The service range is left out of the allocation (see clusterCIDR).
+		"--allocate-node-cidrs=true",
+		"--cluster-cidr=" + clusterCIDR,
+		"--node-cidr-mask-size=" + strconv.Itoa(nodeCIDRMaskSize),
+		"--service-cluster-ip-range=" + serviceCIDR,
 	}
 	return ComponentState{
 		Name:       ControllerManager,
@@ -133,6 +139,39 @@ func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []stri
 		HealthURL:  url + "/healthz",
 		MetricsURL: url + "/metrics",
 		Log:        logPath(dir, ControllerManager),
+	}
+}
+
+// schedulerComponent is kube-scheduler as kubeadm runs it, with its own client certificate
+// (system:kube-scheduler) and its own serving certificate for /readyz and /metrics, and the default
+// scheduling profile.
+func schedulerComponent(bin, dir string, pki PKI, port int, extra []string) ComponentState {
+	url := loopbackURL("https", port)
+	kubeconfig := schedulerKubeconfig(dir)
+	args := []string{bin,
+		// Deprecated in favour of --config, but what kubeadm passes; without --config the flags
+		// given as extra arguments (--kube-api-qps, ...) still apply.
+		"--kubeconfig=" + kubeconfig,
+		// /metrics is authorized as the controller manager's is (see there).
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--client-ca-file=" + pki.CACert,
+		"--authentication-skip-lookup=true",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + pki.SchedulerCert,
+		"--tls-private-key-file=" + pki.SchedulerKey,
+		"--leader-elect=false", // one instance, as for the controller manager
+	}
+	return ComponentState{
+		Name:  Scheduler,
+		Args:  append(args, extra...),
+		Ports: map[string]int{"secure": port},
+		// Ready once its informers have synced and it schedules: /healthz would answer as soon as
+		// it serves.
+		HealthURL:  url + "/readyz",
+		MetricsURL: url + "/metrics",
+		Log:        logPath(dir, Scheduler),
 	}
 }
 
@@ -148,3 +187,5 @@ func KubeconfigPath(dir string) string { return filepath.Join(dir, "kubeconfig")
 func controllerManagerKubeconfig(dir string) string {
 	return filepath.Join(dir, "controller-manager.kubeconfig")
 }
+
+func schedulerKubeconfig(dir string) string { return filepath.Join(dir, "scheduler.kubeconfig") }

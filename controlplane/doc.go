@@ -1,6 +1,6 @@
-// Package controlplane runs a local Kubernetes control plane for fakelet: etcd, kube-apiserver and
-// kube-controller-manager (the binaries `make controlplane` builds) as detached processes on
-// 127.0.0.1, with their own CA. Everything is recorded in one directory, so that another process can
+// Package controlplane runs a local Kubernetes control plane for fakelet: etcd, kube-apiserver,
+// kube-controller-manager (which gives each Node a podCIDR) and kube-scheduler (the binaries `make
+// controlplane` builds) as detached processes on 127.0.0.1, with their own CA. Everything is recorded in one directory, so that another process can
 // find, check and stop them: Up starts one (or reuses a healthy one already there), Attach finds a
 // running one, Status reports on one, Down stops one.
 //
@@ -9,6 +9,7 @@
 //	state.json                     pids, full command lines, ports and URLs of the running components
 //	kubeconfig                     admin (fakelet-admin in system:masters), certificates embedded
 //	controller-manager.kubeconfig  system:kube-controller-manager
+//	scheduler.kubeconfig           system:kube-scheduler
 //	pki/                           CA, serving and client certificates, service account keys, and
 //	                               etcd's own CA, its certificate and the apiserver's client one
 //	users/                         one file per process attached with Join or Up's UntilLastUser

@@ -56,7 +56,7 @@ func stopAll(ctx context.Context, dir string, st *State) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	for _, p := range []string{KubeconfigPath(dir), controllerManagerKubeconfig(dir)} {
+	for _, p := range []string{KubeconfigPath(dir), controllerManagerKubeconfig(dir), schedulerKubeconfig(dir)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("remove kubeconfig: %w", err))
 		}

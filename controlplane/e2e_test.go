@@ -1,6 +1,7 @@
 package controlplane
 
-// End-to-end tests: real etcd, kube-apiserver and kube-controller-manager from `make controlplane`.
+// End-to-end tests: real etcd, kube-apiserver, kube-controller-manager and kube-scheduler from
+// `make controlplane`.
 // Skipped under -short; without it they fail, not skip, when the binaries are missing.
 
 import (
@@ -119,11 +120,21 @@ func TestE2EUpAndDown(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	t.Run("scheduler ready", func(t *testing.T) {
+		sched, ok := cp.state.Component(Scheduler)
+		if !ok {
+			t.Fatal("no kube-scheduler in the state")
+		}
+		if err := probe(ctx, client, sched.HealthURL); err != nil {
+			t.Error(err)
+		}
+	})
 	t.Run("every metrics endpoint scrapes", func(t *testing.T) {
 		want := map[string]string{
 			Etcd:              "etcd_server_has_leader 1",
 			APIServer:         "apiserver_request_total",
 			ControllerManager: "workqueue_adds_total",
+			Scheduler:         "scheduler_scheduling_algorithm_duration_seconds",
 		}
 		for _, ep := range cp.MetricsEndpoints() {
 			body, err := scrape(ctx, client, ep.URL)
@@ -136,13 +147,18 @@ func TestE2EUpAndDown(t *testing.T) {
 			}
 		}
 	})
-	t.Run("controller manager metrics need a client certificate", func(t *testing.T) {
-		kcm, _ := cp.state.Component(ControllerManager)
+	t.Run("controller manager and scheduler metrics need a client certificate", func(t *testing.T) {
 		anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: client.Transport.(*http.Transport).TLSClientConfig.Clone()}}
 		anonymous.Transport.(*http.Transport).TLSClientConfig.Certificates = nil
-		if _, err := scrape(ctx, anonymous, kcm.MetricsURL); err == nil || !strings.Contains(err.Error(), "403") {
-			t.Errorf("anonymous scrape of %s: %v, want 403 Forbidden", kcm.MetricsURL, err)
+		for _, name := range []string{ControllerManager, Scheduler} {
+			c, _ := cp.state.Component(name)
+			if _, err := scrape(ctx, anonymous, c.MetricsURL); err == nil || !strings.Contains(err.Error(), "403") {
+				t.Errorf("anonymous scrape of %s's %s: %v, want 403 Forbidden", name, c.MetricsURL, err)
+			}
 		}
+	})
+	t.Run("scheduler binds a pod to a registered node, which has a podCIDR", func(t *testing.T) {
+		testSchedulerBindsAPod(t, cp, client)
 	})
 	t.Run("node lifecycle controller monitors nodes", func(t *testing.T) {
 		// It observes this histogram at each monitor pass, every --node-monitor-period (5 s), once
@@ -186,8 +202,8 @@ func TestE2EUpAndDown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.Healthy || len(r.Components) != 3 {
-			t.Fatalf("Status = %+v, want 3 healthy components", r)
+		if !r.Healthy || len(r.Components) != 4 {
+			t.Fatalf("Status = %+v, want 4 healthy components", r)
 		}
 		for _, c := range r.Components {
 			if c.Process != "running" || c.Health != "ok" || c.RSS <= 0 {
@@ -238,7 +254,7 @@ func TestE2EUpAndDown(t *testing.T) {
 	if pids := processesMentioning(t, dir); len(pids) > 0 {
 		t.Errorf("after Down, processes with %s on their command line: %v", dir, pids)
 	}
-	for _, gone := range []string{statePath(dir), filepath.Join(dir, "etcd"), cp.Kubeconfig} {
+	for _, gone := range []string{statePath(dir), filepath.Join(dir, "etcd"), cp.Kubeconfig, controllerManagerKubeconfig(dir), schedulerKubeconfig(dir)} {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("after Down, %s: %v; want it removed", gone, err)
 		}

@@ -20,13 +20,27 @@ import (
 const (
 	// AdminUser is in system:masters, which RBAC lets do anything and API Priority and Fairness
 	// classifies as exempt: an admin client never queues behind the fleet it observes.
-	AdminUser   = "fakelet-admin"
-	AdminGroup  = "system:masters"
-	kcmUser     = "system:kube-controller-manager" // the bootstrap RBAC policy binds this user
-	caName      = "fakelet-ca"
-	etcdCAName  = "fakelet-etcd-ca"
-	serviceCIDR = "10.96.0.0/12" // kubeadm's default
-	serviceIP   = "10.96.0.1"    // the first address of serviceCIDR: the kubernetes Service
+	AdminUser  = "fakelet-admin"
+	AdminGroup = "system:masters"
+	kcmUser    = "system:kube-controller-manager" // the bootstrap RBAC policy binds this user
+	// schedulerUser is bound by the bootstrap RBAC policy (system:kube-scheduler and
+	// system:volume-scheduler) and classified by API Priority and Fairness's suggested FlowSchema
+	// kube-scheduler, at priority level workload-high: the scheduler's requests queue apart from the
+	// kubelets' (node-high, system) whose share fakelet measures.
+	schedulerUser = "system:kube-scheduler"
+	caName        = "fakelet-ca"
+	etcdCAName    = "fakelet-etcd-ca"
+	serviceCIDR   = "10.96.0.0/12" // kubeadm's default
+	serviceIP     = "10.96.0.1"    // the first address of serviceCIDR: the kubernetes Service
+	// clusterCIDR and nodeCIDRMaskSize are the pod network the controller manager cuts into one
+	// podCIDR per Node: a /24 each (the controller manager's default, 254 pods), from the lower half
+	// of 10.0.0.0/8, clear of the nodes' own addresses (10.128.0.1 on, agent.Template.FirstIP) and
+	// less the service range inside it: 32,768 - 4,096 = 28,672 Nodes, about three times the largest
+	// fleet the local control plane has registered (docs/performance.md). Nodes past that get no
+	// podCIDR (the controller manager records CIDRNotAvailable); the README's `fakelet controlplane`
+	// says how to make room for more.
+	clusterCIDR      = "10.0.0.0/9"
+	nodeCIDRMaskSize = 24
 )
 
 // PKI holds the paths of the control plane's certificates and keys, PEM files under DIR/pki.
@@ -40,6 +54,10 @@ type PKI struct {
 	ControllerManagerCert, ControllerManagerKey string
 	// ControllerManagerClientCert is the controller manager's identity, system:kube-controller-manager.
 	ControllerManagerClientCert, ControllerManagerClientKey string
+	// SchedulerCert is kube-scheduler's serving certificate, from the same CA for the same reason.
+	SchedulerCert, SchedulerKey string
+	// SchedulerClientCert is the scheduler's identity, system:kube-scheduler.
+	SchedulerClientCert, SchedulerClientKey string
 	// EtcdCACert is the CA of etcd's serving certificate and of the only client certificate etcd
 	// accepts, the apiserver's. It is not the cluster's CA: the controller manager signs
 	// certificate requests with that one, and no certificate it signs may reach etcd.
@@ -62,6 +80,8 @@ func pkiPaths(dir string) PKI {
 		APIServerCert: p("apiserver.crt"), APIServerKey: p("apiserver.key"),
 		ControllerManagerCert: p("controller-manager.crt"), ControllerManagerKey: p("controller-manager.key"),
 		ControllerManagerClientCert: p("controller-manager-client.crt"), ControllerManagerClientKey: p("controller-manager-client.key"),
+		SchedulerCert: p("scheduler.crt"), SchedulerKey: p("scheduler.key"),
+		SchedulerClientCert: p("scheduler-client.crt"), SchedulerClientKey: p("scheduler-client.key"),
 		EtcdCACert: p("etcd-ca.crt"), EtcdCAKey: p("etcd-ca.key"),
 		EtcdCert: p("etcd.crt"), EtcdKey: p("etcd.key"),
 		APIServerEtcdClientCert: p("apiserver-etcd-client.crt"), APIServerEtcdClientKey: p("apiserver-etcd-client.key"),
@@ -73,20 +93,28 @@ func pkiPaths(dir string) PKI {
 func (p PKI) files() []string {
 	return []string{
 		p.CACert, p.CAKey, p.APIServerCert, p.APIServerKey, p.ControllerManagerCert, p.ControllerManagerKey,
-		p.ControllerManagerClientCert, p.ControllerManagerClientKey, p.AdminCert, p.AdminKey,
+		p.ControllerManagerClientCert, p.ControllerManagerClientKey, p.SchedulerCert, p.SchedulerKey,
+		p.SchedulerClientCert, p.SchedulerClientKey, p.AdminCert, p.AdminKey,
 		p.EtcdCACert, p.EtcdCAKey, p.EtcdCert, p.EtcdKey, p.APIServerEtcdClientCert, p.APIServerEtcdClientKey,
 		p.ServiceAccountKey, p.ServiceAccountPub,
 	}
 }
 
-// ensurePKI creates every certificate and key of a control plane in DIR/pki. With reuse, a complete
-// PKI already there is kept (service account tokens and the kube-root-ca.crt ConfigMaps in a kept
-// etcd stay valid only with the same keys); otherwise it is created anew.
+// ensurePKI creates every certificate and key of a control plane in DIR/pki. With reuse, a PKI
+// already there is kept, its missing leaf pairs issued from its CA (completeLeaves): service account
+// tokens and the kube-root-ca.crt ConfigMaps in a kept etcd stay valid only with the same keys.
+// Otherwise it is created anew.
 func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
 	p := pkiPaths(dir)
 	if reuse {
-		if ca, err := LoadCA(p.CACert, p.CAKey); err == nil && allExist(p.files()) {
-			return p, ca, nil
+		if ca, err := LoadCA(p.CACert, p.CAKey); err == nil {
+			complete, err := completeLeaves(p, ca)
+			if err != nil {
+				return p, nil, err
+			}
+			if complete {
+				return p, ca, nil
+			}
 		}
 	}
 	if err := os.RemoveAll(filepath.Join(dir, "pki")); err != nil {
@@ -102,24 +130,7 @@ func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
 	if err := writePair(p.CACert, ca.certPEM, p.CAKey, caKey); err != nil {
 		return p, nil, err
 	}
-	loopback := []net.IP{net.ParseIP("127.0.0.1")}
-	leaves := []struct {
-		cert, key string
-		req       CertRequest
-	}{
-		{p.APIServerCert, p.APIServerKey, CertRequest{
-			CommonName: "kube-apiserver", Server: true,
-			IPs: append(loopback, net.ParseIP(serviceIP)),
-			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-				"kubernetes.default.svc.cluster.local"},
-		}},
-		{p.ControllerManagerCert, p.ControllerManagerKey, CertRequest{
-			CommonName: "kube-controller-manager", Server: true, IPs: loopback, DNSNames: []string{"localhost"},
-		}},
-		{p.ControllerManagerClientCert, p.ControllerManagerClientKey, CertRequest{CommonName: kcmUser, Client: true}},
-		{p.AdminCert, p.AdminKey, CertRequest{CommonName: AdminUser, Organization: []string{AdminGroup}, Client: true}},
-	}
-	for _, l := range leaves {
+	for _, l := range leaves(p) {
 		certPEM, keyPEM, err := ca.Issue(l.req)
 		if err != nil {
 			return p, nil, err
@@ -135,6 +146,68 @@ func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
 		return p, nil, err
 	}
 	return p, ca, nil
+}
+
+// leaf is a certificate the cluster CA issues for one identity, and where it goes.
+type leaf struct {
+	cert, key string
+	req       CertRequest
+}
+
+// leaves are the certificates of the cluster CA: serving certificates and client identities.
+func leaves(p PKI) []leaf {
+	loopback := []net.IP{net.ParseIP("127.0.0.1")}
+	return []leaf{
+		{p.APIServerCert, p.APIServerKey, CertRequest{
+			CommonName: "kube-apiserver", Server: true,
+			IPs: append(loopback, net.ParseIP(serviceIP)),
+			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+				"kubernetes.default.svc.cluster.local"},
+		}},
+		{p.ControllerManagerCert, p.ControllerManagerKey, CertRequest{
+			CommonName: "kube-controller-manager", Server: true, IPs: loopback, DNSNames: []string{"localhost"},
+		}},
+		{p.ControllerManagerClientCert, p.ControllerManagerClientKey, CertRequest{CommonName: kcmUser, Client: true}},
+		{p.SchedulerCert, p.SchedulerKey, CertRequest{
+			CommonName: "kube-scheduler", Server: true, IPs: loopback, DNSNames: []string{"localhost"},
+		}},
+		{p.SchedulerClientCert, p.SchedulerClientKey, CertRequest{CommonName: schedulerUser, Client: true}},
+		{p.AdminCert, p.AdminKey, CertRequest{CommonName: AdminUser, Organization: []string{AdminGroup}, Client: true}},
+	}
+}
+
+// completeLeaves completes a kept PKI whose leaf pairs are each there or wholly missing, as one
+// kept from before a component was added (kube-scheduler's) is: it issues the missing pairs from
+// the kept CA, so that the kept etcd's service account tokens and CA bundles stay valid. It tells
+// whether the PKI is complete; a half pair or a missing key of the CAs' means starting afresh.
+func completeLeaves(p PKI, ca *CA) (bool, error) {
+	var missing []leaf
+	inLeaves := map[string]bool{}
+	for _, l := range leaves(p) {
+		inLeaves[l.cert], inLeaves[l.key] = true, true
+		switch haveCert, haveKey := allExist([]string{l.cert}), allExist([]string{l.key}); {
+		case haveCert && haveKey:
+		case !haveCert && !haveKey:
+			missing = append(missing, l)
+		default:
+			return false, nil
+		}
+	}
+	for _, f := range p.files() {
+		if !inLeaves[f] && !allExist([]string{f}) {
+			return false, nil
+		}
+	}
+	for _, l := range missing {
+		certPEM, keyPEM, err := ca.Issue(l.req)
+		if err != nil {
+			return false, err
+		}
+		if err := writePair(l.cert, certPEM, l.key, keyPEM); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // writeEtcdPKI creates etcd's CA, its serving and peer certificate and the apiserver's client

@@ -43,6 +43,8 @@ func TestEnsurePKI(t *testing.T) {
 		{"apiserver in cluster DNS", p.APIServerCert, x509.ExtKeyUsageServerAuth, "kubernetes.default.svc", "kube-apiserver", nil},
 		{"controller manager serving", p.ControllerManagerCert, x509.ExtKeyUsageServerAuth, "127.0.0.1", "kube-controller-manager", nil},
 		{"controller manager client", p.ControllerManagerClientCert, x509.ExtKeyUsageClientAuth, "", "system:kube-controller-manager", nil},
+		{"scheduler serving", p.SchedulerCert, x509.ExtKeyUsageServerAuth, "127.0.0.1", "kube-scheduler", nil},
+		{"scheduler client", p.SchedulerClientCert, x509.ExtKeyUsageClientAuth, "", "system:kube-scheduler", nil},
 		{"admin", p.AdminCert, x509.ExtKeyUsageClientAuth, "", AdminUser, []string{"system:masters"}},
 	}
 	for _, tt := range tests {
@@ -116,4 +118,37 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A PKI kept (--keep-data) from before the scheduler was a component keeps its CA and service
+// account key, and gets the scheduler's certificates from that CA.
+func TestEnsurePKIReuseIssuesWhatAnOlderPKILacks(t *testing.T) {
+	dir := t.TempDir()
+	first, _, err := ensurePKI(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caBefore, saBefore := must(os.ReadFile(first.CACert)), must(os.ReadFile(first.ServiceAccountKey))
+	for _, f := range []string{first.SchedulerCert, first.SchedulerKey, first.SchedulerClientCert, first.SchedulerClientKey} {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, ca, err := ensurePKI(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(caBefore, must(os.ReadFile(p.CACert))) || !bytes.Equal(saBefore, must(os.ReadFile(p.ServiceAccountKey))) {
+		t.Fatal("ensurePKI(reuse) replaced the CA and service account key of a PKI that lacked only the scheduler's certificates")
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	cert := parseCert(t, must(os.ReadFile(p.SchedulerClientCert)))
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil ||
+		cert.Subject.CommonName != "system:kube-scheduler" {
+		t.Errorf("scheduler client certificate %v: %v", cert.Subject, err)
+	}
+	if _, err := os.Stat(p.SchedulerKey); err != nil {
+		t.Errorf("scheduler serving key: %v", err)
+	}
 }

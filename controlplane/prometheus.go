@@ -15,8 +15,8 @@ import (
 	"fakelet.dev/fakelet/deploy"
 )
 
-// Prometheus is the optional fourth component: a Prometheus server on loopback that scrapes fakelet
-// and the three others with deploy/prometheus/prometheus.yml. It is recorded in the state like the
+// Prometheus is the optional fifth component: a Prometheus server on loopback that scrapes fakelet
+// and the four others with deploy/prometheus/prometheus.yml. It is recorded in the state like the
 // others, so Down stops it and Status shows it, but the control plane's health does not depend on it.
 const Prometheus = "prometheus"
 
@@ -84,7 +84,7 @@ func (cp *ControlPlane) WritePrometheusConfig(outDir string, fakeletTargets []st
 
 func writePrometheusConfig(dir string, st *State, outDir string, fakeletTargets []string, self string) (string, error) {
 	t := deploy.LocalTargets{Fakelet: fakeletTargets, Prometheus: self}
-	for name, target := range map[string]*string{Etcd: &t.Etcd, APIServer: &t.APIServer, ControllerManager: &t.ControllerManager} {
+	for name, target := range map[string]*string{Etcd: &t.Etcd, APIServer: &t.APIServer, ControllerManager: &t.ControllerManager, Scheduler: &t.Scheduler} {
 		c, ok := st.Component(name)
 		if !ok {
 			return "", fmt.Errorf("write Prometheus configuration: the control plane in %s has no %s", dir, name)

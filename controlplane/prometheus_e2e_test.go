@@ -65,7 +65,7 @@ func TestE2EPrometheus(t *testing.T) {
 	if base == "" {
 		t.Fatal("no Prometheus URL after Up with Prometheus")
 	}
-	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "prometheus"}
+	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "prometheus"}
 	deadline := time.Now().Add(60 * time.Second) // the first scrape of each target comes within an interval (15 s)
 	var jobs []string
 	for {

@@ -14,7 +14,7 @@ import (
 func stateWithPrometheus() *State {
 	st := testState()
 	st.Components = append(st.Components, ComponentState{
-		Name: Prometheus, PID: 104, ProcStartTime: 1004, Args: []string{"/usr/bin/prometheus"}, Ports: map[string]int{"web": 40009},
+		Name: Prometheus, PID: 105, ProcStartTime: 1005, Args: []string{"/usr/bin/prometheus"}, Ports: map[string]int{"web": 40009},
 	})
 	return st
 }
@@ -23,9 +23,10 @@ func stateWithPrometheus() *State {
 // stopped with the rest of a stale control plane.
 func TestAssessLeavesPrometheusOut(t *testing.T) {
 	st := stateWithPrometheus()
-	running3 := fakeProcs{101: running(st.Components[0]), 102: running(st.Components[1]), 103: running(st.Components[2])}
-	all := fakeProcs{104: running(st.Components[3])}
-	for k, v := range running3 {
+	running4 := fakeProcs{101: running(st.Components[0]), 102: running(st.Components[1]), 103: running(st.Components[2]),
+		104: running(st.Components[3])}
+	all := fakeProcs{105: running(st.Components[4])}
+	for k, v := range running4 {
 		all[k] = v
 	}
 	sick := func(_ context.Context, c ComponentState) error {
@@ -39,8 +40,8 @@ func TestAssessLeavesPrometheusOut(t *testing.T) {
 		procs         fakeProcs
 		wantSurvivors []string
 	}{
-		{"prometheus gone", running3, []string{Etcd, APIServer, ControllerManager}},
-		{"prometheus running but not ready", all, []string{Etcd, APIServer, ControllerManager, Prometheus}},
+		{"prometheus gone", running4, []string{Etcd, APIServer, ControllerManager, Scheduler}},
+		{"prometheus running but not ready", all, []string{Etcd, APIServer, ControllerManager, Scheduler, Prometheus}},
 	} {
 		a := assess(context.Background(), st, tc.procs, sick)
 		if !a.healthy {
@@ -90,6 +91,7 @@ func TestWritePrometheusConfigFromState(t *testing.T) {
 	st.Components[0].MetricsURL = "http://127.0.0.1:40004/metrics"
 	st.Components[1].MetricsURL = "https://127.0.0.1:40001/metrics"
 	st.Components[2].MetricsURL = "https://127.0.0.1:40003/metrics"
+	st.Components[3].MetricsURL = "https://127.0.0.1:40005/metrics"
 	cp := &ControlPlane{Dir: dir, state: *st}
 	config, err := cp.WritePrometheusConfig("", []string{"127.0.0.1:19464"})
 	if err != nil {
@@ -100,7 +102,8 @@ func TestWritePrometheusConfigFromState(t *testing.T) {
 	}
 	for job, want := range map[string]string{
 		"etcd": "127.0.0.1:40004", "kube-apiserver": "127.0.0.1:40001", "kube-controller-manager": "127.0.0.1:40003",
-		"fakelet": "127.0.0.1:19464", "prometheus": "127.0.0.1:40009",
+		"kube-scheduler": "127.0.0.1:40005",
+		"fakelet":        "127.0.0.1:19464", "prometheus": "127.0.0.1:40009",
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, "prometheus", "targets", job+".json"))
 		if err != nil {

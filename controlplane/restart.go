@@ -13,7 +13,7 @@ import (
 // with the command line it was started with, so on the same ports with the same data and flags:
 // clients need no new configuration, only their retries.
 
-// KillComponent kills the named component (Etcd, APIServer or ControllerManager) of the control plane
+// KillComponent kills the named component (Etcd, APIServer, ControllerManager or Scheduler) of the control plane
 // in dir with SIGKILL, as a crash: no graceful shutdown, connections reset. It returns once the process
 // is gone. The state keeps the component, so StartComponent can bring it back and Down still works.
 func KillComponent(ctx context.Context, dir, name string) error {

@@ -88,7 +88,7 @@ func TestKillAndStartComponent(t *testing.T) {
 
 func TestRestartComponentNamesWhatIsWrong(t *testing.T) {
 	dir := t.TempDir()
-	if err := KillComponent(t.Context(), dir, "kube-scheduler"); err == nil || !strings.Contains(err.Error(), `no component "kube-scheduler"`) {
+	if err := KillComponent(t.Context(), dir, "kube-proxy"); err == nil || !strings.Contains(err.Error(), `no component "kube-proxy"`) {
 		t.Errorf("unknown component: %v", err)
 	}
 	if _, err := StartComponent(t.Context(), dir, Etcd); err == nil || !strings.Contains(err.Error(), "no control plane state") {

@@ -27,8 +27,8 @@ func (f fakeProcs) rss(pid int) (int64, error) { return 1 << 20, nil }
 
 func TestAssess(t *testing.T) {
 	st := testState()
-	etcd, apiserver, kcm := st.Components[0], st.Components[1], st.Components[2]
-	allRunning := fakeProcs{101: running(etcd), 102: running(apiserver), 103: running(kcm)}
+	etcd, apiserver, kcm, sched := st.Components[0], st.Components[1], st.Components[2], st.Components[3]
+	allRunning := fakeProcs{101: running(etcd), 102: running(apiserver), 103: running(kcm), 104: running(sched)}
 	withProc := func(pid int, p *procInfo) fakeProcs {
 		f := fakeProcs{}
 		for k, v := range allRunning {
@@ -53,11 +53,11 @@ func TestAssess(t *testing.T) {
 	}{
 		{
 			name: "all running and healthy", state: testState, procs: allRunning, check: healthy,
-			wantHealthy: true, wantSurvivors: []string{Etcd, APIServer, ControllerManager},
+			wantHealthy: true, wantSurvivors: []string{Etcd, APIServer, ControllerManager, Scheduler},
 		},
 		{
 			name: "apiserver killed", state: testState, procs: withProc(102, nil), check: healthy,
-			wantSurvivors: []string{Etcd, ControllerManager}, wantProblem: "kube-apiserver (pid 102) gone",
+			wantSurvivors: []string{Etcd, ControllerManager, Scheduler}, wantProblem: "kube-apiserver (pid 102) gone",
 		},
 		{
 			name: "all dead", state: testState, procs: fakeProcs{}, check: healthy,
@@ -66,12 +66,12 @@ func TestAssess(t *testing.T) {
 		{
 			name: "apiserver pid reused by another program", state: testState,
 			procs: withProc(102, &procInfo{startTime: 5000, cmdline: []string{"/usr/bin/vim", "notes.txt"}}), check: healthy,
-			wantSurvivors: []string{Etcd, ControllerManager}, wantProblem: "pid reused",
+			wantSurvivors: []string{Etcd, ControllerManager, Scheduler}, wantProblem: "pid reused",
 		},
 		{
 			name: "same binary, other arguments: another control plane's", state: testState,
 			procs: withProc(101, &procInfo{startTime: etcd.ProcStartTime, cmdline: []string{"/bin/etcd", "--name=other"}}), check: healthy,
-			wantSurvivors: []string{APIServer, ControllerManager}, wantProblem: "etcd (pid 101) pid reused",
+			wantSurvivors: []string{APIServer, ControllerManager, Scheduler}, wantProblem: "etcd (pid 101) pid reused",
 		},
 		{
 			name: "running but unhealthy", state: testState, procs: allRunning,
@@ -81,7 +81,7 @@ func TestAssess(t *testing.T) {
 				}
 				return nil
 			},
-			wantSurvivors: []string{Etcd, APIServer, ControllerManager}, wantProblem: "kube-controller-manager (pid 103) unhealthy: connection refused",
+			wantSurvivors: []string{Etcd, APIServer, ControllerManager, Scheduler}, wantProblem: "kube-controller-manager (pid 103) unhealthy: connection refused",
 		},
 		{
 			name: "Up crashed after etcd", procs: allRunning, check: healthy,
@@ -99,7 +99,18 @@ func TestAssess(t *testing.T) {
 				s.Version = stateVersion + 1
 				return s
 			},
-			wantSurvivors: []string{Etcd, APIServer, ControllerManager}, wantProblem: "state version",
+			wantSurvivors: []string{Etcd, APIServer, ControllerManager, Scheduler}, wantProblem: "state version",
+		},
+		{
+			// A control plane of fakelet from before the scheduler: replaced, not reused.
+			name: "state of version 2, before kube-scheduler", procs: allRunning, check: healthy,
+			state: func() *State {
+				s := testState()
+				s.Version = 2
+				s.Components = s.Components[:3]
+				return s
+			},
+			wantSurvivors: []string{Etcd, APIServer, ControllerManager}, wantProblem: "state version 2, want 3; kube-scheduler was never started",
 		},
 	}
 	for _, tt := range tests {

@@ -16,15 +16,17 @@ const (
 	Etcd              = "etcd"
 	APIServer         = "kube-apiserver"
 	ControllerManager = "kube-controller-manager"
+	Scheduler         = "kube-scheduler"
 )
 
 // componentOrder is the start order; stopping goes the other way.
-var componentOrder = []string{Etcd, APIServer, ControllerManager}
+var componentOrder = []string{Etcd, APIServer, ControllerManager, Scheduler}
 
 // stateVersion changes when State changes incompatibly; a state of another version is treated as a
 // stale control plane of unknown shape.
 // 2: etcd takes client certificates; a control plane of version 1 (plain HTTP) is replaced, not reused.
-const stateVersion = 2
+// 3: kube-scheduler is a component, and the controller manager allocates node CIDRs.
+const stateVersion = 3
 
 // State is what DIR/state.json records about a running control plane: enough for another process
 // (fakelet controlplane status/down, a later Up) to find, check and stop it.

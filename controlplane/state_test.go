@@ -18,6 +18,7 @@ func testState() *State {
 			{Name: Etcd, PID: 101, ProcStartTime: 1001, Args: []string{"/bin/etcd", "--name=fakelet"}, Ports: map[string]int{"client": 40002}},
 			{Name: APIServer, PID: 102, ProcStartTime: 1002, Args: []string{"/bin/kube-apiserver"}, Ports: map[string]int{"secure": 40001}},
 			{Name: ControllerManager, PID: 103, ProcStartTime: 1003, Args: []string{"/bin/kube-controller-manager"}, Ports: map[string]int{"secure": 40003}},
+			{Name: Scheduler, PID: 104, ProcStartTime: 1004, Args: []string{"/bin/kube-scheduler"}, Ports: map[string]int{"secure": 40005}},
 		},
 	}
 }
@@ -71,16 +72,16 @@ func TestStateComponents(t *testing.T) {
 		st.setComponent(c)
 	}
 	if !st.complete() {
-		t.Error("a state with all three components is not complete")
+		t.Error("a state with all four components is not complete")
 	}
 	st.setComponent(ComponentState{Name: APIServer, PID: 999})
-	if len(st.Components) != 3 {
+	if len(st.Components) != 4 {
 		t.Fatalf("setComponent of a known name appended: %d components", len(st.Components))
 	}
 	if c, ok := st.Component(APIServer); !ok || c.PID != 999 {
 		t.Errorf("Component(%s) = %+v, %v; want the replaced one", APIServer, c, ok)
 	}
-	if _, ok := st.Component("kube-scheduler"); ok {
+	if _, ok := st.Component("kube-proxy"); ok {
 		t.Error("Component of an unknown name found something")
 	}
 }

@@ -18,11 +18,11 @@ type Options struct {
 	// Dir holds everything of this control plane; DefaultDir if empty. Two control planes in two
 	// directories never share a port.
 	Dir string
-	// BinDir holds etcd, kube-apiserver and kube-controller-manager; see FindBinaries for where
-	// they are looked for when it is empty.
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler; see
+	// FindBinaries for where they are looked for when it is empty.
 	BinDir string
 	// Extra arguments, appended to each component's command line after the defaults.
-	EtcdArgs, APIServerArgs, ControllerManagerArgs []string
+	EtcdArgs, APIServerArgs, ControllerManagerArgs, SchedulerArgs []string
 	// KeepData keeps etcd's data and the PKI from the previous control plane in Dir. By default each
 	// Up starts from an empty etcd, so one run's objects never leak into the next.
 	KeepData bool
@@ -48,7 +48,7 @@ type Options struct {
 
 func (o Options) extraArgs() map[string][]string {
 	m := map[string][]string{}
-	for name, args := range map[string][]string{Etcd: o.EtcdArgs, APIServer: o.APIServerArgs, ControllerManager: o.ControllerManagerArgs} {
+	for name, args := range map[string][]string{Etcd: o.EtcdArgs, APIServer: o.APIServerArgs, ControllerManager: o.ControllerManagerArgs, Scheduler: o.SchedulerArgs} {
 		if len(args) > 0 {
 			m[name] = args
 		}
@@ -60,8 +60,8 @@ func (o Options) extraArgs() map[string][]string {
 // freePorts and the component's own listen. Once is rare; three times in a row means something else.
 const startAttempts = 3
 
-// Up starts a control plane in opts.Dir and waits until the apiserver is ready and the controller
-// manager healthy. If a healthy control plane started with the same extra arguments already runs
+// Up starts a control plane in opts.Dir and waits until the apiserver and the scheduler are ready
+// and the controller manager healthy. If a healthy control plane started with the same extra arguments already runs
 // there, Up returns it. If one was left behind by a crash (some process dead or unhealthy), Up stops
 // what is left of it and starts afresh. On failure, Up stops what it started and returns an error
 // with the last lines of the failing component's log.
@@ -282,6 +282,13 @@ func (s *starter) start() (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	_, err = s.startComponent(Scheduler, 1, client, func(ports []int) ComponentState {
+		return schedulerComponent(s.bins.Scheduler, s.dir, s.pki, ports[0], s.opts.SchedulerArgs)
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
 	return newControlPlane(s.dir, s.state)
 }
 
@@ -297,7 +304,14 @@ func (s *starter) writeKubeconfigs(server string, caPEM []byte) error {
 	if err != nil {
 		return err
 	}
-	return writeKubeconfig(controllerManagerKubeconfig(s.dir), kcm)
+	if err := writeKubeconfig(controllerManagerKubeconfig(s.dir), kcm); err != nil {
+		return err
+	}
+	sched, err := readCredentials(server, s.pki.CACert, s.pki.SchedulerClientCert, s.pki.SchedulerClientKey, schedulerUser)
+	if err != nil {
+		return err
+	}
+	return writeKubeconfig(schedulerKubeconfig(s.dir), sched)
 }
 
 // startComponent starts one component on nPorts new ports and waits until it is healthy, retrying

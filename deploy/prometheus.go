@@ -13,12 +13,12 @@ type LocalTargets struct {
 	// Fakelet are the host:port of each fakelet process's --metrics-addr; nil means
 	// DefaultFakeletTarget.
 	Fakelet []string
-	// Etcd, APIServer and ControllerManager are each component's metrics host:port. Etcd serves
-	// plain HTTP, the other two HTTPS.
-	Etcd, APIServer, ControllerManager string
+	// Etcd, APIServer, ControllerManager and Scheduler are each component's metrics host:port.
+	// Etcd serves plain HTTP, the other three HTTPS.
+	Etcd, APIServer, ControllerManager, Scheduler string
 	// Prometheus is the server's own host:port, so that it scrapes itself; empty leaves it out.
 	Prometheus string
-	// CACert verifies the apiserver's and the controller manager's serving certificates;
+	// CACert verifies the apiserver's, the controller manager's and the scheduler's serving certificates;
 	// ClientCert and ClientKey authenticate the scrapes. PEM files, copied into tls/.
 	CACert, ClientCert, ClientKey string
 }
@@ -29,6 +29,7 @@ const (
 	JobEtcd              = "etcd"
 	JobAPIServer         = "kube-apiserver"
 	JobControllerManager = "kube-controller-manager"
+	JobScheduler         = "kube-scheduler"
 	JobPrometheus        = "prometheus"
 )
 
@@ -43,8 +44,8 @@ const (
 // the path of prometheus.yml. Writing again (the control plane came up on new ports) replaces
 // each file atomically; a running Prometheus picks the new targets up by itself.
 func WriteLocalPrometheus(dir string, t LocalTargets) (string, error) {
-	if t.Etcd == "" || t.APIServer == "" || t.ControllerManager == "" {
-		return "", errors.New("write Prometheus configuration: etcd, kube-apiserver and kube-controller-manager targets are all required")
+	if t.Etcd == "" || t.APIServer == "" || t.ControllerManager == "" || t.Scheduler == "" {
+		return "", errors.New("write Prometheus configuration: etcd, kube-apiserver, kube-controller-manager and kube-scheduler targets are all required")
 	}
 	if len(t.Fakelet) == 0 {
 		t.Fakelet = []string{DefaultFakeletTarget}
@@ -63,6 +64,7 @@ func WriteLocalPrometheus(dir string, t LocalTargets) (string, error) {
 		JobEtcd:              {t.Etcd},
 		JobAPIServer:         {t.APIServer},
 		JobControllerManager: {t.ControllerManager},
+		JobScheduler:         {t.Scheduler},
 		JobPrometheus:        self,
 	} {
 		b, err := fileSD(targets)

@@ -55,7 +55,7 @@ func writeLocal(t *testing.T, targets LocalTargets) (dir, config string) {
 	return dir, config
 }
 
-var localTargets = LocalTargets{Etcd: "127.0.0.1:2381", APIServer: "127.0.0.1:6443", ControllerManager: "127.0.0.1:10257", Prometheus: "127.0.0.1:9090"}
+var localTargets = LocalTargets{Etcd: "127.0.0.1:2381", APIServer: "127.0.0.1:6443", ControllerManager: "127.0.0.1:10257", Scheduler: "127.0.0.1:10259", Prometheus: "127.0.0.1:9090"}
 
 func TestPromtoolChecksLocalConfig(t *testing.T) {
 	dir, config := writeLocal(t, localTargets)
@@ -88,7 +88,7 @@ func TestClusterConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	local, cluster := jobNames(t, PrometheusConfig), jobNames(t, b)
-	for _, job := range []string{JobFakelet, JobEtcd, JobAPIServer, JobControllerManager} {
+	for _, job := range []string{JobFakelet, JobEtcd, JobAPIServer, JobControllerManager, JobScheduler} {
 		if !slices.Contains(local, job) || !slices.Contains(cluster, job) {
 			t.Errorf("job %s: in prometheus.yml %v, in prometheus-cluster.yml %v; the rules and dashboard need it in both",
 				job, slices.Contains(local, job), slices.Contains(cluster, job))
@@ -124,7 +124,7 @@ func TestWriteLocalPrometheus(t *testing.T) {
 	}
 	want := map[string][]string{
 		JobFakelet: {DefaultFakeletTarget}, JobEtcd: {"127.0.0.1:2381"}, JobAPIServer: {"127.0.0.1:6443"},
-		JobControllerManager: {"127.0.0.1:10257"}, JobPrometheus: {"127.0.0.1:9090"},
+		JobControllerManager: {"127.0.0.1:10257"}, JobScheduler: {"127.0.0.1:10259"}, JobPrometheus: {"127.0.0.1:9090"},
 	}
 	for job, targets := range want {
 		if got := readTargets(t, dir, job); !slices.Equal(got, targets) {
@@ -144,7 +144,7 @@ func TestWriteLocalPrometheus(t *testing.T) {
 	}
 
 	// Again on new ports, with two fakelets and no Prometheus self-scrape: every file replaced.
-	next := LocalTargets{Fakelet: []string{"127.0.0.1:19464", "127.0.0.1:19465"}, Etcd: "127.0.0.1:1", APIServer: "127.0.0.1:2", ControllerManager: "127.0.0.1:3",
+	next := LocalTargets{Fakelet: []string{"127.0.0.1:19464", "127.0.0.1:19465"}, Etcd: "127.0.0.1:1", APIServer: "127.0.0.1:2", ControllerManager: "127.0.0.1:3", Scheduler: "127.0.0.1:4",
 		CACert: filepath.Join(dir, "tls/ca.crt"), ClientCert: filepath.Join(dir, "tls/admin.crt"), ClientKey: filepath.Join(dir, "tls/admin.key")}
 	if _, err := WriteLocalPrometheus(dir, next); err != nil {
 		t.Fatal(err)
@@ -156,8 +156,8 @@ func TestWriteLocalPrometheus(t *testing.T) {
 		t.Errorf("prometheus targets %v, want none", got)
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, "targets"))
-	if len(entries) != 5 {
-		t.Errorf("targets/ holds %d files after rewriting, want 5 (no temporary files left)", len(entries))
+	if len(entries) != 6 {
+		t.Errorf("targets/ holds %d files after rewriting, want 6 (no temporary files left)", len(entries))
 	}
 
 	if _, err := WriteLocalPrometheus(t.TempDir(), LocalTargets{Etcd: "x"}); err == nil {

@@ -1,6 +1,6 @@
-// Package e2e runs fakelet against a real local control plane (etcd, kube-apiserver and
-// kube-controller-manager from `make controlplane`). The tests are skipped under -short and fail,
-// not skip, when the binaries are missing: `make test` builds them first.
+// Package e2e runs fakelet against a real local control plane (etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler from `make controlplane`). The tests are skipped under
+// -short and fail, not skip, when the binaries are missing: `make test` builds them first.
 package e2e
 
 import (

@@ -70,7 +70,7 @@ func TestPrometheusScrapesFleetAndControlPlane(t *testing.T) {
 	})
 	t.Logf("%v after the first start", time.Since(began).Round(time.Second))
 
-	for _, job := range []string{deploy.JobFakelet, deploy.JobEtcd, deploy.JobAPIServer, deploy.JobControllerManager, deploy.JobPrometheus} {
+	for _, job := range []string{deploy.JobFakelet, deploy.JobEtcd, deploy.JobAPIServer, deploy.JobControllerManager, deploy.JobScheduler, deploy.JobPrometheus} {
 		if v := prom.value(t, fmt.Sprintf(`up{job=%q}`, job)); v != 1 {
 			t.Errorf("job %s: up = %v", job, v)
 		}

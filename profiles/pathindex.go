@@ -166,6 +166,7 @@ func init() {
 		{Spec{}, "spec"},
 		{Heartbeat{}, "heartbeat"},
 		{Group{}, "a group"},
+		{Taint{}, "a taint"},
 		{Phase{}, "a phase"},
 		{Action{}, "an action"},
 	} {

@@ -101,8 +101,10 @@ func (h Heartbeat) Config() heartbeat.Config {
 	}
 }
 
-// Group selects a subset of the fleet by exactly one of its fields. Groups are chosen over the whole
-// fleet, independently of each other (they may overlap), and only over the nodes the run starts with.
+// Group selects a subset of the fleet by exactly one of its selecting fields (percent, count, names,
+// indexes, zone). Groups are chosen over the whole fleet, independently of each other (they may
+// overlap), and only over the nodes the run starts with. A group may also shape its nodes (labels,
+// taints, allocatable; see nodeshape.go).
 type Group struct {
 	// Percent of the fleet, in (0, 100]: rounded to the nearest node, at least one.
 	Percent *float64 `json:"percent,omitempty" yaml:"percent"`
@@ -114,6 +116,13 @@ type Group struct {
 	Indexes string `json:"indexes,omitempty" yaml:"indexes"`
 	// Zone selects every node of one zone, zone-1 to zone-N (see ZoneOf).
 	Zone string `json:"zone,omitempty" yaml:"zone"`
+
+	// Labels and Taints are added to those the group's nodes register with, Allocatable replaces
+	// their allocatable cpu, memory or pods: laid over the fleet's (fakelet run --node-label,
+	// --node-taint, --node-allocatable). A node is in one shaped group at most.
+	Labels      map[string]string `json:"labels,omitempty" yaml:"labels"`
+	Taints      []Taint           `json:"taints,omitempty" yaml:"taints"`
+	Allocatable map[string]string `json:"allocatable,omitempty" yaml:"allocatable"`
 }
 
 // Phase is a stretch of the run with the actions that happen during it. Phases run one after another.

@@ -71,6 +71,7 @@ func (p *Profile) Resolve(f Fleet) (*Plan, error) {
 	}
 	if len(ps.list) == 0 {
 		plan.planChurn(ps)
+		plan.checkShapesApart(ps)
 	}
 	if err := ps.err(p.Source); err != nil {
 		return nil, err

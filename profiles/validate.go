@@ -190,6 +190,7 @@ func (s *Spec) validateGroup(ps *problems, name string, g Group) {
 			ps.addf(joinPath(path, "zone"), "unknown zone %q (zones: %s)", g.Zone, zoneList(s.Zones))
 		}
 	}
+	s.validateGroupShape(ps, path, g)
 	switch len(selectors) {
 	case 0:
 		ps.addf(path, "selects no nodes: set one of percent, count, names, indexes, zone")

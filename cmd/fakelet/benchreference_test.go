@@ -13,7 +13,7 @@ func TestBenchReferenceFlagsAreCheckedFirst(t *testing.T) {
 	noBins := filepath.Join(t.TempDir(), "empty")
 	// A control plane's binaries without kubemark, as a tree built before kubemark was.
 	noKubemark := t.TempDir()
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		if err := os.WriteFile(filepath.Join(noKubemark, name), []byte("#!/bin/false\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}

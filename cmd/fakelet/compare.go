@@ -77,6 +77,7 @@ cluster is the local control plane in --controlplane-dir, started if none is up.
 	f.StringVar(&cf.target.binDir, "bin-dir", "", "directory of the control plane binaries (see fakelet controlplane up)")
 	f.StringArrayVar(&cf.target.apiServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag when fakelet starts a local control plane (repeatable)")
 	f.StringArrayVar(&cf.target.controllerMgrArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag when fakelet starts a local control plane (repeatable)")
+	f.StringArrayVar(&cf.target.schedulerArgs, "scheduler-arg", nil, "extra kube-scheduler flag when fakelet starts a local control plane (repeatable)")
 	addInsecureFlag(f, &cf.target)
 	return cmd
 }
@@ -97,8 +98,8 @@ func (cf *compareFlags) check() error {
 		cf.footprint = fp
 	}
 	if cf.target.kubeconfig != "" || cf.target.context != "" {
-		if cf.target.controlPlaneDir != "" || len(cf.target.apiServerArgs)+len(cf.target.controllerMgrArgs) > 0 {
-			return fmt.Errorf("--controlplane-dir, --apiserver-arg and --controller-manager-arg are for a local control plane, " +
+		if cf.target.controlPlaneDir != "" || len(cf.target.apiServerArgs)+len(cf.target.controllerMgrArgs)+len(cf.target.schedulerArgs) > 0 {
+			return fmt.Errorf("--controlplane-dir, --apiserver-arg, --controller-manager-arg and --scheduler-arg are for a local control plane, " +
 				"--kubeconfig and --context name another cluster: give one or the other")
 		}
 		cf.sameCluster = true
@@ -135,6 +136,7 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 			return controlplane.Up(ctx, controlplane.Options{
 				Dir: dir, BinDir: cf.target.binDir, Progress: io.Discard,
 				APIServerArgs: cf.target.apiServerArgs, ControllerManagerArgs: cf.target.controllerMgrArgs,
+				SchedulerArgs: cf.target.schedulerArgs,
 			})
 		}
 		var err error

@@ -22,9 +22,9 @@ func init() { subcommandFactories = append(subcommandFactories, newControlPlaneC
 func newControlPlaneCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controlplane",
-		Short: "Start, inspect and stop a local etcd, kube-apiserver and kube-controller-manager",
-		Long: `A local control plane for fakelet: etcd, kube-apiserver and kube-controller-manager on
-127.0.0.1, each on free ports, run as detached processes that outlive the command. Everything
+		Short: "Start, inspect and stop a local etcd, kube-apiserver, kube-controller-manager and kube-scheduler",
+		Long: `A local control plane for fakelet: etcd, kube-apiserver, kube-controller-manager and
+kube-scheduler on 127.0.0.1, each on free ports, run as detached processes that outlive the command. Everything
 (state, logs, kubeconfig, certificates, etcd data) is under --dir. The binaries come from
 ` + "`make controlplane`" + `.`,
 	}
@@ -43,7 +43,8 @@ func newControlPlaneUpCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local control plane, or reuse the healthy one already in --dir",
-		Long: `Start etcd, kube-apiserver and kube-controller-manager and wait until they are ready.
+		Long: `Start etcd, kube-apiserver, kube-controller-manager and kube-scheduler and wait until they
+are ready.
 A healthy control plane already in --dir is reused; one left from a crash is stopped and
 replaced. Extra component flags go last on each command line, so they override the defaults:
   fakelet controlplane up --apiserver-arg=--max-requests-inflight=800 --controller-manager-arg=--node-monitor-grace-period=40s`,
@@ -67,11 +68,12 @@ replaced. Extra component flags go last on each command line, so they override t
 	}
 	addDirFlag(cmd, &opts.Dir)
 	f := cmd.Flags()
-	f.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager (default: beside fakelet, else the bin/ of the fakelet repository holding the working directory; never $PATH)")
+	f.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler (default: beside fakelet, else the bin/ of the fakelet repository holding the working directory; never $PATH)")
 	// StringArray, not StringSlice: a component flag may itself hold commas
 	// (--apiserver-arg=--enable-admission-plugins=A,B).
 	f.StringArrayVar(&opts.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag, such as --apiserver-arg=--max-requests-inflight=800 (repeatable)")
 	f.StringArrayVar(&opts.ControllerManagerArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag (repeatable)")
+	f.StringArrayVar(&opts.SchedulerArgs, "scheduler-arg", nil, "extra kube-scheduler flag (repeatable)")
 	f.StringArrayVar(&opts.EtcdArgs, "etcd-arg", nil, "extra etcd flag (repeatable)")
 	f.BoolVar(&opts.KeepData, "keep-data", false, "keep etcd's data and the certificates of the previous control plane in --dir (and keep the data at down)")
 	f.BoolVar(&opts.AuditNodes, "audit-nodes", false, "have kube-apiserver write an audit log of kubelet and admin requests (Metadata level) to DIR/audit.log, as fakelet bench --reference does")

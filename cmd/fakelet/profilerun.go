@@ -53,6 +53,10 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 	if err == nil && p != nil {
 		plan, err = resolveProfile(p, cfg, rf.profiles.seed) // over the whole fleet, whatever the shard
 	}
+	if err == nil && plan != nil {
+		// Laid over the fleet's --node-label, --node-taint and --node-allocatable.
+		cfg.Template.Groups, cfg.Template.GroupOf = plan.NodeShapes()
+	}
 	if err != nil {
 		return cfg, nil, err
 	}

@@ -39,6 +39,7 @@ type runFlags struct {
 	profiles              profileFlags
 	shard                 shardFlags
 	afterRun              afterRun
+	nodeShape             nodeShapeFlags
 	// fromProfile names the flags (without dashes) whose values --profile set, so that an error about
 	// one says where its value came from; nodesFromProfile is fromProfile["nodes"].
 	fromProfile      map[string]bool
@@ -98,6 +99,8 @@ func addFleetFlags(f *pflag.FlagSet, rf *runFlags) {
 	f.StringVar(&rf.target.binDir, "bin-dir", "", "directory of the control plane binaries (see fakelet controlplane up)")
 	f.StringArrayVar(&rf.target.apiServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag when fakelet starts the local control plane (repeatable)")
 	f.StringArrayVar(&rf.target.controllerMgrArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag when fakelet starts the local control plane (repeatable)")
+	f.StringArrayVar(&rf.target.schedulerArgs, "scheduler-arg", nil, "extra kube-scheduler flag when fakelet starts the local control plane (repeatable)")
+	addNodeShapeFlags(f, &rf.nodeShape)
 	f.StringVar(&rf.fleet.NamePrefix, "name-prefix", fleet.DefaultNamePrefix, "node i is named PREFIX-NNNNN")
 	f.StringVar(&rf.fleet.Fleet, "fleet", fleet.DefaultFleet, "fleet name, the value of the "+agent.FleetLabel+" label on every Node fakelet creates")
 	f.StringVar(&rf.mode, "mode", string(heartbeat.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
@@ -154,6 +157,9 @@ func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
 	}
 	if rf.images < 0 || rf.images > agent.MaxImages {
 		return cfg, fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, rf.images)
+	}
+	if err := rf.nodeShape.apply(&cfg.Template, cfg.PodsPerNode); err != nil {
+		return cfg, err
 	}
 	cfg.Heartbeat = hb
 	cfg.Template.Images = rf.images

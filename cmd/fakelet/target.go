@@ -30,6 +30,7 @@ type targetFlags struct {
 	binDir              string
 	apiServerArgs       []string
 	controllerMgrArgs   []string
+	schedulerArgs       []string
 	// insecure turns TLS verification off for a cluster given by --kubeconfig or --context
 	// (--insecure-skip-tls-verify). The local control plane is always verified: fakelet made its CA.
 	insecure bool
@@ -148,14 +149,14 @@ func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*tar
 	}
 	opts := controlplane.Options{
 		Dir: f.controlPlaneDir, BinDir: f.binDir, Progress: progress,
-		APIServerArgs: f.apiServerArgs, ControllerManagerArgs: f.controllerMgrArgs,
+		APIServerArgs: f.apiServerArgs, ControllerManagerArgs: f.controllerMgrArgs, SchedulerArgs: f.schedulerArgs,
 		UntilLastUser: true,
 	}
 	// Other runs may use the same control plane at once: each is counted as a user until release,
 	// and one that a run started stops with the last of them.
 	cp, err := controlplane.Join(ctx, f.controlPlaneDir)
 	switch {
-	case err == nil && len(f.apiServerArgs)+len(f.controllerMgrArgs) > 0:
+	case err == nil && len(f.apiServerArgs)+len(f.controllerMgrArgs)+len(f.schedulerArgs) > 0:
 		if _, lerr := cp.Leave(context.WithoutCancel(ctx)); lerr != nil {
 			fmt.Fprintln(progress, lerr)
 		}

@@ -54,7 +54,7 @@ type Result struct {
 	AllReady      bool
 	Register      time.Duration // from the fleet's start until every node was Ready
 	Window        time.Duration
-	CPU           map[string]time.Duration // by process: fakelet, kube-apiserver, etcd, kube-controller-manager
+	CPU           map[string]time.Duration // by process: fakelet, kube-apiserver, etcd, kube-controller-manager, kube-scheduler
 	RSS           map[string]int64
 	Heartbeats    float64 // lease renewals and status patches the fleet sent
 	Failures      float64 // heartbeats that failed

@@ -2,6 +2,7 @@ package load
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -124,5 +125,21 @@ func TestDeltaCountsANewSeriesFromZero(t *testing.T) {
 	}
 	if got := f.Series["PUT|leases||200"].Value; got != 10 {
 		t.Errorf("PUT leases counted %v, want 10", got)
+	}
+}
+
+// The local control plane's scheduler is one more process of each phase.
+func TestComputeCountsTheSchedulersProcess(t *testing.T) {
+	sched := func(at int, cpu, rss float64) scrape.Snapshot {
+		return scrape.Snapshot{Component: Scheduler, At: sec(at), Families: map[string]*scrape.Family{
+			"process_cpu_seconds_total":     {Type: scrape.Counter, Series: map[string]*scrape.Series{"": {Value: cpu}}},
+			"process_resident_memory_bytes": {Type: scrape.Gauge, Series: map[string]*scrape.Series{"": {Value: rss}}},
+		}}
+	}
+	snaps := []scrape.Snapshot{apiSnap(0, 0, 0, 0, 0), sched(0, 1, 50e6), apiSnap(10, 10, 10, 10, 10), sched(10, 1.5, 60e6)}
+	p := Compute(snaps, []Window{{Name: "run", Start: sec(0), End: sec(10)}})[0]
+	i := slices.IndexFunc(p.Processes, func(pr Process) bool { return pr.Component == Scheduler })
+	if i < 0 || math.Abs(p.Processes[i].CPUSeconds-0.5) > 1e-9 {
+		t.Errorf("processes %+v, want kube-scheduler's 0.5 CPU-seconds", p.Processes)
 	}
 }

@@ -14,6 +14,7 @@ const (
 	APIServer         = "kube-apiserver"
 	Etcd              = "etcd"
 	ControllerManager = "kube-controller-manager"
+	Scheduler         = "kube-scheduler"
 	Fleet             = scrape.FleetComponent
 )
 
@@ -194,7 +195,7 @@ type FleetRequests struct {
 // Compute returns the load of each window.
 func Compute(snaps []scrape.Snapshot, windows []Window) []Phase {
 	byComponent := map[string][]*scrape.Snapshot{}
-	for _, c := range []string{APIServer, Etcd, ControllerManager, Fleet} {
+	for _, c := range []string{APIServer, Etcd, ControllerManager, Scheduler, Fleet} {
 		byComponent[c] = component(snaps, c)
 	}
 	out := make([]Phase, 0, len(windows))
@@ -232,7 +233,7 @@ func computePhase(byComponent map[string][]*scrape.Snapshot, w Window) Phase {
 	p.PriorityLevels = priorityLevels(api)
 	p.Watch = watches(api, rate)
 	p.EtcdLatency = latencies(Delta(api, "etcd_request_duration_seconds"), false)
-	for _, c := range []string{APIServer, Etcd, ControllerManager, Fleet} {
+	for _, c := range []string{APIServer, Etcd, ControllerManager, Scheduler, Fleet} {
 		if pr, ok := process(c, window(byComponent[c], w.Start, w.End)); ok {
 			p.Processes = append(p.Processes, pr)
 		}

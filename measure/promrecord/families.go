@@ -16,7 +16,7 @@ import (
 )
 
 // components are the load components, in the order of their snapshots.
-var components = []string{load.APIServer, load.Etcd, load.ControllerManager, load.Fleet}
+var components = []string{load.APIServer, load.Etcd, load.ControllerManager, load.Scheduler, load.Fleet}
 
 // families are the families of scrape.Selection that package load reads of each component.
 var families = map[string][]string{
@@ -38,6 +38,7 @@ var families = map[string][]string{
 		"node_collector_update_all_nodes_health_duration_seconds",
 		"process_cpu_seconds_total", "process_resident_memory_bytes",
 	},
+	load.Scheduler: {"process_cpu_seconds_total", "process_resident_memory_bytes"},
 	load.Fleet: {
 		scrape.FleetRequests, scrape.FleetRequestDuration, scrape.FleetRequestBytes, scrape.FleetResponseBytes,
 		scrape.FleetSendLag, "process_cpu_seconds_total", "process_resident_memory_bytes",

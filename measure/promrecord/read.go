@@ -23,13 +23,13 @@ type Querier interface {
 
 // Jobs are the Prometheus job names of fakelet and the control plane's components.
 type Jobs struct {
-	Fakelet, APIServer, Etcd, ControllerManager string
+	Fakelet, APIServer, Etcd, ControllerManager, Scheduler string
 }
 
 // DefaultJobs are the job names of deploy/prometheus's configurations (local and cluster).
 var DefaultJobs = Jobs{
 	Fakelet: deploy.JobFakelet, APIServer: deploy.JobAPIServer, Etcd: deploy.JobEtcd,
-	ControllerManager: deploy.JobControllerManager,
+	ControllerManager: deploy.JobControllerManager, Scheduler: deploy.JobScheduler,
 }
 
 // Options configure Read.
@@ -154,6 +154,8 @@ func (r *reader) job(component string) string {
 		return r.opts.Jobs.Etcd
 	case load.ControllerManager:
 		return r.opts.Jobs.ControllerManager
+	case load.Scheduler:
+		return r.opts.Jobs.Scheduler
 	}
 	return r.opts.Jobs.Fakelet
 }
