@@ -392,7 +392,7 @@ func TestKustomizations(t *testing.T) {
 				t.Errorf("%d users may be impersonated, want exactly the %d kubelets of the fleet", len(got), len(wantUsers))
 			}
 			for k, n := range map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": tc.clusterRoles, "ClusterRoleBinding": tc.clusterRoles,
-				"Role": 2, "RoleBinding": 2, "Service": 1, "StatefulSet": 1} {
+				"Role": 2, "RoleBinding": 2, "Service": 1, "StatefulSet": 1, "NetworkPolicy": 1} {
 				if kinds[k] != n {
 					t.Errorf("%d %s objects, want %d", kinds[k], k, n)
 				}
