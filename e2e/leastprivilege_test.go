@@ -17,6 +17,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleet"
 )
 
 // deployedRBAC applies every file of deploy/rbac (fakelet.yaml, fleet-identity.yaml, pods.yaml,
@@ -136,5 +137,82 @@ func TestDeployRBACCannotTouchARealNode(t *testing.T) {
 	afterLease, err := c.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, real, metav1.GetOptions{})
 	if err != nil || afterLease.ResourceVersion != lease.ResourceVersion {
 		t.Errorf("the Lease of %s changed: %v", real, err)
+	}
+}
+
+// TestDeployRBACReadsNoSecretThroughAFleetPod: the path of issue 28's item 11 is closed. With all that
+// deploy/rbac grants, fakelet's ServiceAccount cannot create a pod in default (or any namespace but
+// the fleet's own) mounting a Secret of that namespace, so its impersonated kubelet, to whose node
+// the pod would be bound, cannot read the Secret; a pod it creates in fakelet-pods can reference only
+// fakelet-pods' Secrets, none of which is anyone else's. Nor can it request a token for any
+// ServiceAccount but the one of the fleet's pods.
+func TestDeployRBACReadsNoSecretThroughAFleetPod(t *testing.T) {
+	cp := controlPlane(t)
+	c := admin(t, cp)
+	ctx := context.Background()
+	sa, asNode, _ := deployedRBAC(t, cp)
+
+	const bait = "fakelet-e2e-bait"
+	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem} {
+		if _, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bait},
+			StringData: map[string]string{"password": "hunter2"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.CoreV1().Secrets(ns).Delete(context.Background(), bait, metav1.DeleteOptions{}) })
+	}
+	pod := func(ns string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: bait, Namespace: ns},
+			Spec: corev1.PodSpec{
+				NodeName:   "fakelet-00000",
+				Containers: []corev1.Container{{Name: "c", Image: fleet.PodImage, VolumeMounts: []corev1.VolumeMount{{Name: "s", MountPath: "/s"}}}},
+				Volumes:    []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: bait}}}},
+			},
+		}
+	}
+	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem} {
+		// Else the ServiceAccount admission plugin refuses the pod, forbidden for another reason.
+		eventually(t, time.Minute, "ServiceAccount "+ns+"/default", func() (bool, error) {
+			_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		_, err := sa.CoreV1().Pods(ns).Create(ctx, pod(ns), metav1.CreateOptions{})
+		t.Logf("create pod %s/%s as the ServiceAccount: %v", ns, bait, err)
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("the ServiceAccount creates a pod in %s mounting its Secret %s, bound to a fleet node: %v, want forbidden", ns, bait, err)
+			c.CoreV1().Pods(ns).Delete(ctx, bait, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+		if _, err := asNode.CoreV1().Secrets(ns).Get(ctx, bait, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("the fleet's kubelet reads Secret %s/%s: %v, want forbidden", ns, bait, err)
+		}
+	}
+	// In the fleet's own namespace the pod is created (once its default ServiceAccount exists), and
+	// its node may read only what is there: no Secret of that name.
+	eventually(t, time.Minute, "a pod in "+fleet.PodNamespace, func() (bool, error) {
+		_, err := sa.CoreV1().Pods(fleet.PodNamespace).Create(ctx, pod(fleet.PodNamespace), metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err), nil
+	})
+	t.Cleanup(func() {
+		c.CoreV1().Pods(fleet.PodNamespace).Delete(context.Background(), bait, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	if _, err := asNode.CoreV1().Secrets(fleet.PodNamespace).Get(ctx, bait, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the fleet's kubelet reads Secret %s/%s of its pod: %v, want not found (it may read it, and there is none)", fleet.PodNamespace, bait, err)
+	}
+	for _, attrs := range []authorizationv1.ResourceAttributes{
+		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: metav1.NamespaceDefault, Name: "default"},
+		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: metav1.NamespaceSystem, Name: "default"},
+		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: fleet.PodNamespace, Name: "other"},
+		{Verb: "create", Resource: "pods", Namespace: metav1.NamespaceDefault},
+		{Verb: "get", Resource: "secrets", Namespace: fleet.PodNamespace},
+		{Verb: "create", Resource: "secrets", Namespace: fleet.PodNamespace},
+		{Verb: "create", Resource: "serviceaccounts", Namespace: fleet.PodNamespace},
+	} {
+		if allowed(t, sa, attrs) {
+			t.Errorf("the ServiceAccount may %s %s/%s %q in %s", attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Name, attrs.Namespace)
+		}
+	}
+	if !allowed(t, sa, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token",
+		Namespace: fleet.PodNamespace, Name: fleet.PodServiceAccount}) {
+		t.Errorf("the ServiceAccount may not request its pods' tokens (--identity=fleet)")
 	}
 }

@@ -115,7 +115,9 @@ func KubeletPermissions(fp agent.Footprint, pods bool, nodes ...string) []Permis
 
 // grantedByName says whether deploy's RBAC grants p to the fleet by name only, and the name it
 // grants for a node: the status patches and renewals of the fleet's own Nodes and Leases (a real
-// node's status patched NotReady, or its Lease left to expire, would have its pods evicted).
+// node's status patched NotReady, or its Lease left to expire, would have its pods evicted), and the
+// tokens of the one ServiceAccount the fleet's pods run as (a token of another would be its
+// privileges).
 func grantedByName(p Permission) (func(node string) string, bool) {
 	self := func(node string) string { return node }
 	switch {
@@ -123,6 +125,8 @@ func grantedByName(p Permission) (func(node string) string, bool) {
 		return self, true
 	case p.Group == "coordination.k8s.io" && p.Resource == "leases" && p.Verb == "update":
 		return self, true
+	case p.Group == "" && p.Resource == "serviceaccounts" && p.Subresource == "token":
+		return func(string) string { return PodServiceAccount }, true
 	}
 	return nil, false
 }
@@ -159,7 +163,7 @@ func unique(perms []Permission) []Permission {
 
 // PodPermissions is what the fleet's credential needs besides RunPermissions when the run has pods.
 func PodPermissions() []Permission {
-	return append([]Permission(nil), podPermissions...)
+	return append([]Permission{podNamespacePermission}, podPermissions...)
 }
 
 // RunPermissions is what the fleet's credential needs for its own requests in a run with identity

@@ -247,11 +247,13 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 					switch k.Scope {
 					case agent.ScopeLeases:
 						p.Namespace = "kube-node-lease"
-					case agent.ScopeNodeEvents, agent.ScopePods:
+					case agent.ScopeNodeEvents:
 						p.Namespace = "default"
+					case agent.ScopePods:
+						p.Namespace = "fakelet-pods"
 					}
 					// Granted by name only: the fleet's own Nodes' status and Leases, checked for
-					// its first and last node.
+					// its first and last node, and the pods' ServiceAccount's tokens.
 					switch {
 					case p.Resource == "nodes" && p.Subresource == "status", p.Resource == "leases" && p.Verb == "update":
 						for _, n := range []string{"fakelet-00000", "fakelet-00002"} {
@@ -259,6 +261,8 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 							want = append(want, p.String())
 						}
 						continue
+					case p.Resource == "serviceaccounts":
+						p.Name = "default"
 					}
 					want = append(want, p.String())
 				}
@@ -293,8 +297,9 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 	for _, p := range Permissions(Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet}) {
 		kubelet = append(kubelet, p.String())
 	}
-	for _, want := range []string{"watch pods", "watch services", "watch configmaps in default", "create events in default",
-		"get csinodes.storage.k8s.io", "watch podcertificaterequests.certificates.k8s.io", "delete pods in default"} {
+	for _, want := range []string{"watch pods", "watch services", "watch configmaps in fakelet-pods", "create events in default",
+		"create events in fakelet-pods", "get csinodes.storage.k8s.io", "watch podcertificaterequests.certificates.k8s.io",
+		"delete pods in fakelet-pods", "create serviceaccounts/token default in fakelet-pods"} {
 		if !slices.Contains(kubelet, want) {
 			t.Errorf("the default footprint with pods and --identity=fleet does not check %q: %v", want, kubelet)
 		}
