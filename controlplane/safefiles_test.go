@@ -73,7 +73,7 @@ func TestControlPlaneDirOfAnotherIsRefused(t *testing.T) {
 // TestWritesDoNotFollowSymlinks: a symbolic link planted where the control plane writes its lock,
 // a key, a kubeconfig or a log is refused, and the file it points to is left as it was.
 func TestWritesDoNotFollowSymlinks(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	target := filepath.Join(t.TempDir(), "target")
 	if err := os.WriteFile(target, []byte("theirs"), 0o644); err != nil {
 		t.Fatal(err)
@@ -106,4 +106,15 @@ func TestWritesDoNotFollowSymlinks(t *testing.T) {
 			t.Fatalf("%s wrote through the symbolic link: %q", what, b)
 		}
 	}
+}
+
+// privateTempDir is t.TempDir() as checkDir accepts it: open to no one else (t.TempDir follows the
+// umask).
+func privateTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
