@@ -18,7 +18,7 @@ import (
 func TestE2EAuditNodes(t *testing.T) {
 	requireBinaries(t)
 	t.Parallel()
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	cp := upForTest(t, dir, Options{AuditNodes: true})
 
 	kubelet, err := cp.ClientConfig(NodeUser("audit-a"), NodesGroup)

@@ -11,7 +11,7 @@ import (
 )
 
 func TestAuditArgs(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	args, err := auditArgs(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestAuditArgs(t *testing.T) {
 }
 
 func TestKeepPreviousAuditLog(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	if err := keepPreviousAuditLog(dir); err != nil {
 		t.Errorf("no log yet: %v", err)
 	}

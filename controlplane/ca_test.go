@@ -117,7 +117,7 @@ func TestLoadCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {

@@ -13,6 +13,8 @@
 //	pki/                           CA, serving and client certificates, service account keys, and
 //	                               etcd's own CA, its certificate and the apiserver's client one
 //	users/                         one file per process attached with Join or Up's UntilLastUser
+//	watchdog.log                   with UntilLastUser: what the watchdog that stops the control
+//	                               plane once its users are all gone (a crashed run) had to say
 //	etcd/                          etcd's data; removed by Down and at each Up unless KeepData
 //	prometheus/                    with Options.Prometheus: the Prometheus server's configuration
 //	                               (deploy/prometheus), targets, TLS files and data/ (removed by
@@ -23,7 +25,7 @@
 //	                               is the control plane before's
 //	<component>.previous.log       the same, from the control plane before
 //
-// The directory must be the user's own and writable by no one else (checked at every Up, Attach,
+// The directory must be the user's own and open to no one else (checked at every Up, Attach,
 // Join, Status and Down), and nothing in it is written through a symbolic link. etcd takes only
 // client certificates of its own CA, which only the apiserver has; its metrics port serves
 // /metrics and /health alone, over plain HTTP.

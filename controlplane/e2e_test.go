@@ -76,7 +76,7 @@ func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
 func TestE2EUpAndDown(t *testing.T) {
 	requireBinaries(t)
 	t.Parallel()
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	began := time.Now()
 	cp := upForTest(t, dir, Options{})
 	t.Logf("control plane up in %s", time.Since(began))
@@ -267,7 +267,7 @@ func TestE2EUpAndDown(t *testing.T) {
 func TestE2ETwoControlPlanesAtOnce(t *testing.T) {
 	requireBinaries(t)
 	t.Parallel()
-	dirs := []string{t.TempDir(), t.TempDir()}
+	dirs := []string{privateTempDir(t), privateTempDir(t)}
 	cps := make([]*ControlPlane, len(dirs))
 	errs := make([]error, len(dirs))
 	var wg sync.WaitGroup
@@ -314,7 +314,7 @@ func TestE2ETwoControlPlanesAtOnce(t *testing.T) {
 func TestE2EStaleStateIsCleaned(t *testing.T) {
 	requireBinaries(t)
 	t.Parallel()
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	ctx := t.Context()
 	first := upForTest(t, dir, Options{})
 	apiserver, _ := first.state.Component(APIServer)
@@ -357,7 +357,7 @@ func TestE2EStaleStateIsCleaned(t *testing.T) {
 func TestE2EFailedStartStopsEverything(t *testing.T) {
 	requireBinaries(t)
 	t.Parallel()
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	_, err := Up(t.Context(), Options{Dir: dir, APIServerArgs: []string{"--no-such-flag"}, dieWithParent: true})
 	if err == nil {
 		Down(context.Background(), dir)

@@ -18,7 +18,7 @@ import (
 func TestE2EEtcdRefusesClientsWithoutItsCertificate(t *testing.T) {
 	requireBinaries(t)
 	t.Parallel()
-	cp := upForTest(t, t.TempDir(), Options{})
+	cp := upForTest(t, privateTempDir(t), Options{})
 	st := cp.State()
 	etcd, ok := st.Component(Etcd)
 	if !ok {

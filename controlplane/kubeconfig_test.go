@@ -13,7 +13,7 @@ import (
 )
 
 func TestWriteKubeconfig(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	p, _, err := ensurePKI(dir, false)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestWriteKubeconfig(t *testing.T) {
 }
 
 func TestReadCredentialsMissingFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	_, err := readCredentials("https://x", filepath.Join(dir, "ca.crt"), "a", "b", "someone")
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("someone")) {
 		t.Errorf("error = %v, want one naming the user", err)
@@ -76,7 +76,7 @@ func TestReadCredentialsMissingFile(t *testing.T) {
 // A hollow kubelet's kubeconfig authenticates as that node, in system:nodes, with a certificate the
 // control plane's CA signed.
 func TestWriteNodeKubeconfig(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	p, _, err := ensurePKI(dir, false)
 	if err != nil {
 		t.Fatal(err)

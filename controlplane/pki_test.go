@@ -13,7 +13,7 @@ import (
 )
 
 func TestEnsurePKI(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	p, ca, err := ensurePKI(dir, false)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestEnsurePKI(t *testing.T) {
 }
 
 func TestEnsurePKIReuse(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	first, _, err := ensurePKI(dir, false)
 	if err != nil {
 		t.Fatal(err)

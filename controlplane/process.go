@@ -30,7 +30,7 @@ type process struct {
 // /dev/null and stdout and stderr appended to logPath. It outlives this process unless dieWithParent
 // is set, which tests use so that a killed `go test` does not leave components behind.
 func startDetached(args []string, logPath string, dieWithParent bool) (*process, error) {
-	log, err := openNoFollow(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	log, err := openNoFollow(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open log for %s: %w", filepath.Base(args[0]), err)
 	}

@@ -148,7 +148,7 @@ func TestProcfsZombieIsGone(t *testing.T) {
 }
 
 func TestLogTail(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	var b strings.Builder
 	for i := 1; i <= 30; i++ {
 		fmt.Fprintf(&b, "line %d\n", i)

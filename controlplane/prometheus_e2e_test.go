@@ -57,7 +57,7 @@ func TestE2EPrometheus(t *testing.T) {
 	requireBinaries(t)
 	requirePrometheus(t)
 	t.Parallel()
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	// Nothing listens on port 1: the fakelet job is down, and everything else must be up.
 	popts := &PrometheusOptions{FakeletTargets: []string{"127.0.0.1:1"}}
 	cp := upForTest(t, dir, Options{Prometheus: popts})
@@ -132,7 +132,7 @@ func TestE2EPrometheus(t *testing.T) {
 
 func TestE2EUpWithoutPrometheusBinary(t *testing.T) {
 	requireBinaries(t)
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	_, err := Up(t.Context(), Options{Dir: dir, Prometheus: &PrometheusOptions{Binary: filepath.Join(dir, "no-prometheus")}, dieWithParent: true})
 	if err == nil {
 		Down(context.Background(), dir)

@@ -77,7 +77,7 @@ func TestFindPrometheusSaysHowToInstall(t *testing.T) {
 }
 
 func TestWritePrometheusConfigFromState(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	pki := pkiPaths(dir)
 	if err := os.MkdirAll(filepath.Dir(pki.CACert), 0o700); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // TestKillAndStartComponent plays the apiserver with the helper component: killed, it stops answering;
 // started again, it answers on the same port from a new pid, and the state records that pid.
 func TestKillAndStartComponent(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	if _, _, err := ensurePKI(dir, false); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestKillAndStartComponent(t *testing.T) {
 }
 
 func TestRestartComponentNamesWhatIsWrong(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	if err := KillComponent(t.Context(), dir, "kube-proxy"); err == nil || !strings.Contains(err.Error(), `no component "kube-proxy"`) {
 		t.Errorf("unknown component: %v", err)
 	}

@@ -51,7 +51,7 @@ func TestStartComponentRetriesOnPortInUse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := privateTempDir(t)
 			var progress bytes.Buffer
 			s := &starter{
 				ctx: context.Background(), dir: dir, progress: &progress, state: &State{},

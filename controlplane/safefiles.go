@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// checkDir refuses a control plane directory that another user could tamper with: one that is a
-// symbolic link, not a directory, owned by another user, or writable by group or others. It holds
+// checkDir refuses a control plane directory that another user could tamper with or read: one that
+// is a symbolic link, not a directory, owned by another user, or open to group or others. It holds
 // the CA key, the system:masters kubeconfig and the pids that down signals; on a shared host,
 // whoever may write it could swap a certificate or plant a symbolic link where fakelet writes.
 func checkDir(dir string) error {
@@ -27,8 +27,14 @@ func checkDir(dir string) error {
 		return fmt.Errorf("control plane directory %s is owned by uid %d, not by this user (uid %d): use a directory of your own (--dir, --controlplane-dir)",
 			dir, st.Uid, os.Getuid())
 	}
-	if perm := info.Mode().Perm(); perm&0o022 != 0 {
+	perm := info.Mode().Perm()
+	if perm&0o022 != 0 {
 		return fmt.Errorf("control plane directory %s is writable by group or others (mode %04o): chmod 700 %s", dir, perm, dir)
+	}
+	// Read or search alone is enough to read the components' logs and the audit log of node
+	// requests by name, which hold node names, tokens' audiences and what the fleet did.
+	if perm&0o077 != 0 {
+		return fmt.Errorf("control plane directory %s is open to group or others (mode %04o): chmod 700 %s", dir, perm, dir)
 	}
 	return nil
 }

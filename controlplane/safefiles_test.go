@@ -9,7 +9,7 @@ import (
 )
 
 // TestControlPlaneDirOfAnotherIsRefused: Up, Attach, Status and Down refuse a directory that is
-// writable by group or others, a symbolic link, or owned by another user, each saying which and
+// writable, readable or searchable by group or others, a symbolic link, or owned by another user, each saying which and
 // before anything is started, signalled or written there.
 func TestControlPlaneDirOfAnotherIsRefused(t *testing.T) {
 	root := t.TempDir()
@@ -20,6 +20,18 @@ func TestControlPlaneDirOfAnotherIsRefused(t *testing.T) {
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	// Readable, or only searchable: either way the logs, the audit log and the certificates in it can
+	// be read by name.
+	readable := filepath.Join(root, "readable")
+	searchable := filepath.Join(root, "searchable")
+	for dir, mode := range map[string]os.FileMode{readable: 0o755, searchable: 0o701} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
 	link := filepath.Join(root, "link")
 	private := filepath.Join(root, "private")
 	if err := os.Mkdir(private, 0o700); err != nil {
@@ -28,7 +40,8 @@ func TestControlPlaneDirOfAnotherIsRefused(t *testing.T) {
 	if err := os.Symlink(private, link); err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]string{open: "is writable by group or others (mode 0777): chmod 700", link: "is a symbolic link"}
+	cases := map[string]string{open: "is writable by group or others (mode 0777): chmod 700", link: "is a symbolic link",
+		readable: "is open to group or others (mode 0755): chmod 700", searchable: "is open to group or others (mode 0701): chmod 700"}
 	if os.Getuid() == 0 {
 		other := filepath.Join(root, "other")
 		if err := os.Mkdir(other, 0o700); err != nil {
@@ -60,7 +73,7 @@ func TestControlPlaneDirOfAnotherIsRefused(t *testing.T) {
 // TestWritesDoNotFollowSymlinks: a symbolic link planted where the control plane writes its lock,
 // a key, a kubeconfig or a log is refused, and the file it points to is left as it was.
 func TestWritesDoNotFollowSymlinks(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	target := filepath.Join(t.TempDir(), "target")
 	if err := os.WriteFile(target, []byte("theirs"), 0o644); err != nil {
 		t.Fatal(err)
@@ -93,4 +106,15 @@ func TestWritesDoNotFollowSymlinks(t *testing.T) {
 			t.Fatalf("%s wrote through the symbolic link: %q", what, b)
 		}
 	}
+}
+
+// privateTempDir is t.TempDir() as checkDir accepts it: open to no one else (t.TempDir follows the
+// umask).
+func privateTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -24,7 +24,7 @@ func testState() *State {
 }
 
 func TestStateRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	want := testState()
 	if err := writeState(dir, want); err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestStateRoundTrip(t *testing.T) {
 }
 
 func TestReadStateCorrupt(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	if err := os.WriteFile(statePath(dir), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}

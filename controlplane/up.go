@@ -147,6 +147,10 @@ func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err == nil && opts.UntilLastUser {
 		cp.userFile, err = addUser(dir, procfs{})
 	}
+	if err == nil && opts.UntilLastUser && !opts.dieWithParent {
+		// Tests' components die with them: no user outlives them for a watchdog to wait on.
+		err = startWatchdog(dir)
+	}
 	if err != nil {
 		// Stop with a fresh context: ctx may be what ended the start.
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*stopGracePeriod)

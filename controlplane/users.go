@@ -15,8 +15,10 @@ import (
 // Join, each recorded by a file DIR/users/<pid>-<start time>-<random> until it leaves. A control
 // plane that a run started is stopped by the Leave of its last user, so a run that started it does
 // not stop it under another run still attached; one started by `fakelet controlplane up` is left up.
-// A user that died without leaving is pruned when its process is found gone (or its pid reused),
-// so a crash never keeps a control plane up for ever.
+// A user that died without leaving is pruned when its process is found gone (or its pid reused):
+// by a later Join or Leave, and by the watchdog Up starts beside a control plane it started for runs
+// (watchdog.go), which stops it within watchdogEvery once no user is alive, so a crashed run's
+// control plane does not wait for another run to come and go.
 
 func usersDir(dir string) string { return filepath.Join(dir, "users") }
 

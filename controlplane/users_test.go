@@ -13,7 +13,7 @@ import (
 // TestUsersOfGoneProcessesArePruned: a user whose process is gone, or whose pid now runs another
 // process (another start time), or whose file is not a user's, is removed; live ones stay.
 func TestUsersOfGoneProcessesArePruned(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	first, err := addUser(dir, procfs{})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestLeaveStopsOnlyWithTheLastUser(t *testing.T) {
 	ctx := context.Background()
 	for _, untilLastUser := range []bool{true, false} {
 		t.Run(fmt.Sprint("UntilLastUser=", untilLastUser), func(t *testing.T) {
-			dir := t.TempDir()
+			dir := privateTempDir(t)
 			st := testState()
 			st.UntilLastUser = untilLastUser
 			for i := range st.Components {

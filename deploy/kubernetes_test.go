@@ -194,7 +194,9 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 		return out
 	}
 	base, ref := roles(readObjects(t, "kubernetes/base/rbac.yaml")), roles(readObjects(t, "rbac/fakelet.yaml"))
-	if len(base) != 4 || len(base) != len(ref) {
+	// fakelet's ClusterRole and Roles in kube-node-lease and fakelet, and KubeletRBAC's three roles
+	// for the 1000 nodes.
+	if len(base) != 6 || len(base) != len(ref) {
 		t.Fatalf("roles %v, want deploy/rbac's %v", keys(base), keys(ref))
 	}
 	for k, want := range ref {
@@ -315,8 +317,9 @@ func TestKustomizations(t *testing.T) {
 	for _, tc := range []struct {
 		overlay      string
 		shards       int
-		clusterRoles int // fakelet's and those of KubeletRBAC
-	}{{"small", 1, 2}, {"large", 10, 12}} {
+		clusterRoles int // fakelet's and those of KubeletRBAC, two a chunk
+		roles        int // fakelet's two and KubeletRBAC's, one a chunk
+	}{{"small", 1, 3, 3}, {"large", 10, 23, 13}} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := decodeObjects(t, kustomize(t, filepath.Join("kubernetes", "overlays", tc.overlay)))
 			kinds := map[string]int{}
@@ -334,7 +337,11 @@ func TestKustomizations(t *testing.T) {
 						}
 					}
 				case "Role", "RoleBinding":
-					if want := map[string]string{"fakelet": "kube-node-lease", "fakelet-start": lockstep.DefaultNamespace}[o.Metadata.Name]; o.Metadata.Namespace != want {
+					want := map[string]string{"fakelet": "kube-node-lease", "fakelet-start": lockstep.DefaultNamespace}[o.Metadata.Name]
+					if strings.HasPrefix(o.Metadata.Name, "fakelet-leases-") {
+						want = "kube-node-lease"
+					}
+					if o.Metadata.Namespace != want {
 						t.Errorf("%s %s in namespace %q, want %q", o.Kind, o.Metadata.Name, o.Metadata.Namespace, want)
 					}
 				case "StatefulSet":
@@ -392,7 +399,7 @@ func TestKustomizations(t *testing.T) {
 				t.Errorf("%d users may be impersonated, want exactly the %d kubelets of the fleet", len(got), len(wantUsers))
 			}
 			for k, n := range map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": tc.clusterRoles, "ClusterRoleBinding": tc.clusterRoles,
-				"Role": 2, "RoleBinding": 2, "Service": 1, "StatefulSet": 1} {
+				"Role": tc.roles, "RoleBinding": tc.roles, "Service": 1, "StatefulSet": 1, "NetworkPolicy": 1} {
 				if kinds[k] != n {
 					t.Errorf("%d %s objects, want %d", kinds[k], k, n)
 				}

@@ -1,31 +1,69 @@
 package deploy
 
 import (
+	"bytes"
+	"os"
 	"testing"
 
 	"fakelet.dev/fakelet/fleet"
 )
 
-// TestPodsRBAC: the pods component is deploy/rbac/pods.yaml, and its Role grants, in the namespace of
-// the fleet's pods, what a run with pods asks for beyond RunPermissions (fleet.PodPermissions).
+// TestPodsRBAC: the pods component is deploy/rbac/pods.yaml; it creates the pods' own namespace and
+// grants, there (and the get of that one namespace), what a run with pods asks for beyond
+// RunPermissions (fleet.PodPermissions), and nothing else: no pod of any other namespace.
 func TestPodsRBAC(t *testing.T) {
-	component, ref := readObjects(t, "kubernetes/components/pods/rbac.yaml"), readObjects(t, "rbac/pods.yaml")
-	if len(component) != 2 || len(ref) != 2 || !equalRules(component[0], ref[0]) {
-		t.Fatalf("components/pods/rbac.yaml %+v, want deploy/rbac/pods.yaml's %+v", component, ref)
+	component, err := os.ReadFile("kubernetes/components/pods/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	role := component[0]
-	if role.Kind != "Role" || role.Metadata.Namespace != fleet.PodNamespace {
-		t.Fatalf("%s in namespace %q, want a Role in %q", role.Kind, role.Metadata.Namespace, fleet.PodNamespace)
+	ref, err := os.ReadFile("rbac/pods.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
+	if !bytes.Equal(component, ref) {
+		t.Fatal("components/pods/rbac.yaml is not deploy/rbac/pods.yaml")
+	}
+	var namespace bool
+	var roles []object
+	for _, o := range readObjects(t, "rbac/pods.yaml") {
+		switch o.Kind {
+		case "Namespace":
+			namespace = namespace || o.Metadata.Name == fleet.PodNamespace
+		case "Role", "ClusterRole":
+			roles = append(roles, o)
+			if o.Kind == "Role" && o.Metadata.Namespace != fleet.PodNamespace {
+				t.Errorf("Role %s in namespace %q, want %q", o.Metadata.Name, o.Metadata.Namespace, fleet.PodNamespace)
+			}
+		}
+	}
+	if !namespace {
+		t.Errorf("deploy/rbac/pods.yaml does not create namespace %s", fleet.PodNamespace)
+	}
+	used := map[string]bool{}
 	for _, p := range fleet.PodPermissions() {
-		if p.Namespace != fleet.PodNamespace {
-			t.Errorf("permission %+v outside the pods' namespace", p)
+		if p.Namespace != fleet.PodNamespace && !(p.Resource == "namespaces" && p.Name == fleet.PodNamespace) {
+			t.Errorf("permission %s outside the pods' namespace", p)
 		}
-		if !grants(role, p) {
-			t.Errorf("no rule grants %s %s (%s)", p.Verb, p.Resource, p.For)
+		granted := false
+		for _, r := range roles {
+			if (r.Kind == "ClusterRole") == (p.Namespace == "") && grants(r, p) {
+				granted = true
+			}
 		}
+		if !granted {
+			t.Errorf("no rule grants %s (%s)", p, p.For)
+		}
+		used[p.Resource+"/"+p.Verb] = true
 	}
-	if n := len(role.Rules[0].Verbs); len(role.Rules) != 1 || n != len(fleet.PodPermissions()) {
-		t.Errorf("the pods' Role grants %+v, want exactly fleet.PodPermissions", role.Rules)
+	for _, r := range roles {
+		for _, rule := range r.Rules {
+			for _, res := range rule.Resources {
+				for _, v := range rule.Verbs {
+					if !used[res+"/"+v] {
+						t.Errorf("%s %s grants %s %s, which fakelet never asks for", r.Kind, r.Metadata.Name, v, res)
+					}
+				}
+			}
+		}
 	}
 }

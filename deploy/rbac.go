@@ -15,33 +15,88 @@ import (
 // deploy/kubernetes/base/rbac.yaml are RBAC(w, "fakelet", 1000); `fakelet rbac` prints it for other
 // fleets.
 func RBAC(w io.Writer, prefix string, nodes int) error {
+	if err := checkFleet(prefix, 0, nodes); err != nil {
+		return err
+	}
 	if _, err := io.WriteString(w, rbacBase); err != nil {
 		return err
 	}
 	return KubeletRBAC(w, prefix, 0, nodes)
 }
 
+// FleetIdentityRBAC writes deploy/rbac/fleet-identity.yaml for the same fleet: what the agents send
+// with --identity=fleet (fleetIdentityBase), and the patches of their Nodes' status and the renewals
+// of their Leases for those names only. deploy/rbac/fleet-identity.yaml is
+// FleetIdentityRBAC(w, "fakelet", 1000); `fakelet rbac --identity fleet` prints it for other fleets.
+func FleetIdentityRBAC(w io.Writer, prefix string, nodes int) error {
+	if err := checkFleet(prefix, 0, nodes); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, fleetIdentityBase); err != nil {
+		return err
+	}
+	return byName(w, prefix, 0, nodes, fleetIdentityChunk)
+}
+
 // KubeletChunk is how many user names one ClusterRole of KubeletRBAC holds: about 150 KB of YAML,
-// within the 256 KB that `kubectl apply` can copy into its last-applied annotation.
+// within the 256 KB that `kubectl apply` can copy into its last-applied annotation. The names of
+// Nodes and Leases of the same nodes are in roles of their own, for the same reason.
 const KubeletChunk = 5000
 
-// KubeletRBAC writes the ClusterRoles, bound to the ServiceAccount fakelet/fakelet, that allow the
+// KubeletRBAC writes the roles, bound to the ServiceAccount fakelet/fakelet, that allow the
 // impersonation of the users system:node:<name> for the nodes first to first+nodes-1 named with
-// prefix, and of no other user. RBAC has no prefix match for resource names, so each name is listed;
-// a ClusterRole holds KubeletChunk of them and is named for its first and last node, so that the
-// roles of two fleets, or of two sizes of one fleet, apply side by side.
+// prefix, and of no other user, and the deletion of those nodes' Nodes and their Leases in
+// kube-node-lease, and of no other Node or Lease. RBAC has no prefix match for resource names, so
+// each name is listed; a role holds KubeletChunk of them and is named for its first and last node,
+// so that the roles of two fleets, or of two sizes of one fleet, apply side by side.
 func KubeletRBAC(w io.Writer, prefix string, first, nodes int) error {
+	if err := checkFleet(prefix, first, nodes); err != nil {
+		return err
+	}
+	return byName(w, prefix, first, nodes, kubeletChunk)
+}
+
+// checkFleet refuses a fleet whose names RBAC cannot list.
+func checkFleet(prefix string, first, nodes int) error {
 	if nodes <= 0 || first < 0 {
 		return fmt.Errorf("kubelet RBAC for %d nodes from node %d: want one node or more, numbered from 0", nodes, first)
 	}
 	if errs := validation.IsDNS1123Label(prefix); len(errs) > 0 {
 		return fmt.Errorf("kubelet RBAC: name prefix %q: %s", prefix, strings.Join(errs, "; "))
 	}
+	return nil
+}
+
+// byName writes chunk for the nodes first to first+nodes-1, KubeletChunk at a time.
+func byName(w io.Writer, prefix string, first, nodes int, chunk func(b *strings.Builder, prefix string, lo, hi int)) error {
 	for lo := first; lo < first+nodes; lo += KubeletChunk {
 		hi := min(lo+KubeletChunk, first+nodes) - 1
-		name := "fakelet-kubelets-" + fleet.NodeName(prefix, lo) + strings.TrimPrefix(fleet.NodeName(prefix, hi), prefix)
 		var b strings.Builder
-		fmt.Fprintf(&b, `---
+		chunk(&b, prefix, lo, hi)
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkName names the roles of kind for the nodes lo to hi: fakelet-KIND-PREFIX-LO-HI.
+func chunkName(kind, prefix string, lo, hi int) string {
+	return "fakelet-" + kind + "-" + fleet.NodeName(prefix, lo) + strings.TrimPrefix(fleet.NodeName(prefix, hi), prefix)
+}
+
+// names writes one resourceNames item a line for the nodes lo to hi, each with namePrefix.
+func names(b *strings.Builder, namePrefix, prefix string, lo, hi int) {
+	for i := lo; i <= hi; i++ {
+		b.WriteString("  - " + namePrefix + fleet.NodeName(prefix, i) + "\n")
+	}
+}
+
+// kubeletChunk writes KubeletRBAC's roles for the nodes lo to hi.
+func kubeletChunk(b *strings.Builder, prefix string, lo, hi int) {
+	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
+	name := chunkName("kubelets", prefix, lo, hi)
+	fmt.Fprintf(b, `---
 # Impersonation of the kubelets of nodes %s to %s, and of no other user.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -52,11 +107,80 @@ rules:
   resources: ["users"]
   verbs: ["impersonate"]
   resourceNames:
-`, fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi), name)
-		for i := lo; i <= hi; i++ {
-			b.WriteString("  - system:node:" + fleet.NodeName(prefix, i) + "\n")
-		}
-		fmt.Fprintf(&b, `---
+`, from, to, name)
+	names(b, "system:node:", prefix, lo, hi)
+	clusterRoleBinding(b, name)
+	name = chunkName("nodes", prefix, lo, hi)
+	fmt.Fprintf(b, `---
+# The cleanup and churn delete the Nodes %s to %s, and no other Node.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: %s
+rules:
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["delete"]
+  resourceNames:
+`, from, to, name)
+	names(b, "", prefix, lo, hi)
+	clusterRoleBinding(b, name)
+	name = chunkName("leases", prefix, lo, hi)
+	fmt.Fprintf(b, `---
+# ... and the Leases of those nodes, named as the nodes, and no other Lease.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: %s
+  namespace: kube-node-lease
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["delete"]
+  resourceNames:
+`, name)
+	names(b, "", prefix, lo, hi)
+	roleBinding(b, name, "kube-node-lease")
+}
+
+// fleetIdentityChunk writes FleetIdentityRBAC's roles for the nodes lo to hi.
+func fleetIdentityChunk(b *strings.Builder, prefix string, lo, hi int) {
+	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
+	name := chunkName("fleet-identity-nodes", prefix, lo, hi)
+	fmt.Fprintf(b, `---
+# The kubelets of nodes %s to %s patch their Nodes' status, and no other Node's.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: %s
+rules:
+- apiGroups: [""]
+  resources: ["nodes/status"]
+  verbs: ["patch"]
+  resourceNames:
+`, from, to, name)
+	names(b, "", prefix, lo, hi)
+	clusterRoleBinding(b, name)
+	name = chunkName("fleet-identity-leases", prefix, lo, hi)
+	fmt.Fprintf(b, `---
+# ... and renew their Leases, and no other Lease.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: %s
+  namespace: kube-node-lease
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["update"]
+  resourceNames:
+`, name)
+	names(b, "", prefix, lo, hi)
+	roleBinding(b, name, "kube-node-lease")
+}
+
+func clusterRoleBinding(b *strings.Builder, name string) {
+	fmt.Fprintf(b, `---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
@@ -70,11 +194,24 @@ subjects:
   name: fakelet
   namespace: fakelet
 `, name, name)
-		if _, err := io.WriteString(w, b.String()); err != nil {
-			return err
-		}
-	}
-	return nil
+}
+
+func roleBinding(b *strings.Builder, name, namespace string) {
+	fmt.Fprintf(b, `---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: %s
+  namespace: %s
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: %s
+subjects:
+- kind: ServiceAccount
+  name: fakelet
+  namespace: fakelet
+`, name, namespace, name)
 }
 
 // rbacBase is what every fleet's credential needs whatever its names, bound to the ServiceAccount
@@ -82,9 +219,11 @@ subjects:
 const rbacBase = `# RBAC for running fakelet against a cluster (kind, kwokctl, or any other), bound to the ServiceAccount
 # fakelet/fakelet; to bind a user instead, change the subjects. Least privilege for
 # ` + "`fakelet run --identity=node`" + ` (the default), the rules fleet.RunPermissions checks: the fleet's own
-# credential lists and watches Nodes, gets them for churn and deletes its own at cleanup; it gets,
-# lists and deletes Leases in kube-node-lease only, and creates, reads and deletes the shards' start
-# Lease in namespace fakelet (--start-at auto). Pods are not granted here (deploy/rbac/pods.yaml).
+# credential lists, watches and gets Nodes and Leases in kube-node-lease (reads, of any name: the
+# checks before a run, the shared watch, churn), deletes its own Nodes and their Leases and no others
+# (cleanup and churn, by name in the fakelet-nodes-* and fakelet-leases-* roles at the end), and
+# creates, reads and deletes the shards' start Lease in namespace fakelet (--start-at auto). Pods are
+# not granted here (deploy/rbac/pods.yaml).
 #
 # Every kubelet request is impersonated as system:node:<name> in group system:nodes, so the Node
 # authorizer and NodeRestriction admission decide what each fake kubelet may do, exactly as for real
@@ -111,7 +250,7 @@ metadata:
 rules:
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["get", "list", "watch", "delete"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: [""]
   resources: ["groups"]
   verbs: ["impersonate"]
@@ -139,7 +278,7 @@ metadata:
 rules:
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  verbs: ["get", "list", "delete"]
+  verbs: ["get", "list"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

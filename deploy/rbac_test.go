@@ -12,12 +12,16 @@ import (
 
 var updateRBAC = flag.Bool("update-rbac", false, "rewrite the generated RBAC files (deploy/rbac.go)")
 
-// The files RBAC and KubeletRBAC generate: deploy/rbac/fakelet.yaml and the StatefulSet's copy for
-// its 1000 nodes, and the large overlay's kubelets for its 50,000.
+// The files RBAC, FleetIdentityRBAC and KubeletRBAC generate: deploy/rbac/fakelet.yaml and the
+// StatefulSet's copy for its 1000 nodes, deploy/rbac/fleet-identity.yaml, and the large overlay's
+// kubelets for its 50,000.
 func generatedRBAC(t *testing.T) map[string][]byte {
 	t.Helper()
-	var small, large bytes.Buffer
+	var small, large, fleetIdentity bytes.Buffer
 	if err := RBAC(&small, fleet.DefaultNamePrefix, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := FleetIdentityRBAC(&fleetIdentity, fleet.DefaultNamePrefix, 1000); err != nil {
 		t.Fatal(err)
 	}
 	if err := KubeletRBAC(&large, fleet.DefaultNamePrefix, 0, 50000); err != nil {
@@ -25,6 +29,7 @@ func generatedRBAC(t *testing.T) map[string][]byte {
 	}
 	return map[string][]byte{
 		"rbac/fakelet.yaml":                       small.Bytes(),
+		"rbac/fleet-identity.yaml":                fleetIdentity.Bytes(),
 		"kubernetes/base/rbac.yaml":               small.Bytes(),
 		"kubernetes/overlays/large/kubelets.yaml": large.Bytes(),
 	}

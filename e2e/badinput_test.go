@@ -90,8 +90,9 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 		err = runOnce(t, fleet.Config{Nodes: 3, Fleet: "nobody", NamePrefix: "nobody"}, cfg)
 		t.Log(err)
 		for _, want := range []string{
-			"user fakelet-e2e-nobody may not do what fakelet needs; missing 10 permission(s)",
-			"list nodes (check that the fleet's names are free)", "watch nodes", "delete nodes (cleanup)",
+			"user fakelet-e2e-nobody may not do what fakelet needs; missing 12 permission(s)",
+			"list nodes (check that the fleet's names are free)", "watch nodes", "delete nodes nobody-00000 (cleanup)",
+			"delete nodes nobody-00002 (cleanup)", "delete leases.coordination.k8s.io nobody-00002 in kube-node-lease (cleanup)",
 			"list leases.coordination.k8s.io in kube-node-lease (cleanup)", "impersonate users system:node:nobody-00000", "impersonate users system:node:nobody-00002",
 			"impersonate groups system:nodes", "Nothing was written", "deploy/rbac/fakelet.yaml",
 		} {
@@ -111,8 +112,10 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 		}
 		err = runOnce(t, fleet.Config{Nodes: 3, Fleet: "readonly", NamePrefix: "readonly"}, cfg)
 		t.Log(err)
-		if err == nil || !strings.Contains(err.Error(), "missing 7 permission(s): delete nodes") {
-			t.Fatalf("error %v, want the 7 missing permissions starting with delete nodes", err)
+		// The Leases' get and list, the first and last node's Node and Lease deletions, their
+		// kubelets and the group.
+		if err == nil || !strings.Contains(err.Error(), "missing 9 permission(s): get leases.coordination.k8s.io in kube-node-lease") {
+			t.Fatalf("error %v, want the 9 missing permissions starting with get leases", err)
 		}
 		if strings.Contains(err.Error(), "list nodes") || strings.Contains(err.Error(), "watch nodes") {
 			t.Errorf("the error names permissions the credential has")
@@ -136,8 +139,10 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 		t.Log(err)
 		// What the kubelet footprint, the default, sends beside the Node and Lease requests of the
 		// heartbeat footprint: watches, CSINodes and Events (agent.Requests).
-		for _, want := range []string{"user system:serviceaccount:fakelet:fakelet may not", "missing 13 permission(s)",
-			"create nodes (kubelets register their Nodes)", "patch nodes/status", "create leases", "update leases",
+		// The status patches and renewals are granted by name: checked for the first and last node.
+		for _, want := range []string{"user system:serviceaccount:fakelet:fakelet may not", "missing 15 permission(s)",
+			"create nodes (kubelets register their Nodes)", "patch nodes/status rbacfleet-00000", "patch nodes/status rbacfleet-00002",
+			"create leases", "update leases.coordination.k8s.io rbacfleet-00002 in kube-node-lease",
 			"watch services", "watch pods (kubelets watch their pods)", "watch podcertificaterequests.certificates.k8s.io",
 			"create csinodes.storage.k8s.io", "create events in default", "patch events in default"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
@@ -150,7 +155,7 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 	t.Run("deploy/rbac/fleet-identity.yaml is enough for --identity=fleet", func(t *testing.T) {
 		// A ServiceAccount of its own, so that the grant does not reach the tests that expect the
 		// refusal above.
-		cfg := rbacFilesFor(t, cp, "fleetid", "fakelet.yaml", "fleet-identity.yaml")
+		cfg := rbacFor(t, cp, "fleetid", generated(t, deploy.RBAC, "fleetid", 3), generated(t, deploy.FleetIdentityRBAC, "fleetid", 3))
 		const nodes = 3
 		rf := runFleet(t, cfg, fleet.Config{Nodes: nodes, Fleet: "fleetid", NamePrefix: "fleetid", Identity: fleet.IdentityFleet, Template: smallNodes})
 		rf.waitReady(t, nodes, 60*time.Second)
@@ -184,10 +189,31 @@ func TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite(t *testing.T) {
 	})
 }
 
-// rbacFilesFor applies the roles of deploy/rbac's files to the ServiceAccount fakelet/sa instead of
-// fakelet/fakelet, each role and binding named NAME-sa, and returns a client configuration with a
-// token of that ServiceAccount once the apiserver's authorizer applies them.
-func rbacFilesFor(t *testing.T, cp *controlplane.ControlPlane, sa string, files ...string) *rest.Config {
+// generated is what write (deploy.RBAC, deploy.FleetIdentityRBAC) writes for a fleet of nodes named
+// with prefix, as `fakelet rbac` prints it.
+func generated(t *testing.T, write func(io.Writer, string, int) error, prefix string, nodes int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b, prefix, nodes); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// rbacFile is deploy/rbac/name.
+func rbacFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../deploy/rbac/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// rbacFor applies the namespaces and roles of files (deploy/rbac's YAML) to the ServiceAccount
+// fakelet/sa instead of fakelet/fakelet, each role and binding named NAME-sa, and returns a client
+// configuration with a token of that ServiceAccount once the apiserver's authorizer applies them.
+func rbacFor(t *testing.T, cp *controlplane.ControlPlane, sa string, files ...[]byte) *rest.Config {
 	t.Helper()
 	c := admin(t, cp)
 	ctx := context.Background()
@@ -198,11 +224,8 @@ func rbacFilesFor(t *testing.T, cp *controlplane.ControlPlane, sa string, files 
 		t.Fatal(err)
 	}
 	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "fakelet"}}
-	for _, f := range files {
-		b, err := os.ReadFile("../deploy/rbac/" + f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	var last authorizationv1.ResourceAttributes // of the last role created, to wait for
+	for f, b := range files {
 		docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 		for {
 			doc, err := docs.Read()
@@ -217,11 +240,14 @@ func rbacFilesFor(t *testing.T, cp *controlplane.ControlPlane, sa string, files 
 			}
 			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
 			if err != nil {
-				t.Fatalf("decode deploy/rbac/%s: %v", f, err)
+				t.Fatalf("decode RBAC file %d: %v", f, err)
 			}
 			switch o := obj.(type) {
+			case *corev1.Namespace:
+				createNamespace(t, c, o.Name)
 			case *rbacv1.ClusterRole:
 				o.Name += "-" + sa
+				last = firstGrant(o.Rules, "")
 				_, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
 			case *rbacv1.ClusterRoleBinding:
 				o.Name += "-" + sa
@@ -230,6 +256,7 @@ func rbacFilesFor(t *testing.T, cp *controlplane.ControlPlane, sa string, files 
 				_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
 			case *rbacv1.Role:
 				o.Name += "-" + sa
+				last = firstGrant(o.Rules, o.Namespace)
 				_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 			case *rbacv1.RoleBinding:
 				o.Name += "-" + sa
@@ -245,8 +272,7 @@ func rbacFilesFor(t *testing.T, cp *controlplane.ControlPlane, sa string, files 
 	user := "system:serviceaccount:fakelet:" + sa
 	eventually(t, 30*time.Second, "RBAC for "+user+" applied", func() (bool, error) {
 		r, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: user, Groups: []string{"system:serviceaccounts"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "events", Namespace: metav1.NamespaceDefault},
+			User: user, Groups: []string{"system:serviceaccounts"}, ResourceAttributes: &last,
 		}}, metav1.CreateOptions{})
 		return err == nil && r.Status.Allowed, nil
 	})
@@ -260,6 +286,35 @@ func rbacFilesFor(t *testing.T, cp *controlplane.ControlPlane, sa string, files 
 	cfg.CertData, cfg.KeyData = nil, nil
 	cfg.BearerToken = tr.Status.Token
 	return cfg
+}
+
+// firstGrant is what the first of rules grants, in namespace.
+func firstGrant(rules []rbacv1.PolicyRule, namespace string) authorizationv1.ResourceAttributes {
+	r := rules[0]
+	a := authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Namespace: namespace}
+	a.Resource, a.Subresource, _ = strings.Cut(r.Resources[0], "/")
+	if len(r.ResourceNames) > 0 {
+		a.Name = r.ResourceNames[0]
+	}
+	return a
+}
+
+// createNamespace creates namespace name unless it exists; one still being deleted (a fleet's
+// cleanup deletes the pods' namespace it created) is waited for and created again.
+func createNamespace(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, 2*time.Minute, "namespace "+name+" created", func() (bool, error) {
+		_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			return err == nil, err
+		}
+		ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && ns.DeletionTimestamp == nil, err
+	})
 }
 
 // grant binds a ClusterRole with rule to user and waits until the apiserver's authorizer applies it.
@@ -300,7 +355,7 @@ var (
 var serviceAccountFleets = []struct {
 	prefix string
 	nodes  int
-}{{"rbac", 3}, {"rbacpods", 2}, {"token", 3}}
+}{{"rbac", 3}, {"rbacpods", 2}, {"token", 3}, {"rbacfleet", 3}, {"pernode", 20}}
 
 // serviceAccountConfig applies deploy/rbac/fakelet.yaml, and the kubelets of serviceAccountFleets, to
 // the shared control plane (once) and returns a client configuration with a token of its
@@ -383,7 +438,7 @@ func applyFakeletRBAC(c kubernetes.Interface) (string, error) {
 	for {
 		allowed := true
 		for _, attrs := range []authorizationv1.ResourceAttributes{
-			{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace},
+			{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, Name: fleet.NodeName(last.prefix, last.nodes-1)},
 			{Verb: "impersonate", Resource: "users", Name: controlplane.NodeUser(fleet.NodeName(last.prefix, last.nodes-1))},
 		} {
 			r, rerr := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

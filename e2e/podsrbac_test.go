@@ -8,6 +8,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,8 @@ import (
 
 // TestPodsNeedDeployRBACPods: with deploy/rbac/fakelet.yaml alone a fleet with pods is refused before
 // it writes anything, naming the pod permissions; with deploy/rbac/pods.yaml as well it runs: its pods
-// are created, reported Ready by the fake kubelets as their nodes, and deleted at the end.
+// are created in the namespace pods.yaml creates, reported Ready by the fake kubelets as their nodes,
+// and deleted at the end; the namespace, which the fleet did not create, stays.
 func TestPodsNeedDeployRBACPods(t *testing.T) {
 	cp := controlPlane(t)
 	c := admin(t, cp)
@@ -29,8 +31,8 @@ func TestPodsNeedDeployRBACPods(t *testing.T) {
 
 	err := runOnce(t, cfg, sa)
 	t.Log(err)
-	for _, want := range []string{"missing 5 permission(s): create pods in default (the fleet creates its pods)", "watch pods in default",
-		"delete pods in default", "deploy/rbac/pods.yaml for pods"} {
+	for _, want := range []string{"missing 6 permission(s): get namespaces fakelet-pods (find the pods' namespace), create pods in fakelet-pods (the fleet creates its pods)",
+		"watch pods in fakelet-pods", "delete pods in fakelet-pods", "deploy/rbac/pods.yaml for pods"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q", want)
 		}
@@ -47,9 +49,12 @@ func TestPodsNeedDeployRBACPods(t *testing.T) {
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("%d pods left after the cleanup (%v)", len(pods.Items), err)
 	}
+	if ns, err := c.CoreV1().Namespaces().Get(context.Background(), fleet.PodNamespace, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("namespace %s of deploy/rbac/pods.yaml after the cleanup: %v, %v; want it left", fleet.PodNamespace, err, ns.DeletionTimestamp)
+	}
 }
 
-// applyPodsRBAC creates the Role and RoleBinding of deploy/rbac/pods.yaml and waits until they apply.
+// applyPodsRBAC creates the namespace and roles of deploy/rbac/pods.yaml and waits until they apply.
 func applyPodsRBAC(t *testing.T, c kubernetes.Interface) {
 	t.Helper()
 	ctx := context.Background()
@@ -63,6 +68,12 @@ func applyPodsRBAC(t *testing.T, c kubernetes.Interface) {
 			t.Fatalf("decode deploy/rbac/pods.yaml: %v", err)
 		}
 		switch o := obj.(type) {
+		case *corev1.Namespace:
+			createNamespace(t, c, o.Name)
+		case *rbacv1.ClusterRole:
+			_, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.Role:
 			_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.RoleBinding:

@@ -30,6 +30,9 @@ func (f *Fleet) Cleanup(ctx context.Context) error {
 	if d.Left.Count() > 0 {
 		return &LeftError{Fleet: f.cfg.Fleet, Left: d.Left}
 	}
+	if f.pods != nil {
+		return DeletePodNamespace(ctx, f.admin, f.cfg.Fleet)
+	}
 	return nil
 }
 

@@ -189,8 +189,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("pod toleration seconds must not be negative, got %d", *c.PodTolerationSeconds)
 	case !(c.PodQPS > 0) || math.IsInf(c.PodQPS, 1):
 		return fieldError("PodQPS", "pod QPS", "must be positive and finite, got %v", c.PodQPS)
-	case !(c.CleanupQPS > 0) || math.IsInf(c.CleanupQPS, 1):
-		return fieldError("CleanupQPS", "cleanup QPS", "must be positive and finite, got %v", c.CleanupQPS)
+	case CheckCleanupQPS(c.CleanupQPS) != nil:
+		return fieldError("CleanupQPS", "cleanup QPS", "%v", CheckCleanupQPS(c.CleanupQPS))
 	case len(c.RunID) > 63 || !dnsLabel.MatchString(c.RunID):
 		return fmt.Errorf("run ID %q must be a lower-case DNS label", c.RunID)
 	}

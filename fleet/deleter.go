@@ -116,10 +116,36 @@ func examples(names []string, n int) string {
 	return strings.Join(names[:n], ", ") + " and " + strconv.Itoa(len(names)-n) + " more"
 }
 
+// The range of a cleanup's rate (--cleanup-qps, Config.CleanupQPS). Below MinCleanupQPS, 10,000
+// nodes with their Leases would take more than two days: a typo, not a choice. Above MaxCleanupQPS
+// the rate is beyond what an apiserver answers, and the limiter's burst beyond what it should send at
+// once.
+const (
+	MinCleanupQPS = 0.1
+	MaxCleanupQPS = 10_000
+)
+
+// CheckCleanupQPS says why qps is no rate for a cleanup, or nil.
+func CheckCleanupQPS(qps float64) error {
+	if !(qps >= MinCleanupQPS && qps <= MaxCleanupQPS) {
+		return fmt.Errorf("must be between %v and %v deletions a second, got %v", MinCleanupQPS, MaxCleanupQPS, qps)
+	}
+	return nil
+}
+
+// maxCleanupDeadline is the longest deadline CleanupDeadline gives, the longest time.Duration: a
+// longer one would wrap negative and end the cleanup before its first deletion.
+const maxCleanupDeadline = time.Duration(math.MaxInt64)
+
 // CleanupDeadline is how long a cleanup of objects deletions at qps a second may take: twice the time
-// the rate itself needs, for a slow server, and a minute more for a small fleet.
+// the rate itself needs, for a slow server, and a minute more for a small fleet; maxCleanupDeadline at
+// most, so that a rate below MinCleanupQPS saturates instead of wrapping.
 func CleanupDeadline(objects int, qps float64) time.Duration {
-	return time.Minute + time.Duration(2*float64(objects)/qps*float64(time.Second))
+	d := float64(time.Minute) + 2*float64(objects)/qps*float64(time.Second)
+	if !(d < float64(maxCleanupDeadline)) { // also NaN, for qps 0 with no objects
+		return maxCleanupDeadline
+	}
+	return time.Duration(d)
 }
 
 // cleanupProgressEvery is how often a cleanup prints a progress line.

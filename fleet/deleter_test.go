@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -184,5 +185,18 @@ func TestCleanupDeadlineScalesWithTheFleet(t *testing.T) {
 	small, large := CleanupDeadline(10, 100), CleanupDeadline(20000, 100)
 	if small < time.Minute || large < 2*200*time.Second {
 		t.Errorf("deadlines %v for 10 objects and %v for 20,000 at 100/s: want at least a minute, and twice the 200 s the rate needs", small, large)
+	}
+}
+
+// TestCleanupDeadlineNeverWraps: the slowest rate the flags accept, on the largest fleet with its
+// pods, gives a deadline longer than the rate needs, not a negative one that ends the cleanup at once;
+// a rate below CheckCleanupQPS's bound (a caller other than the flags) saturates instead of wrapping.
+func TestCleanupDeadlineNeverWraps(t *testing.T) {
+	objects := MaxNodes * (2 + MaxPodsPerNode)
+	for _, qps := range []float64{MinCleanupQPS, 1e-9, math.SmallestNonzeroFloat64} {
+		d := CleanupDeadline(objects, qps)
+		if need := float64(objects) / qps; d <= 0 || d.Seconds() < min(need, maxCleanupDeadline.Seconds()) {
+			t.Errorf("CleanupDeadline(%d objects, %v/s) = %v, want at least the %v s the rate needs (at most %v)", objects, qps, d, need, maxCleanupDeadline)
+		}
 	}
 }

@@ -249,6 +249,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	go func() { f.sched.Run(runCtx); close(schedDone) }()
 	watchErr := f.nodes.start(runCtx)
 	if watchErr == nil && f.pods != nil {
+		watchErr = EnsurePodNamespace(runCtx, f.admin, f.cfg.Fleet, f.cfg.RunID)
+	}
+	if watchErr == nil && f.pods != nil {
 		watchErr = f.pods.start(runCtx, f.nodes.syncTimeout)
 	}
 	if watchErr == nil {

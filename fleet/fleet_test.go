@@ -235,7 +235,8 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{Config{Nodes: 4, ConnectionMode: ConnectionsPerNode, Connections: 2}, "Connections", "is one per node with per-node connections, got 2 shared ones too"},
 		{Config{Nodes: 1, Coalesce: 2 * time.Second}, "Coalesce", "must be between 0 and 1s, got 2s"},
 		{Config{Nodes: 1, RegisterQPS: math.NaN()}, "RegisterQPS", "must be positive and finite, got NaN"},
-		{Config{Nodes: 1, CleanupQPS: math.Inf(1)}, "CleanupQPS", "must be positive and finite, got +Inf"},
+		{Config{Nodes: 1, CleanupQPS: math.Inf(1)}, "CleanupQPS", "must be between 0.1 and 10000 deletions a second, got +Inf"},
+		{Config{Nodes: 1, CleanupQPS: 1e-12}, "CleanupQPS", "must be between 0.1 and 10000 deletions a second, got 1e-12"},
 		{Config{Nodes: 1, PodsPerNode: 1, PodQPS: -1}, "PodQPS", "must be positive and finite, got -1"},
 	} {
 		var fe *FieldError

@@ -40,15 +40,24 @@ func (p Permission) String() string {
 	return b.String()
 }
 
-// What the fleet's own credential does in every run: the checks, the shared watch, churn and cleanup.
+// What the fleet's own credential reads in every run, of any name: the checks, the shared watch,
+// churn and cleanup.
 var adminPermissions = []Permission{
 	{Verb: "list", Resource: "nodes", For: "check that the fleet's names are free"},
 	{Verb: "watch", Resource: "nodes", For: "the fleet's shared node watch"},
 	{Verb: "get", Resource: "nodes", For: "churn"},
-	{Verb: "delete", Resource: "nodes", For: "cleanup"},
 	{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "churn"},
 	{Verb: "list", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "cleanup"},
-	{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "cleanup"},
+}
+
+// ownPermissions is what the fleet's own credential does to node's Node and Lease, and to no other
+// Node or Lease: RBAC grants them by name (deploy/rbac.go), so they are checked for the run's first
+// and last node, as impersonation is.
+func ownPermissions(node string) []Permission {
+	return []Permission{
+		{Verb: "delete", Resource: "nodes", Name: node, For: "cleanup"},
+		{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, Name: node, For: "cleanup"},
+	}
 }
 
 // What the fleet's credential does with pods, only when it runs them (Config.PodsPerNode above 0).
@@ -65,16 +74,18 @@ var podPermissions = []Permission{
 // PodPermissions with pods), and with IdentityFleet what its agents send (KubeletPermissions).
 func Permissions(cfg Config) []Permission {
 	cfg = cfg.WithDefaults()
-	perms := RunPermissions(cfg.Identity, NodeName(cfg.NamePrefix, cfg.FirstIndex), NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1))
+	first, last := NodeName(cfg.NamePrefix, cfg.FirstIndex), NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1)
+	id := cfg.Identity
 	if IdentityOf(cfg) == IdentityByCertificate {
 		// Each node's certificate is its credential: the fleet's impersonates no one.
-		perms = append([]Permission(nil), adminPermissions...)
+		id = IdentityFleet
 	}
+	perms := RunPermissions(id, first, last)
 	if cfg.PodsPerNode > 0 {
 		perms = append(perms, PodPermissions()...)
 	}
 	if cfg.Identity == IdentityFleet {
-		perms = append(perms, KubeletPermissions(cfg.Footprint, cfg.PodsPerNode > 0)...)
+		perms = append(perms, KubeletPermissions(cfg.Footprint, cfg.PodsPerNode > 0, first, last)...)
 	}
 	return unique(perms)
 }
@@ -82,14 +93,42 @@ func Permissions(cfg Config) []Permission {
 // KubeletPermissions is what agents of footprint fp send, with pods bound to their nodes or
 // without, as permissions of the fleet's credential, which sends their requests itself with
 // --identity=fleet (as nodes, the Node authorizer grants them). It is agent.Requests, the agent's
-// own table of what it sends, in the fleet's namespaces.
-func KubeletPermissions(fp agent.Footprint, pods bool) []Permission {
+// own table of what it sends, in the fleet's namespaces; the writes that RBAC grants by name
+// (grantedByName) are checked for each of nodes, the run's first and last.
+func KubeletPermissions(fp agent.Footprint, pods bool, nodes ...string) []Permission {
 	var perms []Permission
 	for _, k := range agent.Requests(fp, pods) {
-		perms = append(perms, Permission{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Subresource: k.Subresource,
-			Namespace: scopeNamespace(k.Scope), For: k.For})
+		p := Permission{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Subresource: k.Subresource,
+			Namespace: scopeNamespace(k.Scope), For: k.For}
+		name, ok := grantedByName(p)
+		if !ok {
+			perms = append(perms, p)
+			continue
+		}
+		for _, n := range nodes {
+			p.Name = name(n)
+			perms = append(perms, p)
+		}
 	}
 	return unique(perms)
+}
+
+// grantedByName says whether deploy's RBAC grants p to the fleet by name only, and the name it
+// grants for a node: the status patches and renewals of the fleet's own Nodes and Leases (a real
+// node's status patched NotReady, or its Lease left to expire, would have its pods evicted), and the
+// tokens of the one ServiceAccount the fleet's pods run as (a token of another would be its
+// privileges).
+func grantedByName(p Permission) (func(node string) string, bool) {
+	self := func(node string) string { return node }
+	switch {
+	case p.Group == "" && p.Resource == "nodes" && p.Subresource == "status" && p.Verb == "patch":
+		return self, true
+	case p.Group == "coordination.k8s.io" && p.Resource == "leases" && p.Verb == "update":
+		return self, true
+	case p.Group == "" && p.Resource == "serviceaccounts" && p.Subresource == "token":
+		return func(string) string { return PodServiceAccount }, true
+	}
+	return nil, false
 }
 
 // scopeNamespace is the namespace of the fleet's requests of scope s.
@@ -124,7 +163,7 @@ func unique(perms []Permission) []Permission {
 
 // PodPermissions is what the fleet's credential needs besides RunPermissions when the run has pods.
 func PodPermissions() []Permission {
-	return append([]Permission(nil), podPermissions...)
+	return append([]Permission{podNamespacePermission}, podPermissions...)
 }
 
 // RunPermissions is what the fleet's credential needs for its own requests in a run with identity
@@ -134,6 +173,11 @@ func PodPermissions() []Permission {
 // requests itself (KubeletPermissions).
 func RunPermissions(id Identity, nodes ...string) []Permission {
 	perms := append([]Permission(nil), adminPermissions...)
+	for i, node := range nodes {
+		if i == 0 || node != nodes[i-1] {
+			perms = append(perms, ownPermissions(node)...)
+		}
+	}
 	if id == IdentityFleet {
 		return perms
 	}
@@ -147,11 +191,13 @@ func RunPermissions(id Identity, nodes ...string) []Permission {
 	)
 }
 
-// CleanupPermissions is what `fakelet cleanup` needs.
+// CleanupPermissions is what `fakelet cleanup` needs before it knows the fleet's names: the lists
+// that find its Nodes and their Leases. The deletions are granted by name; one that is refused
+// leaves its object, named in the cleanup's *LeftError.
 func CleanupPermissions() []Permission {
 	var out []Permission
 	for _, p := range adminPermissions {
-		if p.For == "cleanup" || p.Verb == "list" && p.Resource == "nodes" {
+		if p.Verb == "list" {
 			out = append(out, p)
 		}
 	}

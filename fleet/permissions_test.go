@@ -55,7 +55,7 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 			id:      IdentityNode,
 			allowed: func(*authorizationv1.ResourceAttributes) bool { return false },
 			want: []string{"user alice may not", "missing 9 permission(s)", "list nodes (check that the fleet's names are free)",
-				"watch nodes", "delete nodes (cleanup)", "delete leases.coordination.k8s.io in kube-node-lease",
+				"watch nodes", "delete nodes fakelet-00000 (cleanup)", "delete leases.coordination.k8s.io fakelet-00000 in kube-node-lease",
 				"impersonate users system:node:fakelet-00000", "impersonate groups system:nodes", "Nothing was written"},
 		},
 		{
@@ -73,7 +73,7 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 			fp:      agent.FootprintHeartbeat,
 			allowed: func(r *authorizationv1.ResourceAttributes) bool { return r.Verb != "create" && r.Verb != "update" },
 			want: []string{"missing 3 permission(s)", "create nodes (kubelets register their Nodes)",
-				"create leases.coordination.k8s.io in kube-node-lease", "update leases.coordination.k8s.io in kube-node-lease"},
+				"create leases.coordination.k8s.io in kube-node-lease", "update leases.coordination.k8s.io fakelet-00000 in kube-node-lease"},
 			wantNone: []string{"impersonate"},
 		},
 		{
@@ -82,7 +82,7 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 			fp:      agent.FootprintKubelet,
 			allowed: func(r *authorizationv1.ResourceAttributes) bool { return r.Verb != "create" && r.Verb != "update" },
 			want: []string{"missing 5 permission(s)", "create nodes (kubelets register their Nodes)",
-				"create leases.coordination.k8s.io in kube-node-lease", "update leases.coordination.k8s.io in kube-node-lease",
+				"create leases.coordination.k8s.io in kube-node-lease", "update leases.coordination.k8s.io fakelet-00000 in kube-node-lease",
 				"create csinodes.storage.k8s.io (kubelets create their CSINodes)", "create events in default (kubelets record their Nodes' Events)"},
 			wantNone: []string{"impersonate"},
 		},
@@ -129,8 +129,9 @@ func TestImpersonationOfEveryNodeIsChecked(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "missing 1 permission(s): impersonate users system:node:fakelet-01999") {
 		t.Errorf("2000 nodes with 1000 granted: %v, want the last node's kubelet missing", err)
 	}
-	if n := len(RunPermissions(IdentityNode, "fakelet-00000", "fakelet-00000")); n != len(adminPermissions)+2 {
-		t.Errorf("a fleet of one node checks %d permissions, want %d", n, len(adminPermissions)+2)
+	// The node's kubelet, its Node's and Lease's deletion, and the group.
+	if n := len(RunPermissions(IdentityNode, "fakelet-00000", "fakelet-00000")); n != len(adminPermissions)+4 {
+		t.Errorf("a fleet of one node checks %d permissions, want %d", n, len(adminPermissions)+4)
 	}
 }
 
@@ -139,7 +140,7 @@ func TestCleanupPermissions(t *testing.T) {
 	for _, p := range CleanupPermissions() {
 		got = append(got, p.String())
 	}
-	want := "list nodes, delete nodes, list leases.coordination.k8s.io in kube-node-lease, delete leases.coordination.k8s.io in kube-node-lease"
+	want := "list nodes, list leases.coordination.k8s.io in kube-node-lease"
 	if strings.Join(got, ", ") != want {
 		t.Errorf("cleanup needs %v, want %s", got, want)
 	}
@@ -233,7 +234,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 			t.Run(fmt.Sprintf("%s footprint, %d pods", fp, pods), func(t *testing.T) {
 				own := Permissions(Config{Nodes: 3, PodsPerNode: pods, Footprint: fp, Identity: IdentityFleet})
 				var want []string
-				for _, p := range RunPermissions(IdentityFleet) {
+				for _, p := range RunPermissions(IdentityFleet, "fakelet-00000", "fakelet-00002") {
 					want = append(want, p.String())
 				}
 				if pods > 0 {
@@ -246,8 +247,22 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 					switch k.Scope {
 					case agent.ScopeLeases:
 						p.Namespace = "kube-node-lease"
-					case agent.ScopeNodeEvents, agent.ScopePods:
+					case agent.ScopeNodeEvents:
 						p.Namespace = "default"
+					case agent.ScopePods:
+						p.Namespace = "fakelet-pods"
+					}
+					// Granted by name only: the fleet's own Nodes' status and Leases, checked for
+					// its first and last node, and the pods' ServiceAccount's tokens.
+					switch {
+					case p.Resource == "nodes" && p.Subresource == "status", p.Resource == "leases" && p.Verb == "update":
+						for _, n := range []string{"fakelet-00000", "fakelet-00002"} {
+							p.Name = n
+							want = append(want, p.String())
+						}
+						continue
+					case p.Resource == "serviceaccounts":
+						p.Name = "default"
 					}
 					want = append(want, p.String())
 				}
@@ -282,8 +297,9 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 	for _, p := range Permissions(Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet}) {
 		kubelet = append(kubelet, p.String())
 	}
-	for _, want := range []string{"watch pods", "watch services", "watch configmaps in default", "create events in default",
-		"get csinodes.storage.k8s.io", "watch podcertificaterequests.certificates.k8s.io", "delete pods in default"} {
+	for _, want := range []string{"watch pods", "watch services", "watch configmaps in fakelet-pods", "create events in default",
+		"create events in fakelet-pods", "get csinodes.storage.k8s.io", "watch podcertificaterequests.certificates.k8s.io",
+		"delete pods in fakelet-pods", "create serviceaccounts/token default in fakelet-pods"} {
 		if !slices.Contains(kubelet, want) {
 			t.Errorf("the default footprint with pods and --identity=fleet does not check %q: %v", want, kubelet)
 		}

@@ -25,9 +25,8 @@ import (
 // keeps it Running and Ready, and to the OnPod handlers (the measurement). The fleet never recreates
 // a pod: one the taint eviction controller deleted stays deleted.
 
-// PodNamespace is where the fleet creates its pods: it exists in every cluster, so fakelet creates
-// no namespace of its own.
-const PodNamespace = metav1.NamespaceDefault
+// PodNamespace is where the fleet creates its pods, a namespace of fakelet's own (podnamespace.go).
+const PodNamespace = "fakelet-pods"
 
 // PodImage is the image of the pods' one container. No runtime pulls it.
 const PodImage = "registry.k8s.io/pause:3.10"

@@ -357,7 +357,7 @@ func TestPreflightChecksPodPermissionsOnlyWithPods(t *testing.T) {
 		want string
 	}{
 		{0, ""},
-		{2, "missing 5 permission(s): create pods in default (the fleet creates its pods), get pods in default"},
+		{2, "missing 5 permission(s): create pods in fakelet-pods (the fleet creates its pods), get pods in fakelet-pods"},
 	} {
 		client := fake.NewClientset()
 		reviewer(client, "carol", noPods)
@@ -378,7 +378,7 @@ func TestPreflightChecksPodPermissionsOnlyWithPods(t *testing.T) {
 	for _, p := range Permissions(Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet}) {
 		fleetID = append(fleetID, p.String())
 	}
-	if !slices.Contains(fleetID, "patch pods/status in default") {
+	if !slices.Contains(fleetID, "patch pods/status in fakelet-pods") {
 		t.Errorf("--identity=fleet permissions with pods %v lack the kubelets' status patches", fleetID)
 	}
 }

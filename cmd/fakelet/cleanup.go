@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -49,8 +48,8 @@ local control plane is only cleaned if it is up; it is never started.`,
 			if err := checkName("--fleet", cf.fleet, fleet.CheckFleetName); err != nil {
 				return err
 			}
-			if !(cf.qps > 0) || math.IsInf(cf.qps, 0) {
-				return fmt.Errorf("--cleanup-qps must be positive and finite, got %v", cf.qps)
+			if err := fleet.CheckCleanupQPS(cf.qps); err != nil {
+				return fmt.Errorf("--cleanup-qps %w", err)
 			}
 			return cleanup(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cf)
 		},

@@ -17,8 +17,10 @@ func TestInvalidCleanupFlagsAreRefusedClearly(t *testing.T) {
 		{nil, ""}, // the default fleet: fine, and no control plane is up in the directory
 		{[]string{"--kubeconfig=" + filepath.Join(t.TempDir(), "missing")}, "load kubeconfig"},
 		{[]string{"extra"}, `unknown command "extra" for "fakelet cleanup"`},
-		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be positive and finite, got 0"},
-		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be positive and finite, got NaN"},
+		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be between 0.1 and 10000 deletions a second, got 0"},
+		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be between 0.1 and 10000 deletions a second, got NaN"},
+		{[]string{"--cleanup-qps=1e-12"}, "--cleanup-qps must be between 0.1 and 10000 deletions a second, got 1e-12"},
+		{[]string{"--cleanup-qps=1e9"}, "--cleanup-qps must be between 0.1 and 10000 deletions a second, got 1e+09"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			root := newRootCommand()

@@ -32,7 +32,7 @@ func (rf *runFlags) checkFleetFlags() error {
 	case c.RegisterQPS == 0:
 		return errors.New("--register-qps must be positive and finite, got 0")
 	case c.CleanupQPS == 0:
-		return errors.New("--cleanup-qps must be positive and finite, got 0")
+		return fmt.Errorf("--cleanup-qps %w", fleet.CheckCleanupQPS(0))
 	}
 	if err := checkName("--name-prefix", c.NamePrefix, fleet.CheckNamePrefix); err != nil {
 		return err

@@ -5,9 +5,12 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"fakelet.dev/fakelet/controlplane"
 )
 
 func main() {
+	controlplane.RunWatchdogIfAsked() // the local control plane's watchdog is this binary started again
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "fakelet:", err)
 		os.Exit(1)

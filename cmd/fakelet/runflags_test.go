@@ -68,9 +68,10 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--connections=per-node", "--legacy-wire"}, "the legacy wire path is one of shared connections"},
 		{[]string{"--metrics-addr=9464"}, `--metrics-addr "9464": want HOST:PORT`},
 		{[]string{"--profile=steady", "--status-update-frequency=10ms"}, "--status-update-frequency 10ms: at least 1s"},
-		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be positive and finite, got 0"},
+		{[]string{"--cleanup-qps=0"}, "--cleanup-qps must be between 0.1 and 10000 deletions a second, got 0"},
+		{[]string{"--cleanup-qps=1e-12"}, "--cleanup-qps must be between 0.1 and 10000 deletions a second, got 1e-12"},
 		{[]string{"--node-monitor-grace-period=-1s"}, "--node-monitor-grace-period must not be negative, got -1s"},
-		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be positive and finite, got NaN"},
+		{[]string{"--cleanup-qps=NaN"}, "--cleanup-qps must be between 0.1 and 10000 deletions a second, got NaN"},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"extra"}, `unknown command "extra" for "fakelet run"`},
 	} {

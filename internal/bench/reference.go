@@ -366,6 +366,11 @@ type podRelay struct {
 }
 
 func startPodRelay(ctx context.Context, admin kubernetes.Interface, f *fleet.Fleet, log io.Writer) (*podRelay, error) {
+	// Created now, so that its default ServiceAccount, which the pods' admission needs, exists by the
+	// pods window.
+	if err := fleet.EnsurePodNamespace(ctx, admin, referenceFleet, ""); err != nil {
+		return nil, err
+	}
 	factory := informers.NewSharedInformerFactoryWithOptions(admin, 0, informers.WithNamespace(fleet.PodNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = referenceLabel }))
 	inf := factory.Core().V1().Pods().Informer()
@@ -448,7 +453,7 @@ func (p *podRelay) run(ctx context.Context, nodes []string, perNode int, window 
 			return fmt.Errorf("delete pod %s: %w", name, err)
 		}
 	}
-	return nil
+	return fleet.DeletePodNamespace(ctx, p.admin, referenceFleet)
 }
 
 // referencePod is pod i of node: the fleet's kind of pod (fleet/pods.go), one pause container, and

@@ -1,0 +1,46 @@
+package deploy
+
+import (
+	"slices"
+	"testing"
+
+	"fakelet.dev/fakelet/fleet"
+)
+
+// TestPodGrantsStayInThePodsNamespace: deploy's RBAC grants pods, ConfigMaps and tokens in the
+// fleet's own pod namespace only, never in default or any namespace that holds someone else's
+// Secrets, and tokens of the pods' ServiceAccount only. Before, the ServiceAccount could create pods in
+// default mounting any Secret there, bind them to a fleet node and read the Secret as that node, and
+// create a token for any ServiceAccount of default.
+func TestPodGrantsStayInThePodsNamespace(t *testing.T) {
+	if fleet.PodNamespace == "default" || fleet.PodNamespace == "kube-system" {
+		t.Fatalf("the fleet's pods are in %s", fleet.PodNamespace)
+	}
+	for _, file := range []string{"rbac/fakelet.yaml", "rbac/pods.yaml", "rbac/fleet-identity.yaml", "rbac/fleet-identity-pods.yaml"} {
+		for _, o := range readObjects(t, file) {
+			for _, r := range o.Rules {
+				for _, res := range r.Resources {
+					switch res {
+					case "pods", "pods/status", "configmaps", "secrets", "serviceaccounts", "serviceaccounts/token":
+					default:
+						continue
+					}
+					if o.Kind == "ClusterRole" && !slices.Equal(r.Verbs, []string{"watch"}) {
+						// A kubelet watches its pods across namespaces; nothing else of these may
+						// span them.
+						t.Errorf("%s: ClusterRole %s grants %v %s in every namespace", file, o.Metadata.Name, r.Verbs, res)
+					}
+					if o.Kind == "Role" && o.Metadata.Namespace != fleet.PodNamespace {
+						t.Errorf("%s: Role %s grants %v %s in namespace %s, not the pods' %s", file, o.Metadata.Name, r.Verbs, res, o.Metadata.Namespace, fleet.PodNamespace)
+					}
+					if res == "serviceaccounts/token" && !slices.Equal(r.ResourceNames, []string{fleet.PodServiceAccount}) {
+						t.Errorf("%s: %s %s grants tokens of ServiceAccounts %q, want only the pods' %s", file, o.Kind, o.Metadata.Name, r.ResourceNames, fleet.PodServiceAccount)
+					}
+					if res == "secrets" || res == "serviceaccounts" {
+						t.Errorf("%s: %s %s grants %v %s", file, o.Kind, o.Metadata.Name, r.Verbs, res)
+					}
+				}
+			}
+		}
+	}
+}
