@@ -130,9 +130,12 @@ type Agent struct {
 	mode        heartbeat.Mode
 	latency     time.Duration
 	partitioned bool
-	server      *corev1.Node           // the newest Node the server returned or the fleet saw; never written to
-	pods        map[string]*corev1.Pod // the node's pods by name, as the fleet's watch last saw them (pods.go)
-	deleted     map[string]types.UID   // pods whose final DELETE the agent sent, until the watch sees them gone
+	server      *corev1.Node         // the newest Node the server returned or the fleet saw; never written to
+	pods        map[podKey]*podState // the pods bound to the node (pods.go); they outlive a run, as containers outlive a kubelet
+	deleted     map[podKey]types.UID // pods whose final DELETE the agent sent, until the watch sees them gone
+	podList     uint32               // the pod list being read (ReplacePods)
+	podIPs      uint32               // the pod IPs handed out
+	podFault    PodFault
 	fatal       error
 	// nodeUID and leaseUID are the Node and Lease this agent last created or adopted: what its fleet
 	// deletes at the end of the run, and nothing else.

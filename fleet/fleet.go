@@ -29,7 +29,8 @@ type Fleet struct {
 	sched     *scheduler.Scheduler
 	tally     *Tally
 	nodes     *nodeWatch
-	pods      *podSet // nil without pods
+	pods      *podSet        // nil without pods
+	boundPods *boundPodWatch // the heartbeat footprint's pod source; nil in the kubelet footprint
 	// checkPermissions makes Preflight ask the apiserver whether the fleet's credential may do what
 	// the run will do. New sets it; fleets on given clients (fakes in tests) check names only.
 	checkPermissions bool
@@ -149,6 +150,7 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		Template:  tmpl,
 		Heartbeat: cfg.Heartbeat,
 		Footprint: cfg.Footprint,
+		Pods:      cfg.PodTiming,
 		Scheduler: f.sched,
 		Recorder:  rec,
 		OnFatal:   f.agentFailed,
@@ -161,6 +163,11 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		f.byName[name] = a
 	}
 	f.nodes = newNodeWatch(admin, tmpl, f.liveAgent)
+	if ownPodSource := cfg.Footprint == agent.FootprintKubelet && heartbeat[0].Watches != nil; !ownPodSource {
+		// Agents without a pod watch of their own (the heartbeat footprint; a fleet given clients
+		// without a Watcher) learn of their pods from the fleet's one watch of bound pods.
+		f.boundPods = newBoundPodWatch(admin, f.liveAgent, f.Agents)
+	}
 	if cfg.PodsPerNode > 0 {
 		f.pods = newPodSet(f)
 		f.nodes.OnNode(func(old, n *corev1.Node) {
@@ -248,6 +255,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	schedDone := make(chan struct{})
 	go func() { f.sched.Run(runCtx); close(schedDone) }()
 	watchErr := f.nodes.start(runCtx)
+	if watchErr == nil && f.boundPods != nil {
+		watchErr = f.boundPods.start(runCtx, f.nodes.syncTimeout)
+	}
 	if watchErr == nil && f.pods != nil {
 		watchErr = f.pods.start(runCtx, f.nodes.syncTimeout)
 	}

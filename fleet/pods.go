@@ -21,9 +21,11 @@ import (
 
 // The fleet's pods (Config.PodsPerNode): the fleet creates them with its own credential, as a user or
 // a controller would, bound to their node by spec.nodeName (no scheduler involved), once the node
-// registered, at Config.PodQPS. One watch of the fleet's pods shows each to its node's agent, which
-// keeps it Running and Ready, and to the OnPod handlers (the measurement). The fleet never recreates
-// a pod: one the taint eviction controller deleted stays deleted.
+// registered, at Config.PodQPS. Their agents run them as they run any pod bound to their node, from
+// their pod source (podwatch.go): they are one more source of pods, not a path of their own. One
+// watch of the fleet's labelled pods counts them and shows them to the OnPod handlers (the
+// measurement). The fleet never recreates a pod: one the taint eviction controller deleted stays
+// deleted.
 
 // PodNamespace is where the fleet creates its pods: it exists in every cluster, so fakelet creates
 // no namespace of its own.
@@ -226,11 +228,11 @@ func (p *podSet) create(ctx context.Context, node string, i int) error {
 	p.mu.Lock()
 	p.created[pod.Name] = pod.UID
 	p.mu.Unlock()
-	// The watch may have shown the pod before its UID was known here: the agent learns of it now, and
-	// an adopted pod already Ready counts as Ready, since nothing may change it again (a kubelet's
-	// status manager sends no patch for a pod whose status is already what it would report).
+	// The watch may have shown the pod before its UID was known here: an adopted pod already Ready
+	// counts as Ready, since nothing may change it again (a kubelet's status manager sends no patch
+	// for a pod whose status is already what it would report). Its agent learns of it as of any
+	// other pod bound to its node, from its pod source.
 	if a := p.f.liveAgent(node); a != nil {
-		a.ObservePod(pod)
 		p.countReady(pod)
 	}
 	return nil
@@ -286,7 +288,6 @@ func (p *podSet) observe(oldObj, obj any) {
 		return // another process's or shard's node
 	}
 	if created {
-		a.ObservePod(pod)
 		p.countReady(pod)
 	}
 	old, _ := oldObj.(*corev1.Pod)
@@ -325,7 +326,6 @@ func (p *podSet) forget(obj any) {
 		return
 	}
 	if created {
-		a.ForgetPod(pod.Name, pod.UID)
 		p.mu.Lock()
 		if p.ready[pod.Name] {
 			p.readyN--
