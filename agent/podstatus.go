@@ -72,8 +72,12 @@ func (st *podState) conditions() [len(podConditions)]condition {
 	v, s := &st.view, st.spec
 	var out [len(podConditions)]condition
 	out[0] = condition{status: v.sandbox}
-	if !v.sandbox {
-		out[0].reason = "PodSandboxNotReady" // not sent by the kubelet's generator; dropped below
+	switch {
+	case v.sandbox:
+	case st.terminal:
+		out[0].reason, out[0].message = "PodSandboxNotReady", "pod sandbox is not ready"
+	default:
+		out[0].reason, out[0].message = "PodSandboxNotReady", "no pod sandbox exists"
 	}
 	var incomplete []string
 	started := false
@@ -174,9 +178,7 @@ func (a *Agent) podStatus(st *podState, base *corev1.PodStatus) corev1.PodStatus
 		if c.status {
 			pc.Status = corev1.ConditionTrue
 		}
-		if typ != corev1.PodReadyToStartContainers {
-			pc.Reason, pc.Message = c.reason, c.message
-		}
+		pc.Reason, pc.Message = c.reason, c.message
 		if base != nil {
 			for _, old := range base.Conditions {
 				if old.Type == typ && old.Status == pc.Status {
