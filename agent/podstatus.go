@@ -130,14 +130,14 @@ func (st *podState) settle(now time.Time) {
 	if st.view.reason != "" {
 		return // rejected: no conditions
 	}
-	t := now.Truncate(time.Second)
+	t := now.Unix()
 	conds := st.conditions()
 	var bits uint8
 	for i, c := range conds {
 		if c.status {
 			bits |= 1 << i
 		}
-		if st.view.condAt[i].IsZero() || (st.view.conds>>i)&1 != bits>>i&1 {
+		if st.view.condAt[i] == 0 || (st.view.conds>>i)&1 != bits>>i&1 {
 			st.view.condAt[i] = t
 		}
 	}
@@ -174,7 +174,7 @@ func (a *Agent) podStatus(st *podState, base *corev1.PodStatus) corev1.PodStatus
 	for i, typ := range podConditions {
 		c := conds[i]
 		pc := corev1.PodCondition{Type: typ, Status: corev1.ConditionFalse, ObservedGeneration: st.generation,
-			LastTransitionTime: metav1.NewTime(v.condAt[i])}
+			LastTransitionTime: metav1.NewTime(time.Unix(v.condAt[i], 0).UTC())}
 		if c.status {
 			pc.Status = corev1.ConditionTrue
 		}
