@@ -76,7 +76,7 @@ type podView struct {
 	startTime       time.Time
 	sandbox         bool // PodReadyToStartContainers: the sandbox runs and has its IP
 	podIP           string
-	conds           uint8 // bit i: podConditions[i] is True
+	conds           uint8                     // bit i: podConditions[i] is True
 	condAt          [len(podConditions)]int64 // unix seconds: the status has no finer times
 	init, ctrs      []ctrStatus
 }
