@@ -176,12 +176,16 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 	if err != nil {
 		return err
 	}
+	var out *corev1.Pod
 	if patch != nil {
-		if _, err := p.c.patchPodStatus(ref, patch); err != nil {
+		if out, err = p.c.patchPodStatus(ref, patch); err != nil {
 			return err
 		}
 	}
 	a.mu.Lock()
+	if out != nil && out.UID == st.uid && newer(out.ResourceVersion, st.rv) {
+		st.rv = out.ResourceVersion // a watch event older than the answer, late, says nothing new
+	}
 	st.reported, st.hasReported, st.stale = view, true, false
 	if !a.kubelet() {
 		st.pending = nil
