@@ -229,10 +229,11 @@ func (st *podState) changeEvents(before *podView) []podRecord {
 						podRecord{name, corev1.EventTypeNormal, reasonPulled,
 							fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: 0 bytes.", image, d, d)})
 				} else {
-					evs = append(evs, podRecord{name, corev1.EventTypeNormal, reasonPulled, fmt.Sprintf("Container image %q already present on machine", image)})
+					evs = append(evs, podRecord{name, corev1.EventTypeNormal, reasonPulled, fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image)})
 				}
-				evs = append(evs, podRecord{name, corev1.EventTypeNormal, reasonCreated, "Created container: " + name},
-					podRecord{name, corev1.EventTypeNormal, reasonStarted, "Started container " + name})
+				// kuberuntime_container.go's texts (v1.37.2); the image one as KubeletEnsureSecretPulledImages has it.
+				evs = append(evs, podRecord{name, corev1.EventTypeNormal, reasonCreated, "Container created"},
+					podRecord{name, corev1.EventTypeNormal, reasonStarted, "Container started"})
 			}
 			if c.wait == waitCrashLoop && c.state == ctrWaiting && (w.wait != waitCrashLoop || w.state != ctrWaiting || w.lastTo != c.lastTo) {
 				evs = append(evs, podRecord{name, corev1.EventTypeWarning, reasonBackOff,
