@@ -346,15 +346,16 @@ func (st *podState) phase() corev1.PodPhase {
 	return corev1.PodFailed
 }
 
-// stop kills the containers of a deleted pod at now: they exit 0 on their SIGTERM, as pause does
-// (and as the hollow kubelet's fake runtime stops them), well within any grace period; a container
-// that had exited keeps its code. The pod is then terminal.
-func (st *podState) stop(now time.Time) {
+// stop ends the containers of a deleted pod at now with code: 0 when they exit on their SIGTERM, as
+// pause does (and as the hollow kubelet's fake runtime stops them), 137 when the kubelet killed them
+// at the end of the grace period; a container that had exited keeps its code. The pod is then
+// terminal.
+func (st *podState) stop(now time.Time, code int32) {
 	v := &st.view
 	kill := func(c *ctrStatus) {
 		switch c.state {
 		case ctrRunning:
-			c.state, c.to, c.exitCode = ctrExited, now, 0
+			c.state, c.to, c.exitCode = ctrExited, now, code
 		case ctrWaiting:
 			if c.hasLast {
 				c.state, c.exitCode, c.from, c.to = ctrExited, c.lastCode, c.lastFrom, c.lastTo

@@ -197,7 +197,7 @@ func TestRuntimeStop(t *testing.T) {
 	st := runtimePod(t, onePod(corev1.RestartPolicyAlways, nil, corev1.Container{Name: "c"}), PodTiming{})
 	runTo(st, 2*time.Second, PodFault{})
 	st.deleting = true
-	st.stop(t0.Add(3 * time.Second))
+	st.stop(t0.Add(3*time.Second), 0)
 	if c := st.view.ctrs[0]; st.view.phase != corev1.PodSucceeded || c.state != ctrExited || c.exitCode != 0 || st.view.sandbox {
 		t.Errorf("stopped: %s %+v, want Succeeded, exited 0", st.view.phase, c)
 	}
@@ -205,7 +205,7 @@ func TestRuntimeStop(t *testing.T) {
 	runTo(st, 2*time.Second, PodFault{})
 	st.advance(t0.Add(2*time.Second), PodFault{Crash: true})
 	st.deleting = true
-	st.stop(t0.Add(3 * time.Second))
+	st.stop(t0.Add(3*time.Second), 0)
 	if st.view.phase != corev1.PodFailed {
 		t.Errorf("stopped while crash-looping: %s, want Failed", st.view.phase)
 	}

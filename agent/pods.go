@@ -52,6 +52,9 @@ type podState struct {
 	terminal   bool      // its containers are stopped for good: the view is final
 	deleting   bool      // someone deleted it: its containers stop, then the final DELETE
 	stopping   bool      // the stopping report (not ready) went out
+	deletedAt  time.Time // when the agent saw its deletion
+	graceLeft  int64     // its deletionGracePeriodSeconds, when it has one
+	stopAt     time.Time // when its containers exit after their SIGTERM
 	warned     bool      // its annotations' Warning went out
 	rejection  string    // why the kubelet rejected it, for its Warning event
 
@@ -121,7 +124,12 @@ func (a *Agent) observePodLocked(p *corev1.Pod) {
 	}
 	switch {
 	case p.DeletionTimestamp != nil:
-		st.deleting = true
+		if !st.deleting {
+			st.deleting, st.deletedAt = true, a.cfg.Scheduler.Clock().Now()
+		}
+		if g := p.DeletionGracePeriodSeconds; g != nil {
+			st.graceLeft = *g
+		}
 	case st.hasReported && st.admitted && !st.terminal && p.Status.Phase != st.reported.phase ||
 		st.hasReported && st.reported.conds>>2&1 == 1 && !podReady(p):
 		// Someone else changed what the agent reported: the status manager's reconcile puts it
@@ -258,6 +266,8 @@ func (p *podLoop) wake(st *podState, h Health) time.Time {
 	switch {
 	case !st.retry.IsZero():
 		return st.retry
+	case st.deleting && st.stopping && !st.terminal:
+		return st.stopAt // its containers are stopping
 	case st.deleting:
 		return p.last // at once
 	case h.NotReady:

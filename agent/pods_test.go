@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // kubeletPod creates pod in the fake apiserver, as the scheduler left it, and returns it.
@@ -316,5 +318,51 @@ func TestPodsFromOwnWatch(t *testing.T) {
 	}
 	if known, _ := a.Pods(); known != 0 {
 		t.Errorf("%d pods known after a list without them, want 0", known)
+	}
+}
+
+// A deleted pod whose containers take longer than its grace period to exit after their SIGTERM
+// (fakelet.dev/stop-delay) stays Terminating, Running and not ready, until the kubelet kills them at
+// the end of the period (exit 137, Failed), then is deleted; one that exits within it ends 0.
+func TestGracefulDeletion(t *testing.T) {
+	for _, tc := range []struct {
+		delay string
+		grace int64
+		gone  time.Duration // after the deletion
+		code  int32
+	}{
+		{"5s", 30, 5 * time.Second, 0},
+		{"1m", 10, 10 * time.Second, 137},
+	} {
+		h, a := startKubelet(t, "")
+		pod := kubeletPod(t, h, "web-1", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{PodAnnotationStopDelay: tc.delay}
+			p.Spec.TerminationGracePeriodSeconds = &tc.grace
+		})
+		a.ObservePod(pod)
+		h.advance(10 * time.Second)
+		deleting := h.pod("web-1")
+		deleting.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
+		deleting.DeletionGracePeriodSeconds = &tc.grace
+		if _, err := h.client.CoreV1().Pods("ns").Update(context.Background(), deleting, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		a.ObservePod(deleting)
+		h.advance(10*time.Second + tc.gone - time.Second)
+		if p := h.pod("web-1"); p.Status.Phase != corev1.PodRunning || podReady(p) {
+			t.Errorf("stop delay %s, grace %d: a second before the end, %s ready %v, want Running, not ready", tc.delay, tc.grace, p.Status.Phase, podReady(p))
+		}
+		var code int32 = -1
+		h.client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			p, _ := h.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "web-1")
+			if t := p.(*corev1.Pod).Status.ContainerStatuses[0].State.Terminated; t != nil {
+				code = t.ExitCode
+			}
+			return false, nil, nil
+		})
+		h.advance(10*time.Second + tc.gone)
+		if _, err := h.client.CoreV1().Pods("ns").Get(context.Background(), "web-1", metav1.GetOptions{}); err == nil || code != tc.code {
+			t.Errorf("stop delay %s, grace %d: at the end, deleted %v with exit code %d, want deleted with %d", tc.delay, tc.grace, err != nil, code, tc.code)
+		}
 	}
 }

@@ -32,6 +32,9 @@ const (
 	PodAnnotationReady       = "fakelet.dev/ready-delay"      // a duration
 	PodAnnotationRunDuration = "fakelet.dev/run-duration"     // a duration; for any restartPolicy
 	PodAnnotationExitCode    = "fakelet.dev/exit-code"        // 0-255: how the containers exit when they end
+	// PodAnnotationStopDelay is how long the containers take to exit after their SIGTERM when the pod
+	// is deleted (a duration); one longer than the grace period is killed at its end (exit 137).
+	PodAnnotationStopDelay = "fakelet.dev/stop-delay"
 )
 
 // podSpec is what the agent keeps of a pod's spec once it is admitted: what its status and its fake
@@ -45,7 +48,8 @@ type podSpec struct {
 	init, ctrs    []ctrSpec
 	grace         int64 // terminationGracePeriodSeconds
 	timing        PodTiming
-	runSet        bool // the run duration comes from the pod (annotation or sleep), not the fleet
+	stopDelay     time.Duration // PodAnnotationStopDelay's: no fleet-wide setting, pause stops at once
+	runSet        bool          // the run duration comes from the pod (annotation or sleep), not the fleet
 	exitCode      int32
 	// badAnnotations says which annotations did not parse, for the one Warning the agent records.
 	badAnnotations string
@@ -107,6 +111,7 @@ func compactSpec(pod *corev1.Pod, timing PodTiming) *podSpec {
 	duration(PodAnnotationImagePull, &s.timing.ImagePull)
 	duration(PodAnnotationStart, &s.timing.Start)
 	duration(PodAnnotationReady, &s.timing.Ready)
+	duration(PodAnnotationStopDelay, &s.stopDelay)
 	if duration(PodAnnotationRunDuration, &s.timing.RunDuration) {
 		s.runSet = true
 	}

@@ -70,6 +70,7 @@ func (p *podLoop) terminate(st *podState, now time.Time) error {
 	stopping := false
 	if !st.terminal && st.spec != nil && !st.stopping {
 		st.stopping, stopping = true, true
+		st.stopAt = st.deletedAt.Add(st.stopTime())
 		for i := range st.view.ctrs {
 			c := &st.view.ctrs[i]
 			if c.state == ctrRunning {
@@ -88,7 +89,11 @@ func (p *podLoop) terminate(st *podState, now time.Time) error {
 	}
 	a.mu.Lock()
 	if !st.terminal && st.spec != nil {
-		st.stop(now)
+		if st.stopAt.After(now) {
+			a.mu.Unlock()
+			return nil // the containers have not exited yet: the next sync is at stopAt (wake)
+		}
+		st.stop(st.stopAt, st.stopCode())
 	}
 	a.mu.Unlock()
 	if err := p.report(st, now, false); err != nil {
@@ -249,3 +254,27 @@ func (st *podState) changeEvents(before *podView) []podRecord {
 	}
 	return evs
 }
+
+// stopTime is how long the pod's containers take to exit after their SIGTERM: the stop delay its
+// annotation asks for, cut at the grace period (the pod's deletionGracePeriodSeconds, else its
+// terminationGracePeriodSeconds, at least the kubelet's minimumGracePeriodInSeconds of 2 s), when the
+// kubelet kills them.
+func (st *podState) stopTime() time.Duration {
+	grace := st.spec.grace
+	if st.graceLeft > 0 && st.graceLeft < grace {
+		grace = st.graceLeft
+	}
+	g := max(time.Duration(grace)*time.Second, minimumGracePeriod)
+	return min(st.spec.stopDelay, g)
+}
+
+// stopCode is how the containers exit: 0 on their SIGTERM, 137 when killed at the grace period's end.
+func (st *podState) stopCode() int32 {
+	if st.spec.stopDelay > 0 && st.stopTime() < st.spec.stopDelay {
+		return 137
+	}
+	return 0
+}
+
+// minimumGracePeriod is the kubelet's minimumGracePeriodInSeconds (kuberuntime_container.go).
+const minimumGracePeriod = 2 * time.Second
