@@ -358,14 +358,21 @@ type Progress struct {
 	Added, Removed                            int
 	Pods, PodsReady, PodsFailed               int
 	Errors                                    int64
-	Elapsed                                   time.Duration
+	// PodAnnotationErrors counts the pods on the fleet's nodes whose fakelet.dev/ annotations did
+	// not parse (agent.Stats).
+	PodAnnotationErrors int64
+	Elapsed             time.Duration
 }
 
 // Progress returns how many agents started, how many Nodes the watch has seen and how many are Ready.
 func (f *Fleet) Progress() Progress {
 	f.mu.Lock()
 	p := Progress{Nodes: len(f.agents), Started: f.started, Failed: len(f.failed), Added: f.added, Removed: len(f.removed)}
+	agents := f.agents[:len(f.agents):len(f.agents)]
 	f.mu.Unlock()
+	for _, a := range agents {
+		p.PodAnnotationErrors += a.Stats().PodAnnotationErrors
+	}
 	p.Registered, p.Ready = f.nodes.counts()
 	if f.pods != nil {
 		p.Pods, p.PodsReady, p.PodsFailed = f.pods.counts()
