@@ -187,6 +187,9 @@ func TestJobPodSucceeds(t *testing.T) {
 		if c.Type == corev1.PodReady && (c.Status != corev1.ConditionFalse || c.Reason != "PodCompleted") {
 			t.Errorf("Ready %+v, want False PodCompleted", c)
 		}
+		if c.Type == corev1.PodInitialized && (c.Status != corev1.ConditionTrue || c.Reason != "PodCompleted") {
+			t.Errorf("Initialized %+v, want True PodCompleted", c)
+		}
 	}
 	for _, c := range h.take() {
 		if c.verb == "delete" {

@@ -91,7 +91,7 @@ func (st *podState) conditions() [len(podConditions)]condition {
 		}
 	}
 	switch {
-	case v.phase == corev1.PodSucceeded && len(s.init) > 0:
+	case v.phase == corev1.PodSucceeded:
 		out[1] = condition{status: true, reason: "PodCompleted"}
 	case len(incomplete) == 0 || started:
 		out[1] = condition{status: true}
