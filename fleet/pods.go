@@ -81,7 +81,7 @@ func newPodSet(f *Fleet) *podSet {
 	p.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, f.admin), &corev1.Pod{}, 0, cache.Indexers{})
 	_ = p.informer.SetTransform(func(obj any) (any, error) {
 		if pod, ok := obj.(*corev1.Pod); ok {
-			pod.ManagedFields = nil
+			return compactPod(pod), nil
 		}
 		return obj, nil
 	})
@@ -107,7 +107,10 @@ func (p *podSet) start(ctx context.Context, timeout time.Duration) error {
 // OnPod adds a handler for every change the fleet's pod watch sees to a pod on one of the fleet's
 // nodes of this process: old is nil when the pod first appears, new is nil when it is gone. Handlers
 // run on the watch's goroutine and must not modify the pods. Without pods (Config.PodsPerNode 0) there
-// is no watch and they are never called.
+// is no watch and they are never called. The pods hold what compactPod keeps.
+//
+// The watch keeps its pods in its store for the run: compactPod keeps of each what the fleet and
+// the handlers read, a few hundred bytes where the decoded pod takes kilobytes.
 func (f *Fleet) OnPod(h func(old, new *corev1.Pod)) {
 	if f.pods == nil {
 		return
@@ -381,4 +384,16 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// compactPod is what the fleet's pod watch keeps of a pod: its identity, labels, creation and
+// deletion, node, and its status's phase, start time and conditions.
+func compactPod(p *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Generation: p.Generation, Labels: p.Labels, CreationTimestamp: p.CreationTimestamp,
+			DeletionTimestamp: p.DeletionTimestamp, DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: p.Status.Conditions},
+	}
 }
