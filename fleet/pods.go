@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -81,7 +82,7 @@ func newPodSet(f *Fleet) *podSet {
 	p.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, f.admin), &corev1.Pod{}, 0, cache.Indexers{})
 	_ = p.informer.SetTransform(func(obj any) (any, error) {
 		if pod, ok := obj.(*corev1.Pod); ok {
-			return compactPod(pod), nil
+			return compactPod(pod, f.cfg.Fleet), nil
 		}
 		return obj, nil
 	})
@@ -107,10 +108,8 @@ func (p *podSet) start(ctx context.Context, timeout time.Duration) error {
 // OnPod adds a handler for every change the fleet's pod watch sees to a pod on one of the fleet's
 // nodes of this process: old is nil when the pod first appears, new is nil when it is gone. Handlers
 // run on the watch's goroutine and must not modify the pods. Without pods (Config.PodsPerNode 0) there
-// is no watch and they are never called. The pods hold what compactPod keeps.
-//
-// The watch keeps its pods in its store for the run: compactPod keeps of each what the fleet and
-// the handlers read, a few hundred bytes where the decoded pod takes kilobytes.
+// is no watch and they are never called. The pods hold what the watch keeps of them (fleetPod): their
+// identity, labels, deletion, node, and their Ready and DisruptionTarget conditions.
 func (f *Fleet) OnPod(h func(old, new *corev1.Pod)) {
 	if f.pods == nil {
 		return
@@ -282,7 +281,7 @@ func (p *podSet) ours(pod *corev1.Pod) (*agent.Agent, bool) {
 }
 
 func (p *podSet) observe(oldObj, obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := asPod(obj)
 	if !ok {
 		return
 	}
@@ -293,7 +292,7 @@ func (p *podSet) observe(oldObj, obj any) {
 	if created {
 		p.countReady(pod)
 	}
-	old, _ := oldObj.(*corev1.Pod)
+	old, _ := asPod(oldObj)
 	p.handle(old, pod)
 }
 
@@ -320,7 +319,7 @@ func (p *podSet) forget(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := asPod(obj)
 	if !ok {
 		return
 	}
@@ -386,14 +385,67 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// compactPod is what the fleet's pod watch keeps of a pod: its identity, labels, creation and
-// deletion, node, and its status's phase, start time and conditions.
-func compactPod(p *corev1.Pod) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Generation: p.Generation, Labels: p.Labels, CreationTimestamp: p.CreationTimestamp,
-			DeletionTimestamp: p.DeletionTimestamp, DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds},
-		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status: corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: p.Status.Conditions},
+// fleetPod is what the fleet's pod watch keeps of a pod in its store for the run: a few hundred
+// bytes where a decoded pod takes kilobytes. The fleet and the OnPod handlers read it as a pod
+// (pod).
+type fleetPod struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta // name, namespace, UID, resource version, labels, deletion
+	node              string
+	ready             bool
+	disruption        string // the reason of a DisruptionTarget condition that is True
+}
+
+func (p *fleetPod) DeepCopyObject() runtime.Object {
+	c := *p
+	c.ObjectMeta = *p.ObjectMeta.DeepCopy()
+	return &c
+}
+
+// fleetLabels holds one label set per fleet: the pods that carry just the fleet's label share it.
+var fleetLabels sync.Map // fleet name -> map[string]string
+
+// compactPod is what the watch keeps of p, a pod of fleet.
+func compactPod(p *corev1.Pod, fleet string) *fleetPod {
+	labels := p.Labels
+	if len(labels) == 1 && labels[agent.FleetLabel] == fleet {
+		shared, _ := fleetLabels.LoadOrStore(fleet, map[string]string{agent.FleetLabel: fleet})
+		labels = shared.(map[string]string)
 	}
+	out := &fleetPod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: labels, DeletionTimestamp: p.DeletionTimestamp},
+		node: p.Spec.NodeName, ready: podReady(p),
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			out.disruption = c.Reason
+		}
+	}
+	return out
+}
+
+// pod is p as a pod: what the watch kept of it, its Ready condition and DisruptionTarget.
+func (p *fleetPod) pod() *corev1.Pod {
+	ready := corev1.ConditionFalse
+	if p.ready {
+		ready = corev1.ConditionTrue
+	}
+	out := &corev1.Pod{ObjectMeta: p.ObjectMeta, Spec: corev1.PodSpec{NodeName: p.node},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}}}
+	if p.disruption != "" {
+		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: p.disruption})
+	}
+	return out
+}
+
+// asPod reads an object of the watch as a pod.
+func asPod(obj any) (*corev1.Pod, bool) {
+	switch o := obj.(type) {
+	case *fleetPod:
+		return o.pod(), true
+	case *corev1.Pod:
+		return o, true
+	}
+	return nil, false
 }
