@@ -12,8 +12,10 @@
 //     k8s.io/component-helpers/node/util.PatchNodeStatus, or, for a report that moves heartbeat times
 //     only, with the same patch written directly (statuspatch.go); its loop sleeps between reports
 //     while nothing can change the status, and resumes on its tick grid (statussleep.go);
-//   - pods.go: the status manager for the pods the fleet binds to the node: PatchPodStatus to Running
-//     and Ready, and the final delete of a pod whose deletion someone requested.
+//   - pods.go, podadmit.go, podruntime.go, podstatus.go, podsync.go: the kubelet for every pod bound
+//     to the node, whoever created it: HandlePodAdditions' admission, a fake container runtime (init
+//     containers, restarts with CrashLoopBackOff, containers that end), and the status manager's GET
+//     and PatchPodStatus, and the final DELETE of a pod someone deleted (docs/workloads.md).
 //
 // The rest of a kubelet's requests are made in the kubelet footprint (FootprintKubelet, the fleet's
 // default; FootprintHeartbeat leaves them out):
@@ -28,15 +30,18 @@
 //     pod's volumes, at the pod's first sync and at the resync that finds the token due for refresh;
 //   - csinode.go: the CSI plugin's CSINode at start;
 //   - events.go: the kubelet's Events through the event recorder's spam filter and correlator;
-//   - pods.go: the status manager's GET before each patch, the Pending report before Running, and
-//     the stopping and terminal (Succeeded) reports before a deleted pod's DELETE.
+//   - podwatch.go: the pod watch's events, decoded into pods, are the node's pods (the heartbeat
+//     footprint's come from the fleet's watch of bound pods instead);
+//   - podsync.go: the status manager's GET before each patch, the stopping report before a deleted
+//     pod's terminal one, and the GET before its DELETE.
 //
 // Deliberate differences from a kubelet, each for cost: the agent's view of its own Node and pods
-// comes from the responses to its requests and from watches the fleet shares, not from its own
-// watches, which are read only for their resource versions (a kubelet keeps a store per informer);
-// it runs no containers, so a pod is Running and Ready as soon as it is reported, after one Pending
-// report in the kubelet footprint; and it does not close idle connections after repeated heartbeat
-// failures (connections are shared by the fleet).
+// comes from the responses to its requests and from the watch the fleet shares, not from its own
+// watches, which are read only for their resource versions (a kubelet keeps a store per informer),
+// except the pod watch, whose pods it keeps as far as their status needs; its containers are a fake
+// runtime's, timed by PodTiming and the pods' annotations (volumes are not attached, no probes run,
+// no kubelet server answers exec or logs); and it does not close idle connections after repeated
+// heartbeat failures (connections are shared by the fleet).
 //
 // Differences not reproduced yet in the kubelet footprint, each known: a streaming list that fails
 // other than by 410 or a refused connection is retried as a streaming list after a backoff, where
@@ -131,9 +136,12 @@ type Agent struct {
 	mode        heartbeat.Mode
 	latency     time.Duration
 	partitioned bool
-	server      *corev1.Node           // the newest Node the server returned or the fleet saw; never written to
-	pods        map[string]*corev1.Pod // the node's pods by name, as the fleet's watch last saw them (pods.go)
-	deleted     map[string]types.UID   // pods whose final DELETE the agent sent, until the watch sees them gone
+	server      *corev1.Node         // the newest Node the server returned or the fleet saw; never written to
+	pods        map[podKey]*podState // the pods bound to the node (pods.go); they outlive a run, as containers outlive a kubelet
+	deleted     map[podKey]types.UID // pods whose final DELETE the agent sent, until the watch sees them gone
+	podList     uint32               // the pod list being read (ReplacePods)
+	podIPs      uint32               // the pod IPs handed out
+	podFault    PodFault
 	fatal       error
 	// nodeUID and leaseUID are the Node and Lease this agent last created or adopted: what its fleet
 	// deletes at the end of the run, and nothing else.

@@ -38,16 +38,21 @@ const (
 
 // Event reasons and messages of the kubelet (pkg/kubelet/events, nodestatus/setters.go).
 const (
-	reasonStarting          = "Starting"
-	reasonSufficientMemory  = "NodeHasSufficientMemory"
-	reasonNoDiskPressure    = "NodeHasNoDiskPressure"
-	reasonSufficientPID     = "NodeHasSufficientPID"
-	reasonAllocatable       = "NodeAllocatableEnforced"
-	reasonNodeReady         = "NodeReady"
-	reasonNodeNotReady      = "NodeNotReady"
-	reasonPulled            = "Pulled"
-	reasonCreated           = "Created"
-	reasonStarted           = "Started"
+	reasonStarting         = "Starting"
+	reasonSufficientMemory = "NodeHasSufficientMemory"
+	reasonNoDiskPressure   = "NodeHasNoDiskPressure"
+	reasonSufficientPID    = "NodeHasSufficientPID"
+	reasonAllocatable      = "NodeAllocatableEnforced"
+	reasonNodeReady        = "NodeReady"
+	reasonNodeNotReady     = "NodeNotReady"
+	reasonPulled           = "Pulled"
+	reasonCreated          = "Created"
+	reasonStarted          = "Started"
+	reasonPulling          = "Pulling"
+	reasonKilling          = "Killing"
+	reasonBackOff          = "BackOff"
+	// reasonInvalidAnnotation is fakelet's own: a fakelet.dev/ annotation of the pod did not parse.
+	reasonInvalidAnnotation = "InvalidAnnotation"
 	messageAllocatable      = "Updated Node Allocatable limit across pods"
 	messageStartingKubelet  = "Starting kubelet."
 	nodeStatusMessageFormat = "Node %s status is now: %s"
@@ -103,15 +108,17 @@ func (e *eventRecorder) nodeStatusEvent(reason string) {
 	e.nodeEvent(reason, fmt.Sprintf(nodeStatusMessageFormat, e.r.a.name, reason))
 }
 
-// containerEvents records what a kubelet records for a pod's container that it starts with its image
-// present: Pulled, Created and Started (pkg/kubelet/kuberuntime).
-func (e *eventRecorder) containerEvents(p *corev1.Pod) {
-	for _, c := range p.Spec.Containers {
-		ref := corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, APIVersion: "v1",
-			ResourceVersion: p.ResourceVersion, FieldPath: "spec.containers{" + c.Name + "}"}
-		e.record(ref, corev1.EventTypeNormal, reasonPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
-		e.record(ref, corev1.EventTypeNormal, reasonCreated, "Created container: "+c.Name)
-		e.record(ref, corev1.EventTypeNormal, reasonStarted, "Started container "+c.Name)
+// podEvents records Events about pod st: about one of its containers, or the pod itself.
+func (e *eventRecorder) podEvents(st *podState, evs []podRecord) {
+	if !e.r.a.kubelet() {
+		return
+	}
+	for _, ev := range evs {
+		ref := corev1.ObjectReference{Kind: "Pod", Namespace: st.namespace, Name: st.name, UID: st.uid, APIVersion: "v1"}
+		if ev.container != "" {
+			ref.FieldPath = "spec.containers{" + ev.container + "}"
+		}
+		e.record(ref, ev.typ, ev.reason, ev.message)
 	}
 }
 

@@ -13,12 +13,8 @@ import (
 
 // The API calls of the pod loop, beside those of request.go, through the same call.
 
-// patchPodStatus reports status as p's with the kubelet's patch (podStatusPatch).
-func (c *caller) patchPodStatus(p *corev1.Pod, status corev1.PodStatus) (out *corev1.Pod, err error) {
-	patch, err := podStatusPatch(p, status)
-	if err != nil {
-		return nil, err
-	}
+// patchPodStatus sends the kubelet's status patch of p (podStatusPatch).
+func (c *caller) patchPodStatus(p *corev1.Pod, patch []byte) (out *corev1.Pod, err error) {
 	err = c.call("patch", "pods", func(ctx context.Context) error {
 		out, err = c.r.a.main().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		return err

@@ -6,24 +6,65 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The node's pods: the fleet creates them bound to the node (spec.nodeName) and shows each to its
-// agent from one watch of all the fleet's pods (ObservePod, ForgetPod), as it shows the Node. The
-// agent plays the kubelet's status manager for them: it reports each pod Running and Ready with a
-// pods/status patch (the kubelet's PatchPodStatus), and confirms the deletion of a pod someone
-// deleted, as the kubelet does once the containers are stopped. It never creates a pod: an evicted
-// pod stays gone.
+// The node's pods: every pod bound to the node (spec.nodeName), whoever created it. In the kubelet
+// footprint the agent's own pod watch shows them (podwatch.go); in the heartbeat footprint the
+// fleet's one watch of all bound pods does (ObservePod, ForgetPod, ReplacePods). The agent is the
+// kubelet for them: it admits each as the kubelet does (podadmit.go), runs its containers in a fake
+// runtime (podruntime.go) and reports their status as the status manager does (podstatus.go); it
+// stops the containers of a pod someone deleted and sends the final DELETE. It never creates a pod:
+// an evicted pod stays gone.
 //
 // It costs nothing per heartbeat: the pods are synced by one task per run, scheduled only when
-// something happened to them: the run's first status patch (a kubelet that starts reports every
-// pod), the node turning Ready again, a new pod, a pod someone else marked not Ready or deleted.
+// something is due: a new or deleted pod, a container's next step, the run's first status patch (a
+// kubelet that starts reports every pod), the node turning Ready again, a pod someone else changed.
+// A pod's state is what its status is made of, a few hundred bytes; the decoded pod is dropped once
+// it is admitted.
 
 // podSyncPeriod is the kubelet status manager's syncPeriod: a pod whose status someone else changed
 // after the agent reported it (the node lifecycle controller marking it not Ready while its view of
 // the node is stale) is reported again at most this often, and a failed sync is retried after it.
 const podSyncPeriod = 10 * time.Second
+
+// podKey names a pod on the node.
+type podKey struct{ namespace, name string }
+
+// podState is one pod on the node. Guarded by Agent.mu.
+type podState struct {
+	namespace, name string
+	uid             types.UID
+	rv              string
+	generation      int64
+	created         time.Time // for the admission order
+	// pending is the decoded pod until it is admitted (the admission reads its affinity and
+	// tolerations) and, in the heartbeat footprint, reported once (the first patch's base).
+	pending *corev1.Pod
+	spec    *podSpec
+	seen    uint32 // the pod list it was last in (ReplacePods)
+
+	admitted   bool
+	admittedAt time.Time
+	view       podView   // what its status shows now
+	plans      []ctrPlan // init containers, then containers
+	terminal   bool      // its containers are stopped for good: the view is final
+	deleting   bool      // someone deleted it: its containers stop, then the final DELETE
+	stopping   bool      // the stopping report (not ready) went out
+	deletedAt  time.Time // when the agent saw its deletion
+	graceLeft  int64     // its deletionGracePeriodSeconds, when it has one
+	stopAt     time.Time // when its containers exit after their SIGTERM
+	warned     bool      // its annotations' Warning went out
+	rejection  string    // why the kubelet rejected it, for its Warning event
+
+	reported    podView // the last view the server accepted
+	hasReported bool
+	stale       bool      // the watch showed a status other than the reported one
+	staleAt     time.Time // when the status manager's reconcile reports it again
+	next        time.Time // when the runtime next changes, on the pod's relist grid; zero: never
+	retry       time.Time // a sync of it failed: the next one is due then
+}
 
 // podLoop syncs the node's pods in one life of the kubelet.
 type podLoop struct {
@@ -42,73 +83,142 @@ type podLoop struct {
 	rerunAt time.Time
 }
 
-// ObservePod gives the agent the newest view of one of its pods, from the fleet's watch. The agent
-// keeps the pointer and never writes to it; the caller must not either. A pod seen for the first
-// time is reported at once; one that fell out of Running and Ready after the agent reported it, at
-// the next sync period, as the kubelet's status manager reconciles.
+// ObservePod gives the agent the newest view of a pod bound to its node. The agent reads what it
+// needs and keeps the pointer only until the pod is admitted; the caller must not modify it.
 func (a *Agent) ObservePod(p *corev1.Pod) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	old, known := a.pods[p.Name]
-	if known && old.UID == p.UID && !newer(p.ResourceVersion, old.ResourceVersion) {
-		return
-	}
-	if a.deleted[p.Name] == p.UID {
+	a.observePodLocked(p)
+}
+
+func (a *Agent) observePodLocked(p *corev1.Pod) {
+	k := podKey{p.Namespace, p.Name}
+	if a.deleted[k] == p.UID {
 		return // its final DELETE is sent: the watch is late, and the status manager is done with it
 	}
-	if a.pods == nil {
-		a.pods = map[string]*corev1.Pod{}
-	}
-	a.pods[p.Name] = p
-	r := a.run
-	if r == nil || !r.pods.live || !r.pods.needs(p, a.health) {
+	st := a.pods[k]
+	if st != nil && st.uid == p.UID && !newer(p.ResourceVersion, st.rv) {
+		st.seen = a.podList
 		return
 	}
-	at := r.pods.last.Add(podSyncPeriod)
-	if !known || old.UID != p.UID || p.DeletionTimestamp != nil {
-		at = time.Time{} // at once
+	if st != nil && st.uid != p.UID {
+		a.dropPodLocked(st) // replaced: the old one is gone
+		st = nil
 	}
-	r.pods.schedule(at)
+	at := time.Time{} // at once
+	if st == nil {
+		st = &podState{namespace: p.Namespace, name: p.Name, uid: p.UID, created: p.CreationTimestamp.Time}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			// Finished before the agent knew it: a kubelet neither admits nor runs it again.
+			st.admitted, st.terminal, st.hasReported = true, true, true
+		}
+		if a.pods == nil {
+			a.pods = map[podKey]*podState{}
+		}
+		a.pods[k] = st
+	}
+	prevGen := st.generation
+	st.rv, st.generation, st.seen = p.ResourceVersion, p.Generation, a.podList
+	if !st.admitted || !a.kubelet() && !st.hasReported {
+		st.pending = p
+	}
+	switch {
+	case p.DeletionTimestamp != nil:
+		if !st.deleting {
+			st.deleting, st.deletedAt = true, a.cfg.Scheduler.Clock().Now()
+		}
+		if g := p.DeletionGracePeriodSeconds; g != nil {
+			st.graceLeft = *g
+		}
+	case st.hasReported && st.admitted && !st.terminal && p.Status.Phase != st.reported.phase ||
+		st.hasReported && st.reported.conds>>2&1 == 1 && !podReady(p):
+		// Someone else changed what the agent reported: the status manager's reconcile puts it
+		// back at its next sync period.
+		if !st.stale {
+			st.stale = true
+			st.staleAt = a.podLastSync().Add(podSyncPeriod)
+		}
+		at = st.staleAt
+	case st.admitted && st.generation == prevGen:
+		return // the echo of its own report, or a change of nothing it reports
+	}
+	if r := a.run; r != nil && r.pods.live {
+		r.pods.schedule(at)
+	}
+}
+
+func (a *Agent) podLastSync() time.Time {
+	if a.run != nil {
+		return a.run.pods.last
+	}
+	return time.Time{}
 }
 
 // ForgetPod drops a pod that is gone; uid guards against a newer pod of the same name.
-func (a *Agent) ForgetPod(name string, uid types.UID) {
+func (a *Agent) ForgetPod(namespace, name string, uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p := a.pods[name]; p != nil && p.UID == uid {
-		delete(a.pods, name)
+	k := podKey{namespace, name}
+	if st := a.pods[k]; st != nil && st.uid == uid {
+		a.dropPodLocked(st)
 	}
+	if a.deleted[k] == uid {
+		delete(a.deleted, k)
+	}
+}
+
+// ReplacePods gives the agent every pod now bound to its node, from a watch's new list: those it
+// knew that are not listed are gone.
+func (a *Agent) ReplacePods(pods []*corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.beginPodListLocked()
+	for _, p := range pods {
+		a.observePodLocked(p)
+	}
+	a.endPodListLocked()
+}
+
+func (a *Agent) beginPodListLocked() { a.podList++ }
+
+func (a *Agent) endPodListLocked() {
+	for _, st := range a.pods {
+		if st.seen != a.podList {
+			a.dropPodLocked(st)
+		}
+	}
+	clear(a.deleted)
+}
+
+// dropPodLocked forgets a pod that is gone: the kubelet terminates it, its volumes are unmounted.
+func (a *Agent) dropPodLocked(st *podState) {
+	delete(a.pods, podKey{st.namespace, st.name})
 	if a.run != nil {
-		a.run.podFinished(uid) // the kubelet terminates a pod that is gone
-	}
-	if a.deleted[name] == uid {
-		delete(a.deleted, name)
+		a.run.podFinished(st.uid)
 	}
 }
 
 // podDeleted drops a pod whose final DELETE the agent sent (or found done), and ignores what the
-// fleet's watch shows of it until the watch sees it gone (ForgetPod).
-func (a *Agent) podDeleted(p *corev1.Pod) {
+// watch shows of it until the watch sees it gone (ForgetPod).
+func (a *Agent) podDeleted(st *podState) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if old := a.pods[p.Name]; old != nil && old.UID == p.UID {
-		delete(a.pods, p.Name)
-	}
-	if a.run != nil {
-		a.run.podFinished(p.UID)
+	k := podKey{st.namespace, st.name}
+	if a.pods[k] == st {
+		a.dropPodLocked(st)
 	}
 	if a.deleted == nil {
-		a.deleted = map[string]types.UID{}
+		a.deleted = map[podKey]types.UID{}
 	}
-	a.deleted[p.Name] = p.UID
+	a.deleted[k] = st.uid
 }
 
-// Pods returns how many pods the agent knows and how many of them are Running and Ready.
+// Pods returns how many pods the agent knows and how many of them it reported Running and Ready.
 func (a *Agent) Pods() (known, ready int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, p := range a.pods {
-		if runningReady(p) {
+	for _, st := range a.pods {
+		if st.hasReported && st.reported.phase == corev1.PodRunning && st.reported.conds>>2&1 == 1 {
 			ready++
 		}
 	}
@@ -151,14 +261,29 @@ func (p *podLoop) schedule(at time.Time) {
 	sched.After(at.Sub(now), p)
 }
 
-// needs says whether the agent has something to do for pod: confirm its deletion, or report it
-// Running and Ready, which a kubelet whose node is not Ready (its runtime down) does not.
-// Agent.mu must be held.
-func (p *podLoop) needs(pod *corev1.Pod, h Health) bool {
-	return pod.DeletionTimestamp != nil || !h.NotReady && (p.all || !runningReady(pod))
+// wake is when pod next needs a sync; zero if it does not. Agent.mu must be held.
+func (p *podLoop) wake(st *podState, h Health) time.Time {
+	switch {
+	case !st.retry.IsZero():
+		return st.retry
+	case st.deleting && st.stopping && !st.terminal:
+		return st.stopAt // its containers are stopping
+	case st.deleting:
+		return p.last // at once
+	case h.NotReady:
+		return time.Time{} // a kubelet whose runtime is down reports no pod
+	case !st.admitted || !st.hasReported:
+		return p.last
+	case st.stale:
+		return st.staleAt
+	case !st.view.equal(&st.reported):
+		return p.last
+	}
+	return st.next
 }
 
-// Run is one sync: confirm the deletion of each deleted pod, and report each pod that needs it.
+// Run is one sync: admit the new pods, move each pod's runtime to now, report what changed, and
+// finish the deleted pods.
 func (p *podLoop) Run() {
 	r, a := p.r, p.r.a
 	if r.ctx.Err() != nil {
@@ -178,149 +303,109 @@ func (p *podLoop) Run() {
 	}
 	p.running = true
 	p.due, p.last = time.Time{}, now
-	var todo []*corev1.Pod
-	for _, pod := range a.pods {
-		if p.needs(pod, a.health) {
-			todo = append(todo, pod)
+	if !a.health.NotReady {
+		a.admitPodsLocked(now)
+	}
+	var todo []*podState
+	all := p.all && !a.health.NotReady
+	for _, st := range a.pods {
+		if w := p.wake(st, a.health); all || !w.IsZero() && !w.After(now) {
+			todo = append(todo, st)
 		}
 	}
 	p.all = false
 	a.mu.Unlock()
-	slices.SortFunc(todo, func(x, y *corev1.Pod) int { return strings.Compare(x.Name, y.Name) })
-	failed := false
+	slices.SortFunc(todo, func(x, y *podState) int {
+		return strings.Compare(x.namespace+"/"+x.name, y.namespace+"/"+y.name)
+	})
 	defer func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		p.running = false
-		if failed && r.ctx.Err() == nil {
-			p.schedule(now.Add(podSyncPeriod))
+		if r.ctx.Err() != nil {
+			return
 		}
 		if p.rerun {
 			p.rerun = false
 			p.schedule(p.rerunAt)
 		}
+		for _, st := range a.pods {
+			if w := p.wake(st, a.health); !w.IsZero() {
+				p.schedule(w)
+			}
+		}
 	}()
-	for _, pod := range todo {
+	for _, st := range todo {
 		if r.ctx.Err() != nil {
 			return
 		}
-		var err error
-		if pod.DeletionTimestamp != nil && a.kubelet() {
-			err = p.terminateAsStatusManager(pod, now)
-		} else if pod.DeletionTimestamp != nil {
-			if err = p.c.deletePod(pod); err == nil || isGone(err) {
-				a.podDeleted(pod)
-			}
-		} else if a.kubelet() {
-			err = p.syncAsStatusManager(pod, now)
-		} else {
-			var out *corev1.Pod
-			if out, err = p.c.patchPodStatus(pod, a.podStatus(pod, now)); err == nil {
-				a.ObservePod(out)
-			}
+		err := p.syncPod(st, now, all)
+		a.mu.Lock()
+		st.retry = time.Time{}
+		if err != nil && !isGone(err) {
+			st.retry = now.Add(podSyncPeriod)
 		}
-		failed = failed || err != nil && !isGone(err)
+		a.mu.Unlock()
 	}
 }
 
-// syncAsStatusManager reports pod as the kubelet's status manager does (kubelet footprint): each
-// sync GETs the pod and patches its status against what it got. A pod no kubelet has started yet is
-// reported Pending with its container being created first, then the container's Events are
-// recorded (its image present: Pulled, Created, Started), and a second sync reports it Running and
-// Ready.
-func (p *podLoop) syncAsStatusManager(pod *corev1.Pod, now time.Time) error {
-	a := p.r.a
-	got, err := p.c.getPod(pod)
-	if err != nil {
-		return err
-	}
-	if got.UID != pod.UID {
-		return nil // another pod of that name: the status manager drops the update
-	}
-	// SyncPod registers the pod's ConfigMaps and Secrets and mounts its volumes before it starts
-	// the containers, at every sync, a restarted kubelet's first included.
-	p.r.objects.register(got)
-	mounted := p.r.tokens.mount(&p.c, got, now)
-	if runningReady(got) {
-		a.ObservePod(got) // nothing changed: the status manager sends no patch
-		return mounted
-	}
-	if mounted != nil && got.Status.Phase == corev1.PodPending {
-		a.ObservePod(got)
-		return mounted // reported Pending already: its containers wait for their volumes
-	}
-	if got.Status.Phase == "" || got.Status.Phase == corev1.PodPending {
-		out, err := p.c.patchPodStatus(got, a.podStatusPending(got, now))
-		if err != nil {
-			return err
-		}
-		a.ObservePod(out)
-		if mounted != nil {
-			return mounted // without its volumes no container starts
-		}
-		p.r.events.containerEvents(out)
-		if got, err = p.c.getPod(out); err != nil {
-			return err
-		}
-	}
-	out, err := p.c.patchPodStatus(got, a.podStatus(got, now))
-	if err != nil {
-		return err
-	}
-	a.ObservePod(out)
-	return mounted
-}
-
-// terminateAsStatusManager finishes a deleted pod as the kubelet does (kubelet footprint): a sync
-// reports its container stopping (not ready), the next its terminal status, and the last one, which
-// finds nothing more to report, deletes it. Each sync GETs the pod first, and patches only what
-// changed: a sync that a watch event of the pod's own reports started finds them done.
-func (p *podLoop) terminateAsStatusManager(pod *corev1.Pod, now time.Time) error {
-	a := p.r.a
-	for {
-		got, err := p.c.getPod(pod)
-		if err != nil {
-			return err
-		}
-		if got.UID != pod.UID {
-			return nil
-		}
-		var status corev1.PodStatus
+// admitPodsLocked admits the pods not admitted yet, in the order of their creation, as
+// HandlePodAdditions does. Agent.mu must be held.
+func (a *Agent) admitPodsLocked(now time.Time) {
+	var use nodeUse
+	var fresh []*podState
+	for _, st := range a.pods {
 		switch {
-		case got.Status.Phase == corev1.PodSucceeded:
-			// SyncTerminatedPod unmounts its volumes and unregisters its ConfigMaps and Secrets,
-			// before the status manager's final DELETE.
-			a.mu.Lock()
-			if a.run == p.r {
-				p.r.podFinished(got.UID)
-			}
-			a.mu.Unlock()
-			err := p.c.deletePod(got)
-			if err == nil || isGone(err) {
-				// The status manager is done with a pod it deleted: what the fleet's watch shows of
-				// it later starts no sync.
-				a.podDeleted(got)
-			}
-			return err
-		case podReady(got):
-			status = a.podStatusStopping(got, now)
-		default:
-			status = a.podStatusTerminated(got, now)
+		case !st.admitted && st.pending != nil && !st.deleting:
+			fresh = append(fresh, st)
+		case st.admitted && !st.terminal && st.view.reason == "" && st.spec != nil:
+			use.take(st.spec)
 		}
-		if pod, err = p.c.patchPodStatus(got, status); err != nil {
-			return err
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	slices.SortFunc(fresh, func(x, y *podState) int {
+		if c := x.created.Compare(y.created); c != 0 {
+			return c
+		}
+		return strings.Compare(x.name, y.name)
+	})
+	node := a.admissionNode()
+	for _, st := range fresh {
+		pod := st.pending
+		st.spec = compactSpec(pod, a.cfg.Pods)
+		st.admitted = true
+		if reason, message := admission(pod, st.spec, node, use); reason != "" {
+			st.view = podView{phase: corev1.PodFailed, reason: reason, message: "Pod was rejected: " + message, startTime: now}
+			st.terminal = true
+			st.rejection = message
+		} else {
+			use.take(st.spec)
+			at := now
+			if pod.Status.Phase == corev1.PodRunning {
+				// Running under another kubelet's life (a run before this one): its containers are
+				// found running, as a restarted kubelet finds them.
+				at = now.Add(-plegRelistPeriod)
+			}
+			st.admit(at)
+			if t := pod.Status.StartTime; t != nil {
+				st.view.startTime = t.Time
+			}
+		}
+		if a.kubelet() || st.terminal {
+			st.pending = nil
 		}
 	}
 }
 
-// podReady says whether the pod's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
+// admissionNode is the Node the kubelet admits pods against: the server's view of it, or, before
+// the agent has one, the Node it registers.
+func (a *Agent) admissionNode() *corev1.Node {
+	if a.server != nil {
+		return a.server
 	}
-	return false
+	return a.cfg.Template.initialNode(a, metav1.Time{}, nil)
 }
 
 // podFinished is the end of a pod in the run: its volumes are unmounted, which forgets its tokens,

@@ -94,21 +94,25 @@ type Stats struct {
 	LeaseRenewals    int64
 	StatusPatches    int64
 	RequestErrors    int64
+	// PodAnnotationErrors counts the pods whose fakelet.dev/ annotations did not parse.
+	PodAnnotationErrors int64
 }
 
 type stats struct {
 	lastLease, lastStatus       atomic.Int64 // unix nanoseconds
 	renewals, patches, reqFails atomic.Int64
+	podAnnotationErrors         atomic.Int64
 }
 
 // Stats returns the agent's counters and the times of its last successful heartbeats.
 func (a *Agent) Stats() Stats {
 	return Stats{
-		LastLeaseRenewal: unixNano(a.stats.lastLease.Load()),
-		LastStatusPatch:  unixNano(a.stats.lastStatus.Load()),
-		LeaseRenewals:    a.stats.renewals.Load(),
-		StatusPatches:    a.stats.patches.Load(),
-		RequestErrors:    a.stats.reqFails.Load(),
+		LastLeaseRenewal:    unixNano(a.stats.lastLease.Load()),
+		LastStatusPatch:     unixNano(a.stats.lastStatus.Load()),
+		LeaseRenewals:       a.stats.renewals.Load(),
+		StatusPatches:       a.stats.patches.Load(),
+		RequestErrors:       a.stats.reqFails.Load(),
+		PodAnnotationErrors: a.stats.podAnnotationErrors.Load(),
 	}
 }
 

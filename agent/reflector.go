@@ -38,6 +38,8 @@ type reflector struct {
 	// clientTimeout: the reflector watches through a typed client, whose Watch also sends the
 	// timeout as the request's (timeout=7m30s); the pod source's ListWatch on the REST client does not.
 	clientTimeout bool
+	// pods: the watch is the pod source's, whose events are the node's pods (podwatch.go).
+	pods bool
 
 	rv          string // last synced resource version
 	unavailable bool   // rv expired (410) or is too large: the next list starts from the newest
@@ -103,7 +105,10 @@ func (f *reflector) Run() {
 	}
 	f.events = 0
 	f.sent = a.cfg.Scheduler.Clock().Now()
-	a.api.Watches.Watch(f.ctx, WatchRequest{Resource: f.resource, Path: f.path, Query: q}, f)
+	if f.pods && f.listing {
+		a.podListStarts()
+	}
+	a.api.Watches.Watch(f.ctx, WatchRequest{Resource: f.resource, Path: f.path, Query: q, Pods: f.pods}, f)
 }
 
 // Opened records the watch request.
@@ -155,6 +160,9 @@ func (f *reflector) lost() {
 // ends the initial events sets it, since the initial objects come in no order of resource version.
 func (f *reflector) Event(e WatchEvent) {
 	f.events++
+	if f.pods {
+		f.r.a.podWatchEvent(e, f.listing)
+	}
 	if f.listing {
 		if e.Type == EventBookmark && e.InitialEventsEnd {
 			f.listing, f.relist, f.unavailable = false, false, false

@@ -50,6 +50,8 @@ var requestKinds = []RequestKind{
 	{Verb: "update", Group: groupCoordination, Resource: "leases", Scope: ScopeLeases, For: "kubelets renew their Leases"},
 	{Verb: "patch", Resource: "pods", Subresource: "status", Scope: ScopePods, Pods: true, For: "kubelets report their pods"},
 	{Verb: "delete", Resource: "pods", Scope: ScopePods, Pods: true, For: "kubelets finish the deletion of their pods"},
+	// The heartbeat footprint's agents GET a pod only after someone else changed its status.
+	{Verb: "get", Resource: "pods", Scope: ScopePods, Pods: true, For: "kubelets read a pod before each status patch"},
 
 	{Verb: "watch", Resource: "nodes", Kubelet: true, For: "kubelets watch their Nodes"},
 	{Verb: "watch", Resource: "services", Kubelet: true, For: "kubelets watch Services"},
@@ -61,7 +63,6 @@ var requestKinds = []RequestKind{
 	{Verb: "create", Group: groupStorage, Resource: "csinodes", Kubelet: true, For: "kubelets create their CSINodes"},
 	{Verb: "create", Resource: "events", Scope: ScopeNodeEvents, Kubelet: true, For: "kubelets record their Nodes' Events"},
 	{Verb: "patch", Resource: "events", Scope: ScopeNodeEvents, Kubelet: true, For: "kubelets count their Nodes' repeated Events"},
-	{Verb: "get", Resource: "pods", Scope: ScopePods, Kubelet: true, Pods: true, For: "kubelets read a pod before each status patch"},
 	{Verb: "watch", Resource: "configmaps", Scope: ScopePods, Kubelet: true, Pods: true, For: "kubelets watch the kube-root-ca.crt their pods' token volumes read"},
 	{Verb: "create", Resource: "events", Scope: ScopePods, Kubelet: true, Pods: true, For: "kubelets record their containers' Events"},
 	{Verb: "patch", Resource: "events", Scope: ScopePods, Kubelet: true, Pods: true, For: "kubelets count their containers' repeated Events"},

@@ -187,6 +187,35 @@ func sentKinds(t *testing.T, fp Footprint, pods bool) map[sentKind]bool {
 		if err != nil || !runningReady(got.(*corev1.Pod)) {
 			t.Fatalf("pod %v (%v), want it Running and Ready", got, err)
 		}
+		// Its container crashes: the second exit's BackOff Event repeats at the third, which the
+		// recorder PATCHes.
+		a.SetPodFault(PodFault{Crash: true})
+		at += 40 * time.Second
+		h.advance(at)
+		a.SetPodFault(PodFault{})
+		at += 30 * time.Second
+		h.advance(at)
+		// The node lifecycle controller marks it not Ready: the status manager reconciles it, after a
+		// GET in either footprint.
+		if got, err = h.client.Tracker().Get(podsGVR, "fakelet", "p1"); err != nil {
+			t.Fatal(err)
+		}
+		unready := got.(*corev1.Pod).DeepCopy()
+		unready.ResourceVersion = "999999"
+		for i := range unready.Status.Conditions {
+			if unready.Status.Conditions[i].Type == corev1.PodReady {
+				unready.Status.Conditions[i].Status = corev1.ConditionFalse
+			}
+		}
+		if err := h.client.Tracker().Update(podsGVR, unready, "fakelet"); err != nil {
+			t.Fatal(err)
+		}
+		a.ObservePod(unready)
+		at += 30 * time.Second
+		h.advance(at)
+		if got, err = h.client.Tracker().Get(podsGVR, "fakelet", "p1"); err != nil || !runningReady(got.(*corev1.Pod)) {
+			t.Fatalf("pod %v (%v) after the reconcile, want it Running and Ready", got, err)
+		}
 		deleting := got.(*corev1.Pod).DeepCopy()
 		deleting.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
 		if err := h.client.Tracker().Update(podsGVR, deleting, "fakelet"); err != nil {

@@ -267,7 +267,7 @@ func (t *podTokens) Run() {
 		case set.next.After(now):
 			t.schedule(set.next)
 		default:
-			if p := a.pods[set.name]; p != nil && p.UID == set.uid && p.DeletionTimestamp == nil {
+			if st := a.pods[podKey{set.namespace, set.name}]; st != nil && st.uid == set.uid && !st.deleting {
 				todo = append(todo, set)
 			} else {
 				set.next = time.Time{}

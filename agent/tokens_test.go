@@ -143,7 +143,9 @@ func TestTokenRequestedAtMountAndRefreshed(t *testing.T) {
 		t.Errorf("requests %s: want the token before the container's Events", summary(calls))
 	}
 
-	m := toks[0].at
+	// The Running report a relist after the first sync is the pod worker's last sync: its
+	// resyncs, which refresh the token, count from it.
+	m := toks[0].at + plegRelistPeriod
 	wantTokenAt(t, h, m+tokenRefreshAfter)
 	wantTokenAt(t, h, m+2*tokenRefreshAfter)
 	if n := len(sent.take()); n != 2 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Watcher carries the agents' watch streams. It is the one way an agent watches, so that the
@@ -25,6 +27,8 @@ type WatchRequest struct {
 	Path string
 	// Query is the watch's query (watch=true included), as client-go encodes ListOptions.
 	Query url.Values
+	// Pods asks the transport to decode each event's object into WatchEvent.Pod (the pod watch).
+	Pods bool
 }
 
 func (r WatchRequest) String() string { return r.Path + "?" + r.Query.Encode() }
@@ -37,6 +41,9 @@ type WatchEvent struct {
 	// InitialEventsEnd is set on the bookmark that ends a streaming list's initial events (the
 	// k8s.io/initial-events-end annotation).
 	InitialEventsEnd bool
+	// Pod is the event's pod, for a request with Pods set; the handler may keep it and must not
+	// modify it.
+	Pod *corev1.Pod
 }
 
 // Watch event types as the apiserver sends them.

@@ -20,10 +20,12 @@ func (a *Agent) kubeletReflectors(r *run) []*reflector {
 	name := fields.OneTermEqualSelector("metadata.name", a.name).String()
 	onNode := fields.OneTermEqualSelector("spec.nodeName", a.name).String()
 	notHeadless := fields.OneTermNotEqualSelector("spec.clusterIP", "None").String()
+	pods := newReflector(r, "pods", "/api/v1/pods", onNode, reflectorMinWatchTimeout, false)
+	pods.pods = true
 	return []*reflector{
 		newReflector(r, "nodes", "/api/v1/nodes", name, reflectorMinWatchTimeout, true),
 		newReflector(r, "services", "/api/v1/services", notHeadless, reflectorMinWatchTimeout, true),
-		newReflector(r, "pods", "/api/v1/pods", onNode, reflectorMinWatchTimeout, false),
+		pods,
 		newReflector(r, "runtimeclasses", "/apis/node.k8s.io/v1/runtimeclasses", "", reflectorMinWatchTimeout, true),
 		newReflector(r, "csidrivers", "/apis/storage.k8s.io/v1/csidrivers", "", reflectorMinWatchTimeout, true),
 		newReflector(r, "podcertificaterequests", "/apis/certificates.k8s.io/v1/podcertificaterequests", onNode, reflectorMinWatchTimeout, true),

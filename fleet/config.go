@@ -73,6 +73,11 @@ type Config struct {
 	PodTolerationSeconds *int64
 	// PodQPS is how many pods the fleet creates per second at most.
 	PodQPS float64
+	// PodTiming is the fake runtime's timing of every pod the agents run, the fleet's and any other
+	// bound to their nodes (agent.PodTiming; a pod's annotations override it). The zero value is
+	// the hollow kubelet's: containers start and are ready at once, and those of a pod with
+	// restartPolicy Never or OnFailure exit 0 as soon as they run.
+	PodTiming agent.PodTiming
 	// RunID names this run on every object it creates or adopts (agent.RunAnnotation); empty picks
 	// a new one (NewRunID).
 	RunID string
@@ -189,6 +194,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("pod toleration seconds must not be negative, got %d", *c.PodTolerationSeconds)
 	case !(c.PodQPS > 0) || math.IsInf(c.PodQPS, 1):
 		return fieldError("PodQPS", "pod QPS", "must be positive and finite, got %v", c.PodQPS)
+	case c.PodTiming.ImagePull < 0:
+		return fieldError("PodTiming.ImagePull", "pod image pull delay", "must not be negative, got %v", c.PodTiming.ImagePull)
+	case c.PodTiming.Start < 0:
+		return fieldError("PodTiming.Start", "pod start delay", "must not be negative, got %v", c.PodTiming.Start)
+	case c.PodTiming.Ready < 0:
+		return fieldError("PodTiming.Ready", "pod ready delay", "must not be negative, got %v", c.PodTiming.Ready)
+	case c.PodTiming.RunDuration < 0:
+		return fieldError("PodTiming.RunDuration", "pod run duration", "must not be negative, got %v", c.PodTiming.RunDuration)
 	case CheckCleanupQPS(c.CleanupQPS) != nil:
 		return fieldError("CleanupQPS", "cleanup QPS", "%v", CheckCleanupQPS(c.CleanupQPS))
 	case len(c.RunID) > 63 || !dnsLabel.MatchString(c.RunID):

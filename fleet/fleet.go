@@ -29,7 +29,8 @@ type Fleet struct {
 	sched     *scheduler.Scheduler
 	tally     *Tally
 	nodes     *nodeWatch
-	pods      *podSet // nil without pods
+	pods      *podSet        // nil without pods
+	boundPods *boundPodWatch // the heartbeat footprint's pod source; nil in the kubelet footprint
 	// checkPermissions makes Preflight ask the apiserver whether the fleet's credential may do what
 	// the run will do. New sets it; fleets on given clients (fakes in tests) check names only.
 	checkPermissions bool
@@ -149,6 +150,7 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		Template:  tmpl,
 		Heartbeat: cfg.Heartbeat,
 		Footprint: cfg.Footprint,
+		Pods:      cfg.PodTiming,
 		Scheduler: f.sched,
 		Recorder:  rec,
 		OnFatal:   f.agentFailed,
@@ -161,6 +163,11 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		f.byName[name] = a
 	}
 	f.nodes = newNodeWatch(admin, tmpl, f.liveAgent)
+	if ownPodSource := cfg.Footprint == agent.FootprintKubelet && heartbeat[0].Watches != nil; !ownPodSource {
+		// Agents without a pod watch of their own (the heartbeat footprint; a fleet given clients
+		// without a Watcher) learn of their pods from the fleet's one watch of bound pods.
+		f.boundPods = newBoundPodWatch(admin, f.liveAgent, f.Agents)
+	}
 	if cfg.PodsPerNode > 0 {
 		f.pods = newPodSet(f)
 		f.nodes.OnNode(func(old, n *corev1.Node) {
@@ -248,6 +255,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	schedDone := make(chan struct{})
 	go func() { f.sched.Run(runCtx); close(schedDone) }()
 	watchErr := f.nodes.start(runCtx)
+	if watchErr == nil && f.boundPods != nil {
+		watchErr = f.boundPods.start(runCtx, f.nodes.syncTimeout)
+	}
 	if watchErr == nil && f.pods != nil {
 		watchErr = EnsurePodNamespace(runCtx, f.admin, f.cfg.Fleet, f.cfg.RunID)
 	}
@@ -351,14 +361,21 @@ type Progress struct {
 	Added, Removed                            int
 	Pods, PodsReady, PodsFailed               int
 	Errors                                    int64
-	Elapsed                                   time.Duration
+	// PodAnnotationErrors counts the pods on the fleet's nodes whose fakelet.dev/ annotations did
+	// not parse (agent.Stats).
+	PodAnnotationErrors int64
+	Elapsed             time.Duration
 }
 
 // Progress returns how many agents started, how many Nodes the watch has seen and how many are Ready.
 func (f *Fleet) Progress() Progress {
 	f.mu.Lock()
 	p := Progress{Nodes: len(f.agents), Started: f.started, Failed: len(f.failed), Added: f.added, Removed: len(f.removed)}
+	agents := f.agents[:len(f.agents):len(f.agents)]
 	f.mu.Unlock()
+	for _, a := range agents {
+		p.PodAnnotationErrors += a.Stats().PodAnnotationErrors
+	}
 	p.Registered, p.Ready = f.nodes.counts()
 	if f.pods != nil {
 		p.Pods, p.PodsReady, p.PodsFailed = f.pods.counts()

@@ -25,3 +25,19 @@ func selectedListWatch[L runtime.Object](selector string,
 		},
 	}
 }
+
+// selectedFieldListWatch is selectedListWatch by field selector.
+func selectedFieldListWatch[L runtime.Object](selector string,
+	list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return watchFn(ctx, o)
+		},
+	}
+}

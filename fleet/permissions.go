@@ -69,6 +69,13 @@ var podPermissions = []Permission{
 	{Verb: "delete", Resource: "pods", Namespace: PodNamespace, For: "cleanup"},
 }
 
+// What the fleet's credential does in the heartbeat footprint, whose agents have no pod watch of
+// their own: one watch of every pod bound to a node, in every namespace (podwatch.go).
+var boundPodPermissions = []Permission{
+	{Verb: "list", Resource: "pods", For: "the fleet's watch of the pods bound to its nodes (heartbeat footprint)"},
+	{Verb: "watch", Resource: "pods", For: "the fleet's watch of the pods bound to its nodes (heartbeat footprint)"},
+}
+
 // Permissions is every permission the fleet's credential needs for a run of cfg, each once, in the
 // order the preflight checks them: the fleet's own (RunPermissions for its first and last node,
 // PodPermissions with pods), and with IdentityFleet what its agents send (KubeletPermissions).
@@ -83,6 +90,9 @@ func Permissions(cfg Config) []Permission {
 	perms := RunPermissions(id, first, last)
 	if cfg.PodsPerNode > 0 {
 		perms = append(perms, PodPermissions()...)
+	}
+	if cfg.Footprint == agent.FootprintHeartbeat {
+		perms = append(perms, boundPodPermissions...)
 	}
 	if cfg.Identity == IdentityFleet {
 		perms = append(perms, KubeletPermissions(cfg.Footprint, cfg.PodsPerNode > 0, first, last)...)

@@ -242,6 +242,9 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 						want = append(want, p.String())
 					}
 				}
+				if fp == agent.FootprintHeartbeat {
+					want = append(want, "list pods", "watch pods") // the fleet's watch of bound pods
+				}
 				for _, k := range agent.Requests(fp, pods > 0) {
 					p := Permission{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Subresource: k.Subresource}
 					switch k.Scope {

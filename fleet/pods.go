@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -21,9 +22,11 @@ import (
 
 // The fleet's pods (Config.PodsPerNode): the fleet creates them with its own credential, as a user or
 // a controller would, bound to their node by spec.nodeName (no scheduler involved), once the node
-// registered, at Config.PodQPS. One watch of the fleet's pods shows each to its node's agent, which
-// keeps it Running and Ready, and to the OnPod handlers (the measurement). The fleet never recreates
-// a pod: one the taint eviction controller deleted stays deleted.
+// registered, at Config.PodQPS. Their agents run them as they run any pod bound to their node, from
+// their pod source (podwatch.go): they are one more source of pods, not a path of their own. One
+// watch of the fleet's labelled pods counts them and shows them to the OnPod handlers (the
+// measurement). The fleet never recreates a pod: one the taint eviction controller deleted stays
+// deleted.
 
 // PodNamespace is where the fleet creates its pods, a namespace of fakelet's own (podnamespace.go).
 const PodNamespace = "fakelet-pods"
@@ -78,7 +81,7 @@ func newPodSet(f *Fleet) *podSet {
 	p.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, f.admin), &corev1.Pod{}, 0, cache.Indexers{})
 	_ = p.informer.SetTransform(func(obj any) (any, error) {
 		if pod, ok := obj.(*corev1.Pod); ok {
-			pod.ManagedFields = nil
+			return compactPod(pod, f.cfg.Fleet), nil
 		}
 		return obj, nil
 	})
@@ -104,7 +107,8 @@ func (p *podSet) start(ctx context.Context, timeout time.Duration) error {
 // OnPod adds a handler for every change the fleet's pod watch sees to a pod on one of the fleet's
 // nodes of this process: old is nil when the pod first appears, new is nil when it is gone. Handlers
 // run on the watch's goroutine and must not modify the pods. Without pods (Config.PodsPerNode 0) there
-// is no watch and they are never called.
+// is no watch and they are never called. The pods hold what the watch keeps of them (fleetPod): their
+// identity, labels, deletion, node, and their Ready and DisruptionTarget conditions.
 func (f *Fleet) OnPod(h func(old, new *corev1.Pod)) {
 	if f.pods == nil {
 		return
@@ -225,11 +229,11 @@ func (p *podSet) create(ctx context.Context, node string, i int) error {
 	p.mu.Lock()
 	p.created[pod.Name] = pod.UID
 	p.mu.Unlock()
-	// The watch may have shown the pod before its UID was known here: the agent learns of it now, and
-	// an adopted pod already Ready counts as Ready, since nothing may change it again (a kubelet's
-	// status manager sends no patch for a pod whose status is already what it would report).
+	// The watch may have shown the pod before its UID was known here: an adopted pod already Ready
+	// counts as Ready, since nothing may change it again (a kubelet's status manager sends no patch
+	// for a pod whose status is already what it would report). Its agent learns of it as of any
+	// other pod bound to its node, from its pod source.
 	if a := p.f.liveAgent(node); a != nil {
-		a.ObservePod(pod)
 		p.countReady(pod)
 	}
 	return nil
@@ -276,7 +280,7 @@ func (p *podSet) ours(pod *corev1.Pod) (*agent.Agent, bool) {
 }
 
 func (p *podSet) observe(oldObj, obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := asPod(obj)
 	if !ok {
 		return
 	}
@@ -285,10 +289,9 @@ func (p *podSet) observe(oldObj, obj any) {
 		return // another process's or shard's node
 	}
 	if created {
-		a.ObservePod(pod)
 		p.countReady(pod)
 	}
-	old, _ := oldObj.(*corev1.Pod)
+	old, _ := asPod(oldObj)
 	p.handle(old, pod)
 }
 
@@ -315,7 +318,7 @@ func (p *podSet) forget(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := asPod(obj)
 	if !ok {
 		return
 	}
@@ -324,7 +327,6 @@ func (p *podSet) forget(obj any) {
 		return
 	}
 	if created {
-		a.ForgetPod(pod.Name, pod.UID)
 		p.mu.Lock()
 		if p.ready[pod.Name] {
 			p.readyN--
@@ -380,4 +382,69 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// fleetPod is what the fleet's pod watch keeps of a pod in its store for the run: a few hundred
+// bytes where a decoded pod takes kilobytes. The fleet and the OnPod handlers read it as a pod
+// (pod).
+type fleetPod struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta // name, namespace, UID, resource version, labels, deletion
+	node              string
+	ready             bool
+	disruption        string // the reason of a DisruptionTarget condition that is True
+}
+
+func (p *fleetPod) DeepCopyObject() runtime.Object {
+	c := *p
+	c.ObjectMeta = *p.ObjectMeta.DeepCopy()
+	return &c
+}
+
+// fleetLabels holds one label set per fleet: the pods that carry just the fleet's label share it.
+var fleetLabels sync.Map // fleet name -> map[string]string
+
+// compactPod is what the watch keeps of p, a pod of fleet.
+func compactPod(p *corev1.Pod, fleet string) *fleetPod {
+	labels := p.Labels
+	if len(labels) == 1 && labels[agent.FleetLabel] == fleet {
+		shared, _ := fleetLabels.LoadOrStore(fleet, map[string]string{agent.FleetLabel: fleet})
+		labels = shared.(map[string]string)
+	}
+	out := &fleetPod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: labels, DeletionTimestamp: p.DeletionTimestamp},
+		node: p.Spec.NodeName, ready: podReady(p),
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			out.disruption = c.Reason
+		}
+	}
+	return out
+}
+
+// pod is p as a pod: what the watch kept of it, its Ready condition and DisruptionTarget.
+func (p *fleetPod) pod() *corev1.Pod {
+	ready := corev1.ConditionFalse
+	if p.ready {
+		ready = corev1.ConditionTrue
+	}
+	out := &corev1.Pod{ObjectMeta: p.ObjectMeta, Spec: corev1.PodSpec{NodeName: p.node},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}}}
+	if p.disruption != "" {
+		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: p.disruption})
+	}
+	return out
+}
+
+// asPod reads an object of the watch as a pod.
+func asPod(obj any) (*corev1.Pod, bool) {
+	switch o := obj.(type) {
+	case *fleetPod:
+		return o.pod(), true
+	case *corev1.Pod:
+		return o, true
+	}
+	return nil, false
 }

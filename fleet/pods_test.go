@@ -77,9 +77,9 @@ func (tf *testFleet) advanceBy(t *testing.T, d time.Duration) {
 // (a GET before each patch, which podActions leaves out), and then sends nothing about them, however
 // many heartbeats pass.
 func TestPodsAreCreatedBoundAndReportedReadyOnce(t *testing.T) {
-	// The heartbeat footprint reports a pod Running and Ready in one patch; the kubelet's status
-	// manager patches it Pending first.
-	for fp, patches := range map[agent.Footprint]int{agent.FootprintHeartbeat: 6, agent.FootprintKubelet: 12} {
+	// Both footprints report a pod Pending, then Running and Ready a relist later, as the kubelet's
+	// status manager does.
+	for fp, patches := range map[agent.Footprint]int{agent.FootprintHeartbeat: 12, agent.FootprintKubelet: 12} {
 		t.Run(string(fp), func(t *testing.T) { podsCreatedBoundAndReportedReadyOnce(t, fp, patches) })
 	}
 }
@@ -105,7 +105,9 @@ func podsCreatedBoundAndReportedReadyOnce(t *testing.T, fp agent.Footprint, patc
 			}
 		}
 	}
-	want := map[string]int{"create": 6, "patch/status": patches, "list": 1, "watch": 1}
+	// Two watches: the fleet's pods, counted, and every bound pod, the agents' pod source (these
+	// agents have no watches of their own).
+	want := map[string]int{"create": 6, "patch/status": patches, "list": 2, "watch": 2}
 	if got := podActions(tf); !reflect.DeepEqual(got, want) {
 		t.Errorf("pod requests %v, want %v", got, want)
 	}
@@ -235,15 +237,16 @@ func TestEvictedPodsStayDeleted(t *testing.T) {
 }
 
 // Cleanup deletes the pods the fleet created, and no other: not a pod with the fleet's label it did
-// not create, nor one with its pod name that is someone else's (which it refuses to adopt).
+// not create, nor one with its pod name that is someone else's (which it refuses to adopt). Its
+// agent runs the foreign pod as a kubelet runs any pod bound to its node.
 func TestCleanupDeletesOnlyThePodsTheFleetCreated(t *testing.T) {
 	tf := startFleet(t, Config{Nodes: 2, PodsPerNode: 1})
 	ctx := context.Background()
 	foreign := []*corev1.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Name: PodName(NodeName(DefaultNamePrefix, 1), 0), Namespace: PodNamespace, Labels: map[string]string{"team": "prod"}},
-			Spec: corev1.PodSpec{NodeName: NodeName(DefaultNamePrefix, 1)}},
+			Spec: corev1.PodSpec{NodeName: NodeName(DefaultNamePrefix, 1), Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: PodNamespace, Labels: map[string]string{agent.FleetLabel: DefaultFleet}},
-			Spec: corev1.PodSpec{NodeName: NodeName(DefaultNamePrefix, 0)}},
+			Spec: corev1.PodSpec{NodeName: NodeName(DefaultNamePrefix, 0), Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
 	}
 	for _, p := range foreign {
 		if _, err := tf.client.CoreV1().Pods(PodNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -258,8 +261,8 @@ func TestCleanupDeletesOnlyThePodsTheFleetCreated(t *testing.T) {
 	if err := tf.pods.createErr(); err == nil || !strings.Contains(err.Error(), "is not fleet \"fakelet\"'s pod") {
 		t.Errorf("creation error %v, want the foreign pod named", err)
 	}
-	if got := getPod(t, tf, foreign[0].Name); got.Status.Phase != "" {
-		t.Errorf("the foreign pod's status was written: %+v", got.Status)
+	if got := getPod(t, tf, foreign[0].Name); got.Status.Phase != corev1.PodRunning {
+		t.Errorf("the foreign pod's status %+v, want Running: its node's kubelet runs it", got.Status)
 	}
 	if err := tf.stop(); err != nil {
 		t.Fatal(err)
@@ -383,12 +386,18 @@ func TestPreflightChecksPodPermissionsOnlyWithPods(t *testing.T) {
 	}
 }
 
-// In the heartbeat footprint an agent reports each pod Running and Ready with one patch, no GET.
-func TestHeartbeatFootprintReportsPodsInOnePatch(t *testing.T) {
+// In the heartbeat footprint an agent reports each pod Pending, then Running and Ready, with a patch
+// each and no GET: it patches from the status it last reported.
+func TestHeartbeatFootprintReportsPodsWithoutGet(t *testing.T) {
 	tf := startFleet(t, Config{Nodes: 3, PodsPerNode: 2, Footprint: agent.FootprintHeartbeat})
 	tf.advance(t, 5*time.Second)
 	tf.pollAdvancing(t, "6 Ready pods", func() bool { return tf.Progress().PodsReady == 6 })
-	want := map[string]int{"create": 6, "patch/status": 6, "list": 1, "watch": 1}
+	for _, a := range tf.client.Actions() {
+		if a.GetResource().Resource == "pods" && a.GetVerb() == "get" {
+			t.Errorf("GET of a pod in the heartbeat footprint: %v", a)
+		}
+	}
+	want := map[string]int{"create": 6, "patch/status": 12, "list": 2, "watch": 2}
 	if got := podActions(tf); !reflect.DeepEqual(got, want) {
 		t.Errorf("pod requests %v, want %v", got, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -23,6 +24,7 @@ import (
 type eventDecoder struct {
 	h    agent.WatchHandler
 	json bool // the server answered JSON: events are objects one after another
+	pods bool // decode each event's object into a pod (agent.WatchRequest.Pods)
 	gzip bool // the body is gzipped (see writeGzip)
 
 	partial *[]byte // the incomplete event's bytes so far; nil: none
@@ -132,7 +134,7 @@ func (d *eventDecoder) writeProtobuf(p []byte) error {
 }
 
 func (d *eventDecoder) protobufEvent(b []byte) error {
-	e, status, err := decodeProtobufEvent(b)
+	e, status, err := decodeProtobufEvent(b, d.pods)
 	if err != nil {
 		return err
 	}
@@ -241,8 +243,16 @@ func (d *eventDecoder) jsonEvent(b []byte) error {
 	if err := json.Unmarshal(e.Object, &m); err != nil {
 		return err
 	}
-	d.h.Event(agent.WatchEvent{Type: e.Type, ResourceVersion: m.Metadata.ResourceVersion,
-		InitialEventsEnd: m.Metadata.Annotations[metav1.InitialEventsAnnotationKey] == "true"})
+	ev := agent.WatchEvent{Type: e.Type, ResourceVersion: m.Metadata.ResourceVersion,
+		InitialEventsEnd: m.Metadata.Annotations[metav1.InitialEventsAnnotationKey] == "true"}
+	if d.pods && e.Type != agent.EventBookmark {
+		ev.Pod = &corev1.Pod{}
+		if err := json.Unmarshal(e.Object, ev.Pod); err != nil {
+			return fmt.Errorf("decode a pod of the watch: %w", err)
+		}
+		ev.Pod.ManagedFields = nil
+	}
+	d.h.Event(ev)
 	return nil
 }
 

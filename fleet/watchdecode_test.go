@@ -211,3 +211,31 @@ type discard struct{}
 func (discard) Opened(error)           {}
 func (discard) Event(agent.WatchEvent) {}
 func (discard) Ended(error)            {}
+
+// The pod watch's events are decoded into pods, in protobuf and JSON, without their managed fields;
+// bookmarks carry none.
+func TestDecoderDecodesPods(t *testing.T) {
+	for _, format := range []struct {
+		name string
+		json bool
+		body []byte
+	}{
+		{"protobuf", false, protobufStream(t, watchEvents(t)[:3])},
+		{"json", true, jsonStream(t)},
+	} {
+		c := &collected{}
+		d := &eventDecoder{h: c, json: format.json, pods: true}
+		if err := d.Write(format.body); err != nil && !format.json {
+			t.Fatalf("%s: %v", format.name, err)
+		}
+		if len(c.events) < 3 {
+			t.Fatalf("%s: %d events, want 3", format.name, len(c.events))
+		}
+		if p := c.events[0].Pod; p == nil || p.Name != "p" || p.Namespace != "ns" || p.Spec.NodeName != "fakelet-00001" || p.ManagedFields != nil {
+			t.Errorf("%s: first event's pod %+v, want p in ns on fakelet-00001", format.name, p)
+		}
+		if c.events[1].Pod != nil {
+			t.Errorf("%s: a bookmark with a pod", format.name)
+		}
+	}
+}

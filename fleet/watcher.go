@@ -94,7 +94,7 @@ func (w *httpWatcher) stream(ctx context.Context, req agent.WatchRequest, h agen
 	defer resp.Body.Close()
 	h.Opened(nil)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	h.Ended(readEvents(resp.Body, &eventDecoder{h: h, json: mt != protobuf}))
+	h.Ended(readEvents(resp.Body, &eventDecoder{h: h, json: mt != protobuf, pods: req.Pods}))
 }
 
 // readEvents feeds a watch body to d until it ends.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
@@ -26,9 +27,10 @@ const (
 
 var errBadEvent = errors.New("undecodable protobuf watch event")
 
-// decodeProtobufEvent reads one event's type, resource version and initial-events-end annotation; for
+// decodeProtobufEvent reads one event's type, resource version and initial-events-end annotation,
+// and with pods the whole object as a pod (its managed fields dropped); for
 // an ERROR event it returns the Status instead.
-func decodeProtobufEvent(b []byte) (agent.WatchEvent, *metav1.Status, error) {
+func decodeProtobufEvent(b []byte, pods bool) (agent.WatchEvent, *metav1.Status, error) {
 	var e agent.WatchEvent
 	var object []byte
 	err := eachField(b, func(num protowire.Number, v []byte) error {
@@ -69,6 +71,13 @@ func decodeProtobufEvent(b []byte) (agent.WatchEvent, *metav1.Status, error) {
 			return e, nil, fmt.Errorf("watch error event: %w", err)
 		}
 		return e, &s, nil
+	}
+	if pods && e.Type != agent.EventBookmark {
+		e.Pod = &corev1.Pod{}
+		if err := e.Pod.Unmarshal(raw); err != nil {
+			return e, nil, fmt.Errorf("decode a pod of the watch: %w", err)
+		}
+		e.Pod.ManagedFields = nil
 	}
 	err = eachField(raw, func(num protowire.Number, v []byte) error {
 		if num != objectMetadata {

@@ -63,12 +63,12 @@ func (w *wireWatcher) Watch(ctx context.Context, req agent.WatchRequest, h agent
 			own = append(own, wire.Field{Name: "impersonate-group", Value: g})
 		}
 	}
-	w.send(ctx, &wire.Request{Path: w.prefix + req.Path + "?" + req.Query.Encode(), Header: w.header, Own: own}, h, req.Resource, 0)
+	w.send(ctx, &wire.Request{Path: w.prefix + req.Path + "?" + req.Query.Encode(), Header: w.header, Own: own}, h, req.Resource, req.Pods, 0)
 }
 
-func (w *wireWatcher) send(ctx context.Context, req *wire.Request, h agent.WatchHandler, resource string, attempt int) {
+func (w *wireWatcher) send(ctx context.Context, req *wire.Request, h agent.WatchHandler, resource string, pods bool, attempt int) {
 	s := &wireWatch{w: w, ctx: ctx, req: req, attempt: attempt,
-		dec: eventDecoder{h: h}, resource: resource, meter: agent.MeterFrom(ctx)}
+		dec: eventDecoder{h: h, pods: pods}, resource: resource, meter: agent.MeterFrom(ctx)}
 	w.client.Stream(ctx, req, wire.Handlers{OnResponse: s.response, OnData: s.data, OnEnd: s.end})
 }
 
@@ -162,7 +162,7 @@ func (s *wireWatch) end(err error) {
 		// client-go sends a watch again after the Retry-After of a 429 or 5xx, up to 10 times,
 		// before its caller sees the error, as it does any request.
 		if wait, ok := (exchange{code: r.status, retryAfter: r.retryAfter}).retry(); ok && s.attempt < maxRetries && s.ctx.Err() == nil {
-			time.AfterFunc(wait, func() { s.w.send(s.ctx, s.req, h, s.resource, s.attempt+1) })
+			time.AfterFunc(wait, func() { s.w.send(s.ctx, s.req, h, s.resource, s.dec.pods, s.attempt+1) })
 			return
 		}
 		body := r.body

@@ -17,6 +17,11 @@ var fleetFlags = map[string]struct{ name, hint string }{
 	"RegisterQPS": {name: "--register-qps"},
 	"CleanupQPS":  {name: "--cleanup-qps"},
 	"Coalesce":    {name: "--coalesce"},
+
+	"PodTiming.ImagePull":   {name: "--pod-image-pull-delay"},
+	"PodTiming.Start":       {name: "--pod-start-delay"},
+	"PodTiming.Ready":       {name: "--pod-ready-delay"},
+	"PodTiming.RunDuration": {name: "--pod-run-duration"},
 }
 
 // checkFleetFlags checks the flags that fill rf.fleet before defaults apply, so that each error names

@@ -76,6 +76,9 @@ func progressLine(p fleet.Progress, elapsed time.Duration) string {
 			pods += fmt.Sprintf(" not created %d", p.PodsFailed)
 		}
 	}
+	if p.PodAnnotationErrors > 0 {
+		pods += fmt.Sprintf("  pods with bad fakelet.dev/ annotations %d", p.PodAnnotationErrors)
+	}
 	return fmt.Sprintf("%6s  started %d/%d  registered %d  Ready %d%s  errors %d  (%.0f nodes/s)",
 		elapsed.Round(time.Second), p.Started, p.Nodes, p.Registered, p.Ready, pods, p.Errors, rate)
 }

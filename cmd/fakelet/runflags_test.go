@@ -50,6 +50,8 @@ func TestInvalidRunFlagsAreRefusedClearly(t *testing.T) {
 		{[]string{"--connections=-2"}, "--connections must not be negative, got -2"},
 		{[]string{"--coalesce=-1ms"}, "--coalesce must be between 0 and 1s, got -1ms"},
 		{[]string{"--coalesce=2s"}, "--coalesce must be between 0 and 1s, got 2s"},
+		{[]string{"--pod-start-delay=-1s"}, "--pod-start-delay must not be negative, got -1s"},
+		{[]string{"--pod-run-duration=-5s"}, "--pod-run-duration must not be negative, got -5s"},
 		{[]string{"--gomaxprocs=-1"}, "--gomaxprocs must not be negative, got -1"},
 		{[]string{"--register-qps=0"}, "--register-qps must be positive and finite, got 0"},
 		{[]string{"--register-qps=-10"}, "--register-qps must be positive and finite, got -10"},

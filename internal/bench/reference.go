@@ -401,7 +401,7 @@ func startPodRelay(ctx context.Context, admin kubernetes.Interface, f *fleet.Fle
 		},
 		DeleteFunc: func(obj any) {
 			if a, pod := agentOf(obj); a != nil {
-				a.ForgetPod(pod.Name, pod.UID)
+				a.ForgetPod(pod.Namespace, pod.Name, pod.UID)
 			}
 		},
 	})
