@@ -168,6 +168,9 @@ func init() {
 		{Group{}, "a group"},
 		{Phase{}, "a phase"},
 		{Action{}, "an action"},
+		{Workloads{}, "workloads"},
+		{Workload{}, "a workload"},
+		{Requests{}, "requests"},
 	} {
 		rt := reflect.TypeOf(t.v)
 		formatTypes[rt.String()] = rt
