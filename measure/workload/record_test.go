@@ -108,7 +108,7 @@ func TestReactionOfADeploymentToANodeOutage(t *testing.T) {
 	s := newScript(t)
 	for _, p := range []struct{ name, node string }{{"a", "n1"}, {"b", "n1"}, {"c", "n2"}} {
 		s.at(0).pod(p.name, func(*corev1.Pod) {})
-		s.at(500 * time.Millisecond).pod(p.name, bind(p.node))
+		s.at(500*time.Millisecond).pod(p.name, bind(p.node))
 		s.at(2200*time.Millisecond).pod(p.name, func(pod *corev1.Pod) { s.run(pod); ready(true)(pod) })
 	}
 	s.at(2500 * time.Millisecond).endpoints(map[string]bool{"a": true, "b": true, "c": true})
@@ -118,21 +118,21 @@ func TestReactionOfADeploymentToANodeOutage(t *testing.T) {
 	s.r.Applied("outage", "victims", "stop", "n1", t0.Add(11*time.Second)) // the first arrival counts
 	s.r.Applied("outage", "victims", "latency", "n2", t0.Add(10*time.Second))
 
-	s.at(60 * time.Second).pod("a", ready(false))
-	s.at(60 * time.Second).pod("b", ready(false))
+	s.at(60*time.Second).pod("a", ready(false))
+	s.at(60*time.Second).pod("b", ready(false))
 	s.at(60 * time.Second).available(1)
 	s.at(61 * time.Second).endpoints(map[string]bool{"a": false, "b": false, "c": true})
-	s.at(90 * time.Second).pod("a", func(p *corev1.Pod) {
+	s.at(90*time.Second).pod("a", func(p *corev1.Pod) {
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue})
 	})
-	s.at(90 * time.Second).pod("a", func(p *corev1.Pod) { p.DeletionTimestamp = ptr(metav1.NewTime(s.clock.Now())) })
-	s.at(91 * time.Second).pod("d", func(*corev1.Pod) {})
-	s.at(92 * time.Second).pod("d", bind("n2"))
-	s.at(94 * time.Second).pod("d", func(pod *corev1.Pod) { s.run(pod); ready(true)(pod) })
+	s.at(90*time.Second).pod("a", func(p *corev1.Pod) { p.DeletionTimestamp = ptr(metav1.NewTime(s.clock.Now())) })
+	s.at(91*time.Second).pod("d", func(*corev1.Pod) {})
+	s.at(92*time.Second).pod("d", bind("n2"))
+	s.at(94*time.Second).pod("d", func(pod *corev1.Pod) { s.run(pod); ready(true)(pod) })
 	s.at(95 * time.Second).endpoints(map[string]bool{"b": false, "c": true, "d": true})
 	s.at(96 * time.Second).available(2)
 	s.at(100 * time.Second).gone("a")
-	s.at(130 * time.Second).pod("b", ready(true))
+	s.at(130*time.Second).pod("b", ready(true))
 	s.at(131 * time.Second).endpoints(map[string]bool{"b": true, "c": true, "d": true})
 	s.at(131 * time.Second).available(3)
 
@@ -190,11 +190,11 @@ func TestPodsLostForGood(t *testing.T) {
 		s.at(time.Second).pod(name, func(pod *corev1.Pod) { s.run(pod); ready(true)(pod) })
 	}
 	s.r.Applied("outage", "victims", "partition", "n1", t0.Add(10*time.Second))
-	s.at(60 * time.Second).pod("a", ready(false))
-	s.at(60 * time.Second).pod("b", ready(false))
-	s.at(90 * time.Second).pod("a", func(p *corev1.Pod) { p.DeletionTimestamp = ptr(metav1.NewTime(s.clock.Now())) })
+	s.at(60*time.Second).pod("a", ready(false))
+	s.at(60*time.Second).pod("b", ready(false))
+	s.at(90*time.Second).pod("a", func(p *corev1.Pod) { p.DeletionTimestamp = ptr(metav1.NewTime(s.clock.Now())) })
 	// A pod created after the end does not count.
-	s.at(200 * time.Second).pod("c", bind("n2"))
+	s.at(200*time.Second).pod("c", bind("n2"))
 	sum := s.r.Summary("ns", nil, t0.Add(120*time.Second))
 	if re := sum.Reactions[0]; re.Pods != 2 || re.Lost != 2 {
 		t.Errorf("reaction = %+v, want 2 pods, both lost", re)
