@@ -24,6 +24,7 @@ import (
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/storm"
+	"fakelet.dev/fakelet/measure/workload"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	// GracePeriod is the node lifecycle controller's --node-monitor-grace-period: the window before
 	// a false alarm whose requests say what caused it (package falsealarm); 0 is its default, 50 s.
 	GracePeriod time.Duration
+	// OnPodStartup, if set, is called with each workload pod's startup as it is first seen Running
+	// (see ObserveWorkloads). It runs on a watch's goroutine and must be cheap.
+	OnPodStartup func(workload.Startup)
 }
 
 // actionsKept is how many of the first and of the last actions a session keeps as samples
@@ -63,6 +67,9 @@ type Session struct {
 	scraper  *scrape.Scraper
 	alarms   *falsealarm.Detector
 	storms   *storm.Recorder
+	// workloads follows the profile's workloads in namespace workloadNS; nil without them.
+	workloads  *workload.Recorder
+	workloadNS string
 
 	mu      sync.Mutex
 	start   time.Time
@@ -139,6 +146,18 @@ func (s *Session) Observe(f *fleet.Fleet) {
 	f.Record(s.storms)
 }
 
+// ObserveWorkloads adds the watches of the workloads in namespace (their pods, EndpointSlices and
+// Deployments) to the record, from Start on. Call it before Start; it needs Options.Client.
+func (s *Session) ObserveWorkloads(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.workloadNS = namespace
+	s.workloads = workload.NewRecorder(s.opts.Now, s.opts.Now())
+	if s.opts.OnPodStartup != nil {
+		s.workloads.OnStartup(s.opts.OnPodStartup)
+	}
+}
+
 // Start begins the run's record: a first scrape, then scrapes every interval until Stop, and the
 // Lease watch if asked for. ours tells the fleet's nodes from others by name (for the Lease watch).
 func (s *Session) Start(ctx context.Context, ours func(name string) bool) error {
@@ -156,6 +175,15 @@ func (s *Session) Start(ctx context.Context, ours func(name string) bool) error 
 				return err
 			}
 		}
+		if s.workloads != nil {
+			if err := s.workloads.Watch(ctx, c, s.workloadNS); err != nil {
+				cancel()
+				return err
+			}
+		}
+	} else if s.workloads != nil {
+		cancel()
+		return fmt.Errorf("watch the workloads in namespace %s: the session has no client", s.workloadNS)
 	}
 	go func() { defer close(s.done); s.scraper.Run(ctx) }()
 	return nil
@@ -201,6 +229,9 @@ func (s *Session) scrapeSoon() {
 // agent's last heartbeats are those before it: Action fills them in.
 func (s *Session) Applied(a reaction.Action) {
 	s.alarms.Applied(a)
+	if s.workloads != nil {
+		s.workloads.Applied(a.Phase, a.Group, a.Op, a.Node, a.At)
+	}
 	if a.Op == string(profiles.OpRemove) {
 		s.storms.Forget(a.Node, a.At)
 	}
@@ -312,6 +343,10 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 	if s.tracker.Actions() > 0 {
 		reactions = s.tracker.Summaries(phases)
 	}
+	var workloads *workload.Summary
+	if s.workloads != nil {
+		workloads = s.workloads.Summary(s.workloadNS, phases, end)
+	}
 	return report.Record{
 		Profile: profile, Parameters: params, Versions: versions, Target: target,
 		Start: s.start, End: end, Phases: phases,
@@ -324,6 +359,7 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		FalseAlarms:       s.falseAlarms(),
 		Storms:            storms,
 		StormsDropped:     stormsDropped,
+		Workloads:         workloads,
 	}
 }
 

@@ -128,8 +128,12 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	var pr *profileRun
 	if r.plan != nil {
 		onPhase, onApplied := r.rr.profileHooks(r.plan, r.f)
+		scfg := r.rf.scenarioConfig()
 		var err error
-		pr, err = startProfile(runCtx, endRun, r.f, r.plan, r.rf.scenarioConfig(), r.log,
+		if scfg.Client, err = workloadClient(r.tgt, r.plan); err != nil {
+			return played{}, err
+		}
+		pr, err = startProfile(runCtx, endRun, r.f, r.plan, scfg, r.log,
 			metricsHooks(r.m), profileHooks{onPhase, onApplied})
 		if err != nil {
 			return played{}, err
