@@ -228,10 +228,16 @@ func (s *Session) scrapeSoon() {
 // Applied records an op applied to a node. It must be called when the op took effect, so that the
 // agent's last heartbeats are those before it: Action fills them in.
 func (s *Session) Applied(a reaction.Action) {
-	s.alarms.Applied(a)
 	if s.workloads != nil {
 		s.workloads.Applied(a.Phase, a.Group, a.Op, a.Node, a.At)
 	}
+	switch profiles.Op(a.Op) {
+	case profiles.OpCrashPods, profiles.OpUnreadyPods, profiles.OpHealPods:
+		// A pod fault leaves the node healthy: the node's reactions and false alarms still count
+		// from its latest node op.
+		return
+	}
+	s.alarms.Applied(a)
 	if a.Op == string(profiles.OpRemove) {
 		s.storms.Forget(a.Node, a.At)
 	}

@@ -69,7 +69,6 @@ func (o workloadObjects) podTemplate(w *profiles.Workload, name string, restart 
 		RestartPolicy:                 restart,
 		NodeSelector:                  map[string]string{agent.FleetLabel: o.fleet},
 		Tolerations:                   []corev1.Toleration{{Key: agent.FleetLabel, Operator: corev1.TolerationOpExists}},
-		TerminationGracePeriodSeconds: new(int64), // pause stops at once; a grace only delays the report's replacements
 		AutomountServiceAccountToken:  new(bool),
 	}
 	if t := w.TolerationSeconds; t != nil {
