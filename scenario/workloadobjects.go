@@ -65,11 +65,11 @@ func (o workloadObjects) podTemplate(w *profiles.Workload, name string, restart 
 		c.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
 	}
 	spec := corev1.PodSpec{
-		Containers:                    []corev1.Container{c},
-		RestartPolicy:                 restart,
-		NodeSelector:                  map[string]string{agent.FleetLabel: o.fleet},
-		Tolerations:                   []corev1.Toleration{{Key: agent.FleetLabel, Operator: corev1.TolerationOpExists}},
-		AutomountServiceAccountToken:  new(bool),
+		Containers:                   []corev1.Container{c},
+		RestartPolicy:                restart,
+		NodeSelector:                 map[string]string{agent.FleetLabel: o.fleet},
+		Tolerations:                  []corev1.Toleration{{Key: agent.FleetLabel, Operator: corev1.TolerationOpExists}},
+		AutomountServiceAccountToken: new(bool),
 	}
 	if t := w.TolerationSeconds; t != nil {
 		for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
