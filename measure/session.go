@@ -351,7 +351,13 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 	}
 	var workloads *workload.Summary
 	if s.workloads != nil {
-		workloads = s.workloads.Summary(s.workloadNS, phases, end)
+		// The reactions end with the last phase: after it the runner deletes the workloads, which
+		// are no evictions.
+		until := end
+		if n := len(phases); n > 0 {
+			until = phases[n-1].End
+		}
+		workloads = s.workloads.Summary(s.workloadNS, phases, until)
 	}
 	return report.Record{
 		Profile: profile, Parameters: params, Versions: versions, Target: target,

@@ -52,9 +52,25 @@ func TestSessionRecordsTheWorkloads(t *testing.T) {
 		re := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Reactions
 		return len(re) == 1 && len(re[0].Steps) == 1 && re[0].Steps[0].Name == workload.StepNotReady
 	})
+	// The runner deletes the workloads after the last phase: no eviction.
+	s.PhaseEnded(time.Now())
+	if err := pods.Delete(ctx, "web-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	later := pod.DeepCopy()
+	later.Name, later.UID = "web-2", "u2"
+	if _, err := pods.Create(ctx, later, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the pod after the deletion", func() bool {
+		return s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Pods == 2
+	})
 	s.Stop()
 	rec := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{})
-	if w := rec.Workloads; w.Namespace != "wl" || w.Reactions[0].Pods != 1 || w.Reactions[0].Lost != 1 || startups.Load() != 1 {
+	if steps := rec.Workloads.Reactions[0].Steps; len(steps) != 1 {
+		t.Errorf("steps %+v: the deletion after the last phase counted", steps)
+	}
+	if w := rec.Workloads; w.Namespace != "wl" || w.Reactions[0].Pods != 1 || w.Reactions[0].Lost != 1 || startups.Load() != 2 {
 		t.Errorf("workloads %+v, %d startups seen live", w, startups.Load())
 	}
 }
