@@ -263,3 +263,29 @@ func TestWatchFeedsTheRecorder(t *testing.T) {
 		t.Errorf("pod a = %+v", p)
 	}
 }
+
+// unreadyPods breaks the pods, not the node: not Ready and out of the ready endpoints, then Ready
+// again in place after healPods, which is no break of its own.
+func TestReactionToUnreadyPods(t *testing.T) {
+	s := newScript(t)
+	s.at(0).pod("a", bind("n1"))
+	s.at(time.Second).pod("a", func(pod *corev1.Pod) { s.run(pod); ready(true)(pod) })
+	s.at(time.Second).endpoints(map[string]bool{"a": true})
+	s.r.Applied("faults", "g", "unreadyPods", "n1", t0.Add(10*time.Second))
+	s.r.Applied("faults", "g", "healPods", "n1", t0.Add(20*time.Second))
+	s.at(11 * time.Second).pod("a", ready(false))
+	s.at(11500 * time.Millisecond).endpoints(map[string]bool{"a": false})
+	s.at(21 * time.Second).pod("a", ready(true))
+	sum := s.r.Summary("ns", nil, t0.Add(30*time.Second))
+	if len(sum.Reactions) != 1 {
+		t.Fatalf("reactions = %+v, want unreadyPods' alone", sum.Reactions)
+	}
+	want := Reaction{Phase: "faults", Group: "g", Op: "unreadyPods", Nodes: 1, Pods: 1, Steps: []Step{
+		{Name: StepNotReady, Count: 1, First: 1, Median: 1, Last: 1},
+		{Name: StepEndpointNotReady, Count: 1, First: 1.5, Median: 1.5, Last: 1.5},
+		{Name: StepReadyInPlace, Count: 1, First: 11, Median: 11, Last: 11},
+	}}
+	if !reflect.DeepEqual(sum.Reactions[0], want) {
+		t.Errorf("reaction:\n got %+v\nwant %+v", sum.Reactions[0], want)
+	}
+}
