@@ -41,7 +41,9 @@ func TestSessionRecordsTheWorkloads(t *testing.T) {
 			t.Fatalf("%s: never", what)
 		}
 	}
-	waitFor("the pod's startup", func() bool { return s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Pods == 1 })
+	waitFor("the pod's startup", func() bool {
+		return s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Pods == 1
+	})
 	s.PhaseBegan("outage", time.Now())
 	s.Applied(reaction.Action{Phase: "outage", Group: "victims", Op: "stop", Node: "n0", At: time.Now()})
 	pod.Status.Conditions[0].Status = corev1.ConditionFalse

@@ -273,9 +273,9 @@ func TestReactionToUnreadyPods(t *testing.T) {
 	s.at(time.Second).endpoints(map[string]bool{"a": true})
 	s.r.Applied("faults", "g", "unreadyPods", "n1", t0.Add(10*time.Second))
 	s.r.Applied("faults", "g", "healPods", "n1", t0.Add(20*time.Second))
-	s.at(11 * time.Second).pod("a", ready(false))
+	s.at(11*time.Second).pod("a", ready(false))
 	s.at(11500 * time.Millisecond).endpoints(map[string]bool{"a": false})
-	s.at(21 * time.Second).pod("a", ready(true))
+	s.at(21*time.Second).pod("a", ready(true))
 	sum := s.r.Summary("ns", nil, t0.Add(30*time.Second))
 	if len(sum.Reactions) != 1 {
 		t.Fatalf("reactions = %+v, want unreadyPods' alone", sum.Reactions)
