@@ -43,7 +43,8 @@ func (r *Report) writeWorkloads(w io.Writer) {
 	}
 	_ = tw.Flush()
 	for _, re := range wl.Reactions {
-		fmt.Fprintf(w, "  %s: %s on %s (%d nodes, %d pods on them): %d pods lost for good\n", re.Phase, re.Op, re.Group, re.Nodes, re.Pods, re.Lost)
+		fmt.Fprintf(w, "  %s: %s on %s (%s, %s on them): %s lost for good\n", re.Phase, re.Op, re.Group,
+			count(re.Nodes, "node"), count(re.Pods, "pod"), count(re.Lost, "pod"))
 		if len(re.Steps) == 0 {
 			continue
 		}
@@ -54,6 +55,14 @@ func (r *Report) writeWorkloads(w io.Writer) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// count is n of a noun: "1 node", "2 nodes".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // htmlStartupRow is one transition of the pod startup table.

@@ -97,14 +97,14 @@ func (ws *workloadSet) createNext(ctx context.Context) {
 		if ws.firstErr == nil {
 			ws.firstErr = err
 		}
-		ws.logf("%s workloads: %v", offset(now.Sub(ws.start)), err)
+		ws.logf("%s workloads: %v", offset(now.Sub(ws.start).Round(time.Millisecond)), err)
 		if obj.kind == "Namespace" {
 			ws.endChain() // nothing else can be created
 			return
 		}
 	}
 	if ws.next >= len(ws.list) {
-		ws.logf("%s workloads: %d of %d objects created", offset(now.Sub(ws.start)), len(ws.created), len(ws.list))
+		ws.logf("%s workloads: %d of %d objects created", offset(now.Sub(ws.start).Round(time.Millisecond)), len(ws.created), len(ws.list))
 		ws.endChain()
 		return
 	}
