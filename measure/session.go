@@ -68,8 +68,9 @@ type Session struct {
 	alarms   *falsealarm.Detector
 	storms   *storm.Recorder
 	// workloads follows the profile's workloads in namespace workloadNS; nil without them.
-	workloads  *workload.Recorder
-	workloadNS string
+	workloads   *workload.Recorder
+	workloadNS  string
+	workloadEnd time.Time // when the runner's last phase ended (EndWorkloads); zero until then
 
 	mu      sync.Mutex
 	start   time.Time
@@ -156,6 +157,15 @@ func (s *Session) ObserveWorkloads(namespace string) {
 	if s.opts.OnPodStartup != nil {
 		s.workloads.OnStartup(s.opts.OnPodStartup)
 	}
+}
+
+// EndWorkloads says when the profile's last phase ended, on the runner's record: the workloads'
+// reactions end there, since the runner deletes the workloads after it, and a deletion is no
+// eviction. Without it they end with the session's last phase.
+func (s *Session) EndWorkloads(at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.workloadEnd = at
 }
 
 // Start begins the run's record: a first scrape, then scrapes every interval until Stop, and the
@@ -356,6 +366,9 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		until := end
 		if n := len(phases); n > 0 {
 			until = phases[n-1].End
+		}
+		if !s.workloadEnd.IsZero() && s.workloadEnd.Before(until) {
+			until = s.workloadEnd
 		}
 		workloads = s.workloads.Summary(s.workloadNS, phases, until)
 	}

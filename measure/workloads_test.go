@@ -54,8 +54,9 @@ func TestSessionRecordsTheWorkloads(t *testing.T) {
 		re := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Reactions
 		return len(re) == 1 && len(re[0].Steps) == 1 && re[0].Steps[0].Name == workload.StepNotReady
 	})
-	// The runner deletes the workloads after the last phase: no eviction.
-	s.PhaseEnded(time.Now())
+	// The runner deletes the workloads after the last phase, which the session's own phases do not
+	// see end (a run's do not): no eviction.
+	s.EndWorkloads(time.Now())
 	if err := pods.Delete(ctx, "web-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

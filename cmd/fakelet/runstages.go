@@ -174,6 +174,9 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	if pr != nil {
 		endRun()
 		p.profileErr = pr.wait()
+		if rec := pr.runner.Record(); len(rec.Phases) > 0 {
+			r.rr.session.EndWorkloads(rec.Phases[len(rec.Phases)-1].End)
+		}
 		p.summary.Profile = pr.summary(p.profileErr)
 	}
 	return p, nil
