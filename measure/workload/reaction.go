@@ -55,7 +55,7 @@ type Reaction struct {
 	Pods  int    `json:"pods"`
 	Steps []Step `json:"steps"`
 	// Lost counts the affected pods neither Ready again on their node nor replaced by a pod Ready by
-	// the end of the record: the pods lost for good.
+	// the end (the profile's last phase's): the pods lost for good.
 	Lost int `json:"lost"`
 }
 
