@@ -62,16 +62,23 @@ type Reaction struct {
 // reactions computes each breaking action's reaction from the events up to end. r.mu must be held.
 func (r *Recorder) reactions(end time.Time) []Reaction {
 	used := map[*podState]bool{} // replacements already paired, over every action in time order
+	byWorkload := map[string][]*podState{}
+	for _, uid := range r.order {
+		if p := r.pods[uid]; p.workload != "" {
+			byWorkload[p.workload] = append(byWorkload[p.workload], p)
+		}
+	}
 	breaks := slices.Clone(r.breaks)
 	slices.SortStableFunc(breaks, func(a, b *breakOp) int { return a.first.Compare(b.first) })
 	var out []Reaction
 	for _, b := range breaks {
-		out = append(out, r.reaction(b, end, used))
+		rp := &replacements{byWorkload: byWorkload, used: used, next: map[string]int{}, end: end}
+		out = append(out, r.reaction(b, end, rp))
 	}
 	return out
 }
 
-func (r *Recorder) reaction(b *breakOp, end time.Time, used map[*podState]bool) Reaction {
+func (r *Recorder) reaction(b *breakOp, end time.Time, rp *replacements) Reaction {
 	steps := map[string][]float64{}
 	since := func(step string, from, at time.Time) bool {
 		if at.IsZero() || at.After(end) {
@@ -115,12 +122,11 @@ func (r *Recorder) reaction(b *breakOp, end time.Time, used map[*podState]bool) 
 	}
 	slices.SortStableFunc(evicts, func(a, b evicted) int { return a.at.Compare(b.at) })
 	for _, e := range evicts {
-		q := r.replacement(e.p, e.at, end, used)
+		q := rp.of(e.p, e.at)
 		if q == nil {
 			lost++
 			continue
 		}
-		used[q] = true
 		since(StepReplacementCreated, e.op, q.firstSeen)
 		if _, broken := b.nodes[q.node]; !broken {
 			since(StepScheduledElsewhere, e.op, q.scheduled)
@@ -171,18 +177,36 @@ func (p *podState) gone(t time.Time) time.Time {
 	return time.Time{}
 }
 
-// replacement is the first pod of p's workload first seen at or after p's eviction and by end,
-// not already paired: a ReplicaSet replaces a pod once it is being deleted, so the k-th evicted
-// pod's replacement is the k-th pod created after it.
-func (r *Recorder) replacement(p *podState, evicted, end time.Time, used map[*podState]bool) *podState {
+// replacements pairs the evicted pods of one action with their replacements: the first pod of the
+// evicted pod's workload first seen at or after its eviction and by end, not already paired (a
+// ReplicaSet replaces a pod once it is being deleted, so the k-th evicted pod's replacement is the
+// k-th pod created after it). Evictions come in order of time, so each workload's candidates, in
+// the order first seen, are walked once.
+type replacements struct {
+	byWorkload map[string][]*podState // in the order first seen
+	used       map[*podState]bool     // paired already, by this action or an earlier one
+	next       map[string]int         // per workload, the first candidate not yet passed
+	end        time.Time
+}
+
+func (rp *replacements) of(p *podState, evicted time.Time) *podState {
 	if p.workload == "" {
 		return nil
 	}
-	for _, uid := range r.order {
-		q := r.pods[uid]
-		if q == p || used[q] || q.workload != p.workload || q.firstSeen.Before(evicted) || q.firstSeen.After(end) {
+	list := rp.byWorkload[p.workload]
+	for i := rp.next[p.workload]; i < len(list); i++ {
+		q := list[i]
+		if q.firstSeen.After(rp.end) {
+			return nil
+		}
+		if q == p || rp.used[q] || q.firstSeen.Before(evicted) {
+			// Passed for every later eviction too: p and the pods seen before its eviction were
+			// seen before theirs.
+			rp.next[p.workload] = i + 1
 			continue
 		}
+		rp.used[q] = true
+		rp.next[p.workload] = i + 1
 		return q
 	}
 	return nil
