@@ -80,6 +80,7 @@ type Session struct {
 	actions headtail.Sample[*reaction.Action]
 	server  string
 	cancel  context.CancelFunc
+	ctx     context.Context // the record's, once started
 	done    chan struct{}
 	pending sync.WaitGroup              // boundary scrapes in flight
 	live    map[string]*liveAction      // node -> its latest action, for OnReaction
@@ -148,7 +149,8 @@ func (s *Session) Observe(f *fleet.Fleet) {
 }
 
 // ObserveWorkloads adds the watches of the workloads in namespace (their pods, EndpointSlices and
-// Deployments) to the record, from Start on. Call it before Start; it needs Options.Client.
+// Deployments) to the record, from Start on; it needs Options.Client. Called after Start, it starts
+// them at once, without waiting for their first lists.
 func (s *Session) ObserveWorkloads(namespace string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,6 +158,10 @@ func (s *Session) ObserveWorkloads(namespace string) {
 	s.workloads = workload.NewRecorder(s.opts.Now, s.opts.Now())
 	if s.opts.OnPodStartup != nil {
 		s.workloads.OnStartup(s.opts.OnPodStartup)
+	}
+	if s.ctx != nil && s.opts.Client != nil {
+		w, ctx, c := s.workloads, s.ctx, s.opts.Client
+		go func() { _ = w.Watch(ctx, c, namespace) }()
 	}
 }
 
@@ -173,7 +179,7 @@ func (s *Session) EndWorkloads(at time.Time) {
 func (s *Session) Start(ctx context.Context, ours func(name string) bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.start, s.cancel, s.done = s.opts.Now(), cancel, make(chan struct{})
+	s.start, s.cancel, s.done, s.ctx = s.opts.Now(), cancel, make(chan struct{}), ctx
 	s.mu.Unlock()
 	if c := s.opts.Client; c != nil {
 		if v, err := c.Discovery().ServerVersion(); err == nil {

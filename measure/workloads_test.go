@@ -77,3 +77,25 @@ func TestSessionRecordsTheWorkloads(t *testing.T) {
 		t.Errorf("workloads %+v, %d startups seen live", w, startups.Load())
 	}
 }
+
+// Workloads observed after the session started are watched all the same.
+func TestSessionWatchesWorkloadsObservedAfterStart(t *testing.T) {
+	client := fake.NewClientset()
+	s := New(Options{Client: client})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	s.ObserveWorkloads("wl")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "wl", UID: "u1"}}
+	if _, err := client.CoreV1().Pods("wl").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Pods == 1, nil
+	}); err != nil {
+		t.Fatal("the pod was never seen")
+	}
+}
