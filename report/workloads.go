@@ -93,7 +93,7 @@ const htmlWorkloads = `{{with .R.Workloads}}<h2>Workloads</h2>
 <table>
 <tr><th class="l">transition</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 {{range $.WorkloadStartup}}<tr><td class="l">{{.Name}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P99}}</td><td>{{.Max}}</td></tr>
-{{end}}</table>{{end}}
+{{end}}</table>{{else}}<p>Pod startup: no pod seen from creation to Running.</p>{{end}}
 {{if .Throughput}}<p>Pods the scheduler bound, per second of each phase (from its first such pod to its last).</p>
 <table>
 <tr><th class="l">phase</th><th>pods</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
