@@ -9,9 +9,15 @@ import (
 
 // Hooks returns the callbacks of a profile runner (scenario.Config.OnPhase and OnApplied) that record
 // its run into s: each phase's start with a scrape, and each op that took effect with its node's
-// last heartbeats, read from the node's agent at that moment. Both return at once.
+// last heartbeats, read from the node's agent at that moment. Both return at once. A profile with
+// workloads adds their watches to the record (ObserveWorkloads), in the namespace the runner
+// creates them in.
 func (s *Session) Hooks(plan *profiles.Plan, f *fleet.Fleet) (onPhase func(string, scenario.PhaseRecord), onApplied func(scenario.Applied)) {
-	prefix := f.Config().NamePrefix
+	fc := f.Config()
+	prefix := fc.NamePrefix
+	if plan.Profile.Spec.Workloads != nil {
+		s.ObserveWorkloads(scenario.WorkloadNamespace(fc.Fleet, fc.RunID))
+	}
 	onPhase = func(_ string, ph scenario.PhaseRecord) { s.PhaseBegan(ph.Name, ph.Start) }
 	onApplied = func(a scenario.Applied) {
 		if a.Err != "" {

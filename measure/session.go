@@ -24,6 +24,7 @@ import (
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/storm"
+	"fakelet.dev/fakelet/measure/workload"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	// GracePeriod is the node lifecycle controller's --node-monitor-grace-period: the window before
 	// a false alarm whose requests say what caused it (package falsealarm); 0 is its default, 50 s.
 	GracePeriod time.Duration
+	// OnPodStartup, if set, is called with each workload pod's startup as it is first seen Running
+	// (see ObserveWorkloads). It runs on a watch's goroutine and must be cheap.
+	OnPodStartup func(workload.Startup)
 }
 
 // actionsKept is how many of the first and of the last actions a session keeps as samples
@@ -63,6 +67,10 @@ type Session struct {
 	scraper  *scrape.Scraper
 	alarms   *falsealarm.Detector
 	storms   *storm.Recorder
+	// workloads follows the profile's workloads in namespace workloadNS; nil without them.
+	workloads   *workload.Recorder
+	workloadNS  string
+	workloadEnd time.Time // when the runner's last phase ended (EndWorkloads); zero until then
 
 	mu      sync.Mutex
 	start   time.Time
@@ -72,6 +80,7 @@ type Session struct {
 	actions headtail.Sample[*reaction.Action]
 	server  string
 	cancel  context.CancelFunc
+	ctx     context.Context // the record's, once started
 	done    chan struct{}
 	pending sync.WaitGroup              // boundary scrapes in flight
 	live    map[string]*liveAction      // node -> its latest action, for OnReaction
@@ -139,12 +148,38 @@ func (s *Session) Observe(f *fleet.Fleet) {
 	f.Record(s.storms)
 }
 
+// ObserveWorkloads adds the watches of the workloads in namespace (their pods, EndpointSlices and
+// Deployments) to the record, from Start on; it needs Options.Client. Called after Start, it starts
+// them at once, without waiting for their first lists.
+func (s *Session) ObserveWorkloads(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.workloadNS = namespace
+	s.workloads = workload.NewRecorder(s.opts.Now, s.opts.Now())
+	if s.opts.OnPodStartup != nil {
+		s.workloads.OnStartup(s.opts.OnPodStartup)
+	}
+	if s.ctx != nil && s.opts.Client != nil {
+		w, ctx, c := s.workloads, s.ctx, s.opts.Client
+		go func() { _ = w.Watch(ctx, c, namespace) }()
+	}
+}
+
+// EndWorkloads says when the profile's last phase ended, on the runner's record: the workloads'
+// reactions end there, since the runner deletes the workloads after it, and a deletion is no
+// eviction. Without it they end with the session's last phase.
+func (s *Session) EndWorkloads(at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.workloadEnd = at
+}
+
 // Start begins the run's record: a first scrape, then scrapes every interval until Stop, and the
 // Lease watch if asked for. ours tells the fleet's nodes from others by name (for the Lease watch).
 func (s *Session) Start(ctx context.Context, ours func(name string) bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.start, s.cancel, s.done = s.opts.Now(), cancel, make(chan struct{})
+	s.start, s.cancel, s.done, s.ctx = s.opts.Now(), cancel, make(chan struct{}), ctx
 	s.mu.Unlock()
 	if c := s.opts.Client; c != nil {
 		if v, err := c.Discovery().ServerVersion(); err == nil {
@@ -156,6 +191,15 @@ func (s *Session) Start(ctx context.Context, ours func(name string) bool) error 
 				return err
 			}
 		}
+		if s.workloads != nil {
+			if err := s.workloads.Watch(ctx, c, s.workloadNS); err != nil {
+				cancel()
+				return err
+			}
+		}
+	} else if s.workloads != nil {
+		cancel()
+		return fmt.Errorf("watch the workloads in namespace %s: the session has no client", s.workloadNS)
 	}
 	go func() { defer close(s.done); s.scraper.Run(ctx) }()
 	return nil
@@ -200,6 +244,15 @@ func (s *Session) scrapeSoon() {
 // Applied records an op applied to a node. It must be called when the op took effect, so that the
 // agent's last heartbeats are those before it: Action fills them in.
 func (s *Session) Applied(a reaction.Action) {
+	if s.workloads != nil {
+		s.workloads.Applied(a.Phase, a.Group, a.Op, a.Node, a.At)
+	}
+	switch profiles.Op(a.Op) {
+	case profiles.OpCrashPods, profiles.OpUnreadyPods, profiles.OpHealPods:
+		// A pod fault leaves the node healthy: the node's reactions and false alarms still count
+		// from its latest node op.
+		return
+	}
 	s.alarms.Applied(a)
 	if a.Op == string(profiles.OpRemove) {
 		s.storms.Forget(a.Node, a.At)
@@ -312,6 +365,19 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 	if s.tracker.Actions() > 0 {
 		reactions = s.tracker.Summaries(phases)
 	}
+	var workloads *workload.Summary
+	if s.workloads != nil {
+		// The reactions end with the last phase: after it the runner deletes the workloads, which
+		// are no evictions.
+		until := end
+		if n := len(phases); n > 0 {
+			until = phases[n-1].End
+		}
+		if !s.workloadEnd.IsZero() && s.workloadEnd.Before(until) {
+			until = s.workloadEnd
+		}
+		workloads = s.workloads.Summary(s.workloadNS, phases, until)
+	}
 	return report.Record{
 		Profile: profile, Parameters: params, Versions: versions, Target: target,
 		Start: s.start, End: end, Phases: phases,
@@ -324,6 +390,7 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		FalseAlarms:       s.falseAlarms(),
 		Storms:            storms,
 		StormsDropped:     stormsDropped,
+		Workloads:         workloads,
 	}
 }
 

@@ -126,12 +126,12 @@ func TestParseDecodeErrors(t *testing.T) {
 		{
 			name: "unknown field",
 			yaml: doc("nodes: 10\nnode: 10\nphases: [{name: p, duration: 1m}]"),
-			want: []string{"7: spec.node: unknown field (spec has nodes, zones, podsPerNode, podTolerationSeconds, seed, heartbeat, groups, phases)"},
+			want: []string{"7: spec.node: unknown field (spec has nodes, zones, podsPerNode, podTolerationSeconds, seed, heartbeat, groups, phases, workloads)"},
 		},
 		{
 			name: "unknown field in a flow mapping of a list item",
 			yaml: doc("nodes: 10\ngroups: {g: {count: 1}}\nphases:\n- name: p\n  duration: 1m\n  actions:\n  - {group: g, do: stop, when: 5s}"),
-			want: []string{"12: spec.phases[0].actions[0].when: unknown field (an action has group, do, at, spread, period, duty, jitter, reason, message, type, status, delay, mode, downtime, add, remove, rate)"},
+			want: []string{"12: spec.phases[0].actions[0].when: unknown field (an action has group, do, at, spread, period, duty, jitter, reason, message, type, status, delay, mode, downtime, exitCode, add, remove, rate)"},
 		},
 		{
 			name: "unknown top-level field",
@@ -189,7 +189,7 @@ func TestParseDecodeErrors(t *testing.T) {
 			want: []string{
 				`6: spec.nodes: want an integer, got "x"`,
 				`7: spec.zones: want an integer, got "y"`,
-				`8: spec.bogus: unknown field (spec has nodes, zones, podsPerNode, podTolerationSeconds, seed, heartbeat, groups, phases)`,
+				`8: spec.bogus: unknown field (spec has nodes, zones, podsPerNode, podTolerationSeconds, seed, heartbeat, groups, phases, workloads)`,
 			},
 		},
 		{

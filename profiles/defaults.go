@@ -12,6 +12,8 @@ const (
 	defaultNotReadyReason  = "KubeletNotReady"
 	defaultNotReadyMessage = "container runtime is down"
 	defaultConditionStatus = ConditionTrue
+	// A process that fails exits 1: the commonest exit code of a crashing container.
+	defaultCrashExitCode = 1
 )
 
 // SetDefaults fills in every field left out (or zero) that has a default. It only fills the parameters
@@ -35,6 +37,7 @@ func (p *Profile) SetDefaults() {
 	if hb.StatusReportFrequency.Duration == 0 {
 		hb.StatusReportFrequency.Duration = heartbeat.DefaultStatusReportFrequency
 	}
+	s.Workloads.setDefaults()
 	for i := range s.Phases {
 		for j := range s.Phases[i].Actions {
 			a := &s.Phases[i].Actions[j]
@@ -61,6 +64,11 @@ func (p *Profile) SetDefaults() {
 			case VerbCondition:
 				if a.Status == "" {
 					a.Status = defaultConditionStatus
+				}
+			case VerbCrashPods:
+				if a.ExitCode == nil {
+					code := int32(defaultCrashExitCode)
+					a.ExitCode = &code
 				}
 			}
 		}

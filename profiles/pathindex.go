@@ -169,6 +169,9 @@ func init() {
 		{Taint{}, "a taint"},
 		{Phase{}, "a phase"},
 		{Action{}, "an action"},
+		{Workloads{}, "workloads"},
+		{Workload{}, "a workload"},
+		{Requests{}, "requests"},
 	} {
 		rt := reflect.TypeOf(t.v)
 		formatTypes[rt.String()] = rt

@@ -60,6 +60,9 @@ type Spec struct {
 	Heartbeat Heartbeat        `json:"heartbeat" yaml:"heartbeat"`
 	Groups    map[string]Group `json:"groups,omitempty" yaml:"groups"`
 	Phases    []Phase          `json:"phases" yaml:"phases"`
+	// Workloads, if set, are the Deployments, Jobs and DaemonSets the run creates on its nodes
+	// (profiles/workloads.go).
+	Workloads *Workloads `json:"workloads,omitempty" yaml:"workloads"`
 }
 
 // Duration is the length of the whole run: the sum of its phases.
@@ -163,6 +166,9 @@ type Action struct {
 
 	// restart
 	Downtime *Duration `json:"downtime,omitempty" yaml:"downtime"`
+
+	// crashPods
+	ExitCode *int32 `json:"exitCode,omitempty" yaml:"exitCode"`
 
 	// churn
 	Add    int      `json:"add,omitempty" yaml:"add"`

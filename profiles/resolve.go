@@ -17,6 +17,9 @@ type Fleet struct {
 	// NodeIndex maps a node name to its index. Only groups that select by names need it; the fleet owns
 	// node naming, so it provides the mapping.
 	NodeIndex func(name string) (index int, ok bool)
+	// Allocatable is what each node offers pods, against which spec.workloads must fit; nil is
+	// DefaultNodeAllocatable.
+	Allocatable *NodeAllocatable
 }
 
 // Fleet returns the fleet the profile asks for: spec.nodes and spec.seed. A runner changes the fields
@@ -35,6 +38,8 @@ type Plan struct {
 	Seed  int64
 	// Groups maps each group name to its member node indexes, ascending.
 	Groups map[string][]int
+	// WorkloadPods is how many pods each object of spec.workloads.items[i] runs on this fleet.
+	WorkloadPods []int
 
 	churn map[actionRef]churnPlan
 	// total counts the initial nodes and every node churn adds: indexes run from 0 to total-1.
@@ -73,6 +78,11 @@ func (p *Profile) Resolve(f Fleet) (*Plan, error) {
 		plan.planChurn(ps)
 		plan.checkShapesApart(ps)
 	}
+	alloc := DefaultNodeAllocatable
+	if f.Allocatable != nil {
+		alloc = *f.Allocatable
+	}
+	plan.checkFit(ps, alloc)
 	if err := ps.err(p.Source); err != nil {
 		return nil, err
 	}

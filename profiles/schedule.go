@@ -33,6 +33,10 @@ const (
 	// OpRemove deletes the node's Node and Lease and ends its agent, as a scale-down does (churn
 	// remove). The schedule has no events for a node after its removal.
 	OpRemove Op = "remove"
+	// OpCrashPods, OpUnreadyPods and OpHealPods set the fault of Args.PodFault on the node's pods.
+	OpCrashPods   Op = "crashPods"
+	OpUnreadyPods Op = "unreadyPods"
+	OpHealPods    Op = "healPods"
 )
 
 // Event is one op applied to one node at one moment, as an offset from the start of the run. The runner
@@ -70,6 +74,16 @@ type Args struct {
 	// restart: how long the kubelet is gone.
 	Downtime time.Duration
 	restart  bool
+	// crashPods, unreadyPods, healPods: what the node's pods do wrong; the zero PodFault heals.
+	PodFault PodFault
+	podFault bool
+}
+
+// PodFault is a pod-fault op's fault, as the fleet's SetPodFault takes it (agent.PodFault).
+type PodFault struct {
+	Crash    bool
+	ExitCode int32
+	Unready  bool
 }
 
 func (a *Args) String() string {
@@ -82,6 +96,8 @@ func (a *Args) String() string {
 		return "mode=" + string(a.Mode)
 	case a.restart:
 		return "downtime=" + a.Downtime.String()
+	case a.podFault:
+		return fmt.Sprintf("crash=%v exitCode=%d unready=%v", a.PodFault.Crash, a.PodFault.ExitCode, a.PodFault.Unready)
 	}
 	return "delay=" + a.Delay.String()
 }
@@ -230,6 +246,12 @@ func argsOf(a *Action) *Args {
 		return &Args{Mode: a.Mode}
 	case VerbRestart:
 		return &Args{Downtime: a.Downtime.Duration, restart: true}
+	case VerbCrashPods:
+		return &Args{PodFault: PodFault{Crash: true, ExitCode: *a.ExitCode}, podFault: true}
+	case VerbUnreadyPods:
+		return &Args{PodFault: PodFault{Unready: true}, podFault: true}
+	case VerbHealPods:
+		return &Args{podFault: true}
 	}
 	return nil
 }

@@ -110,6 +110,7 @@ func (s *Spec) validate(ps *problems) {
 			}
 		}
 	}
+	s.validateWorkloads(ps)
 	if added > maxNodes {
 		ps.addf("spec.phases", "churn adds %d nodes in all, more than the largest fleet fakelet runs (%d)", added, maxNodes)
 	}

@@ -90,6 +90,10 @@ func (s *Spec) validateAction(ps *problems, path string, ph *Phase, a *Action) {
 		validateChurn(ps, path, a, phaseLen)
 	case VerbRestart:
 		validateRestart(ps, path, a, phaseLen)
+	case VerbCrashPods:
+		if c := a.ExitCode; c != nil && (*c < 1 || *c > 255) {
+			ps.addf(joinPath(path, paramExitCode), "must be between 1 and 255 (a crash is a failing exit; 0 would be a success), got %d", *c)
+		}
 	}
 }
 

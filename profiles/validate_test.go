@@ -141,8 +141,8 @@ phases:
   - {group: victims, do: stop, delay: 1s, reason: Foo}
   - {group: victims, do: flap, period: 10s, mode: lease}`),
 			want: []string{
-				`12: spec.phases[0].actions[0].do: is required (actions: stop, start, restart, flap, partition, heal, notReady, ready, condition, deleteLease, denyAuth, restoreAuth, latency, mode, churn)`,
-				`13: spec.phases[0].actions[1].do: unknown action "explode" (actions: stop, start, restart, flap, partition, heal, notReady, ready, condition, deleteLease, denyAuth, restoreAuth, latency, mode, churn)`,
+				`12: spec.phases[0].actions[0].do: is required (actions: stop, start, restart, flap, partition, heal, notReady, ready, condition, deleteLease, denyAuth, restoreAuth, latency, mode, churn, crashPods, unreadyPods, healPods)`,
+				`13: spec.phases[0].actions[1].do: unknown action "explode" (actions: stop, start, restart, flap, partition, heal, notReady, ready, condition, deleteLease, denyAuth, restoreAuth, latency, mode, churn, crashPods, unreadyPods, healPods)`,
 				`14: spec.phases[0].actions[2].group: is required (groups: others, victims)`,
 				`15: spec.phases[0].actions[3].group: unknown group "victim" (groups: others, victims)`,
 				`16: spec.phases[0].actions[4].reason: is not a parameter of stop (stop takes no parameters)`,

@@ -41,6 +41,14 @@ const (
 	// VerbChurn {add, remove, rate}: register new nodes, and delete nodes of the group (Node and
 	// Lease) as a scale-down does.
 	VerbChurn Verb = "churn"
+	// VerbCrashPods {exitCode}: the containers of the pods on the group's nodes exit with exitCode
+	// (default 1) and restart as their restartPolicy says, with the kubelet's CrashLoopBackOff.
+	VerbCrashPods Verb = "crashPods"
+	// VerbUnreadyPods: the containers of the pods on the group's nodes keep running and fail their
+	// readiness: the pods turn Ready=False and leave their Services' ready endpoints.
+	VerbUnreadyPods Verb = "unreadyPods"
+	// VerbHealPods ends crashPods and unreadyPods on the group's nodes.
+	VerbHealPods Verb = "healPods"
 )
 
 // Parameter names, as written in a profile.
@@ -58,6 +66,7 @@ const (
 	paramRemove   = "remove"
 	paramRate     = "rate"
 	paramDowntime = "downtime"
+	paramExitCode = "exitCode"
 )
 
 // verbs lists every verb in the order docs/profiles.md describes them, with the parameters it takes.
@@ -82,6 +91,9 @@ var verbs = []struct {
 	{VerbLatency, []string{paramDelay}},
 	{VerbMode, []string{paramMode}},
 	{VerbChurn, []string{paramAdd, paramRemove, paramRate}},
+	{VerbCrashPods, []string{paramExitCode}},
+	{VerbUnreadyPods, nil},
+	{VerbHealPods, nil},
 }
 
 // Verbs returns every verb, in documentation order.
@@ -124,5 +136,6 @@ func (a *Action) setParams() []string {
 	add(paramRemove, a.Remove != 0)
 	add(paramRate, a.Rate != nil)
 	add(paramDowntime, a.Downtime != nil)
+	add(paramExitCode, a.ExitCode != nil)
 	return set
 }

@@ -76,6 +76,7 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 {{end}}</table>
 {{range .R.Reactions}}{{if .Missing}}<p class="missing">never within {{.Phase}}: {{.Event}} of {{.Group}} {{.Op}} on {{range $i, $n := .MissingNodes}}{{if $i}}, {{end}}{{$n}}{{end}}{{if gt .Missing (len .MissingNodes)}} and more ({{.Missing}} in all){{end}}</p>
 {{end}}{{end}}{{end}}
+{{template "workloads" .}}
 {{if not .R.Source}}<h2>False alarms</h2>
 {{if .R.FalseAlarms}}<p>Alarms on nodes fakelet kept healthy (no op of the profile had broken them, nor restored them less than a grace period before), by what the node's requests in the grace period before each show.</p>
 <table>
@@ -112,6 +113,8 @@ th.group { text-align: center; border-bottom: 1px solid #ccc; }
 </body>
 </html>
 `))
+
+func init() { template.Must(htmlPage.New("workloads").Parse(htmlWorkloads)) }
 
 func generatorWarningOf(r *Report) string {
 	if !r.GeneratorBound {
@@ -172,6 +175,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		"R": r, "Title": title, "Charts": svgs, "Cols": names, "Rows": rows,
 		"Start": r.Start.UTC().Format(time.RFC3339), "Duration": r.End.Sub(r.Start).Round(time.Second).String(),
 		"Phases": r.phaseLine(), "GeneratorWarning": generatorWarningOf(r), "CapacityWarnings": r.capacityWarnings(), "Storms": r.htmlStorms(),
+		"WorkloadStartup": r.htmlWorkloadStartup(),
 	})
 	if err != nil {
 		return fmt.Errorf("render report.html: %w", err)

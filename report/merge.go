@@ -78,6 +78,13 @@ func Merge(shards []*Report) (*Report, error) {
 	m.Nodes.Timeline = mergeTimelines(shards)
 	m.Reactions = mergeReactions(shards)
 	m.FalseAlarms = mergeFalseAlarms(shards)
+	// Each shard's session watches the one namespace, and pairs the workloads' pods with the ops on
+	// its own nodes: the first shard's section stands for the run.
+	for _, s := range shards {
+		if m.Workloads == nil {
+			m.Workloads = s.Workloads
+		}
+	}
 	m.Storms, m.StormsDropped = nil, 0
 	for _, s := range shards {
 		m.Storms = append(m.Storms, s.Storms...)

@@ -24,7 +24,9 @@ type DataItem struct {
 }
 
 // PerfData returns the report's latencies in clusterloader2's format, in milliseconds: the reaction
-// latencies (Metric=ReactionLatency) and the apiserver's request latencies per phase
+// latencies (Metric=ReactionLatency), the workloads' pod startup (Measurement=PodStartupLatency,
+// Metric=<transition>), scheduling throughput (Metric=SchedulingThroughput, pods/s) and reactions
+// (Metric=WorkloadReaction), and the apiserver's request latencies per phase
 // (Metric=APIResponsiveness, labelled as clusterloader2's own measurement labels them).
 func (r *Report) PerfData() PerfData {
 	pd := PerfData{Version: "v1", DataItems: []DataItem{}, Labels: map[string]string{
@@ -52,6 +54,7 @@ func (r *Report) PerfData() PerfData {
 	if r.Capacity != nil {
 		pd.DataItems = append(pd.DataItems, r.Capacity.perfData()...)
 	}
+	pd.DataItems = append(pd.DataItems, r.workloadPerfData()...)
 	for _, ph := range r.Load.Phases {
 		for _, l := range ph.Latency {
 			pd.DataItems = append(pd.DataItems, DataItem{

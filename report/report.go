@@ -9,6 +9,7 @@ import (
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/storm"
+	"fakelet.dev/fakelet/measure/workload"
 )
 
 // SchemaVersion names the schema of report.json; docs/report.md documents it. A change that removes
@@ -41,8 +42,12 @@ type Report struct {
 	// apiserver restart, with what the fleet sent until every one was back (package storm).
 	Storms []Storm `json:"storms,omitempty"`
 	// StormsDropped counts the storms past storm.MaxStorms, not kept.
-	StormsDropped int  `json:"stormsDropped,omitempty"`
-	Load          Load `json:"load"`
+	StormsDropped int `json:"stormsDropped,omitempty"`
+	// Workloads is what the profile's workloads did: their pods' startup latency, the scheduler's
+	// throughput and their reactions to the ops that broke nodes (package workload); nil for a run
+	// without workloads.
+	Workloads *workload.Summary `json:"workloads,omitempty"`
+	Load      Load              `json:"load"`
 	// Capacity is the answer of fakelet capacity, whose phases are its steps' settles and holds; nil
 	// for other runs.
 	Capacity *Capacity `json:"capacity,omitempty"`
@@ -191,6 +196,8 @@ type Record struct {
 	// Storms are the session's storms (storm.Recorder.Storms), StormsDropped those not kept.
 	Storms        []storm.Storm
 	StormsDropped int
+	// Workloads is the session's workloads' summary (workload.Recorder.Summary), or nil.
+	Workloads *workload.Summary
 	// Load, if set, is the load computed window by window elsewhere (from Prometheus, whose
 	// increase() over each window is better than deltas between snapshots of the whole run), instead
 	// of from Snapshots.
@@ -250,6 +257,7 @@ func Build(rec Record) *Report {
 		r.Storms = buildStorms(rec.Storms, r.Phases, rec.Snapshots)
 	}
 	r.StormsDropped = rec.StormsDropped
+	r.Workloads = rec.Workloads
 	defer func() { r.GeneratorBound = GeneratorBound(r.Load.Run) }()
 	windows := make([]load.Window, len(r.Phases))
 	for i, p := range r.Phases {

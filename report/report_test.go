@@ -102,6 +102,7 @@ func fixture() Record {
 		Phases: phases, Actions: actions, Transitions: ts, Snapshots: snaps,
 		FalseAlarms: []falsealarm.Count{{Phase: "outage", Event: "ready_unknown", Count: 1, ServerLatency: 1, Nodes: []string{"node-07"}}},
 		Storms:      []storm.Storm{fixtureStorm()},
+		Workloads:   fixtureWorkloads(),
 	}
 }
 

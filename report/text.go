@@ -53,6 +53,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintln(w)
 		r.writeReactions(w)
 	}
+	if r.Workloads != nil {
+		fmt.Fprintln(w)
+		r.writeWorkloads(w)
+	}
 	if r.Source == nil {
 		fmt.Fprintln(w)
 		r.writeFalseAlarms(w)

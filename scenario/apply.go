@@ -44,6 +44,10 @@ func (r *Runner) apply(ev profiles.Event, now time.Time) {
 	case profiles.OpRestart:
 		r.record(ev, now, r.fleet.RestartNode(ev.Node, ev.Args.Downtime))
 		return
+	case profiles.OpCrashPods, profiles.OpUnreadyPods, profiles.OpHealPods:
+		pf := ev.Args.PodFault
+		r.record(ev, now, r.fleet.SetPodFault([]int{ev.Node}, agent.PodFault{Crash: pf.Crash, ExitCode: pf.ExitCode, Unready: pf.Unready}))
+		return
 	}
 	a := r.fleet.Agent(ev.Node)
 	if a == nil {
@@ -126,6 +130,8 @@ func (r *Runner) describe(a *profiles.Action) string {
 			fmt.Fprintf(&b, " mode %s", a.Mode)
 		case profiles.VerbRestart:
 			fmt.Fprintf(&b, " downtime %v", a.Downtime.Duration)
+		case profiles.VerbCrashPods:
+			fmt.Fprintf(&b, " exit code %d", *a.ExitCode)
 		}
 	}
 	if a.Spread.Duration > 0 {

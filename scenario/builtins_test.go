@@ -33,9 +33,10 @@ func TestEveryBuiltinRuns(t *testing.T) {
 				size = "300"
 			}
 			small := nodes.ReplaceAll(src, []byte("  nodes: "+size))
-			withPods := func(fc *fleet.Config, rc *Config, _ *fake.Clientset) {
+			withPods := func(fc *fleet.Config, rc *Config, client *fake.Clientset) {
 				fc.PodsPerNode = rc.Plan.Profile.Spec.PodsPerNode
 				fc.PodTolerationSeconds = rc.Plan.Profile.Spec.PodTolerationSeconds
+				rc.Client = client // for the workloads
 			}
 			h := newHarness(t, string(small), withPods)
 			start := h.waitForPhases()
@@ -56,6 +57,9 @@ func TestEveryBuiltinRuns(t *testing.T) {
 				if a.Err != "" {
 					t.Errorf("op %s on node %d in phase %d: %s", a.Op, a.Node, a.Phase, a.Err)
 				}
+			}
+			if w := rec.Workloads; w != nil && (w.Created != w.Objects || w.Failed > 0) {
+				t.Errorf("workloads: %d of %d objects created, %d failed (first: %s)", w.Created, w.Objects, w.Failed, w.FirstError)
 			}
 			t.Logf("%s: %d phases, %d ops applied over %v", name, len(rec.Phases), len(rec.Applied), total)
 		})

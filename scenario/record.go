@@ -30,6 +30,8 @@ type Record struct {
 	AppliedFailed int       `json:"appliedFailed"`
 	// CutShort says the run ended (its context did) before its last phase did.
 	CutShort bool `json:"cutShort,omitempty"`
+	// Workloads is what the run created of the profile's workloads; nil without them.
+	Workloads *WorkloadRecord `json:"workloads,omitempty"`
 }
 
 // AppliedKept is how many of the first and of the last applied ops a Record lists.

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/headtail"
@@ -61,6 +63,9 @@ type Config struct {
 	// the same StartAt run their phases in lockstep. If this fleet's nodes are not all Ready by then,
 	// the run fails (see ReadyTimeout, which StartAt replaces).
 	StartAt time.Time
+	// Client creates and deletes the profile's workloads (spec.workloads); required when it has
+	// some. Of a fleet split into shards, shard 0 alone creates them.
+	Client kubernetes.Interface
 }
 
 // Runner runs one profile on one fleet, once.
@@ -93,6 +98,9 @@ type Runner struct {
 	aborted bool
 
 	admin adminQueue
+	// workloads creates and removes the profile's workloads; nil without them (or in a shard other
+	// than the first).
+	workloads *workloadSet
 
 	recMu   sync.Mutex
 	rec     Record                   // its Applied is filled from applied when read
@@ -129,6 +137,14 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.admin.r = r
 	r.rec = Record{Profile: r.name, Nodes: r.nodes}
+	if ws := plan.Profile.Spec.Workloads; ws != nil && cfg.Shard.Index == 0 {
+		if cfg.Client == nil {
+			return nil, fmt.Errorf("profile %s has workloads, and the runner was given no client to create them", r.name)
+		}
+		objs := workloadObjects{fleet: fc.Fleet, run: fc.RunID, namespace: WorkloadNamespace(fc.Fleet, fc.RunID)}
+		r.workloads = &workloadSet{client: cfg.Client, sched: r.sched, objects: objs, list: workloadList(plan, objs.namespace),
+			rate: *ws.Rate, logf: r.logf}
+	}
 	r.applied.Keep = AppliedKept
 	r.counts = make([]phaseCounts, len(r.windows))
 	return r, nil
@@ -215,15 +231,24 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.logf("profile %s: waiting for %d nodes to be Ready before the first phase (at most %v)",
 		r.name, r.nodes, r.cfg.ReadyTimeout.Round(time.Second))
 	r.sched.After(0, runTask{r})
+	var err error
 	select {
 	case <-r.done:
 		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.err
+		err = r.err
+		r.mu.Unlock()
 	case <-ctx.Done():
 		r.abort()
-		return ctx.Err()
+		err = ctx.Err()
 	}
+	if r.workloads != nil {
+		// After a signal too: the run's workloads go with it.
+		if rmErr := r.workloads.remove(context.WithoutCancel(ctx)); rmErr != nil {
+			r.logf("workloads: %v", rmErr)
+			err = errors.Join(err, rmErr)
+		}
+	}
+	return err
 }
 
 // Record returns a copy of what the run did so far.
@@ -233,6 +258,10 @@ func (r *Runner) Record() Record {
 	rec := r.rec
 	rec.Phases = append([]PhaseRecord(nil), r.rec.Phases...)
 	rec.Applied = r.applied.Items()
+	if r.workloads != nil {
+		w := r.workloads.record()
+		rec.Workloads = &w
+	}
 	return rec
 }
 
@@ -356,6 +385,9 @@ func (r *Runner) beginPhase(i int, now time.Time) {
 	r.logf("%s phase %d/%d %s begins: %v, %s", offset(w.Start), i+1, len(r.windows), ph.Name, w.End-w.Start, plural(len(ph.Actions), "action"))
 	if r.cfg.OnPhase != nil {
 		r.cfg.OnPhase(r.name, pr)
+	}
+	if i == 0 && r.workloads != nil {
+		r.workloads.begin(r.ctx, now)
 	}
 }
 

@@ -96,7 +96,7 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics, 
 		return nil, fmt.Errorf("client for %s: %w", tgt.config.Host, err)
 	}
 	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases,
-		OnReaction: reactionsInto(m), GracePeriod: grace})
+		OnReaction: reactionsInto(m), GracePeriod: grace, OnPodStartup: podStartupsInto(m)})
 	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-", metrics: m}, nil
 }
 
@@ -140,6 +140,7 @@ func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Config) e
 		Server: rr.target.config.Host, Description: rr.target.description, Local: rr.target.local != nil,
 	})
 	r := report.Build(rec)
+	workloadReactionsInto(rr.metrics, r)
 	if m := rr.metrics; m != nil && m.Metrics != nil {
 		for _, sum := range r.Reactions { // missing is known only once each phase ended
 			for range sum.Missing {

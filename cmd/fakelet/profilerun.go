@@ -191,6 +191,12 @@ func (pr *profileRun) summary(runErr error) string {
 	rec := pr.runner.Record()
 	phases := len(pr.plan.Profile.Spec.Phases)
 	ops := fmt.Sprintf("%d ops applied, %d failed", rec.AppliedOK, rec.AppliedFailed)
+	if w := rec.Workloads; w != nil {
+		ops += fmt.Sprintf("; workloads: %d of %d objects created", w.Created, w.Objects)
+		if w.Failed > 0 {
+			ops += fmt.Sprintf(" (first failure: %s)", w.FirstError)
+		}
+	}
 	switch {
 	case runErr == nil:
 		return fmt.Sprintf("%s: all %d phases over %v, %s", rec.Profile, phases, pr.runner.Duration(), ops)

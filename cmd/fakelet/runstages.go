@@ -128,8 +128,12 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	var pr *profileRun
 	if r.plan != nil {
 		onPhase, onApplied := r.rr.profileHooks(r.plan, r.f)
+		scfg := r.rf.scenarioConfig()
 		var err error
-		pr, err = startProfile(runCtx, endRun, r.f, r.plan, r.rf.scenarioConfig(), r.log,
+		if scfg.Client, err = workloadClient(r.tgt, r.plan); err != nil {
+			return played{}, err
+		}
+		pr, err = startProfile(runCtx, endRun, r.f, r.plan, scfg, r.log,
 			metricsHooks(r.m), profileHooks{onPhase, onApplied})
 		if err != nil {
 			return played{}, err
@@ -170,6 +174,9 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	if pr != nil {
 		endRun()
 		p.profileErr = pr.wait()
+		if rec := pr.runner.Record(); len(rec.Phases) > 0 {
+			r.rr.session.EndWorkloads(rec.Phases[len(rec.Phases)-1].End)
+		}
 		p.summary.Profile = pr.summary(p.profileErr)
 	}
 	return p, nil

@@ -17,7 +17,7 @@ var tiers = [][]string{
 	{"wire"},
 	{"fleet"},
 	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
-	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm", "measure/storm"},
+	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm", "measure/storm", "measure/workload"},
 	{"report"},
 	{"measure", "measure/promrecord", "capacity", "compare"},
 	{"cmd/fakelet", "e2e"},

@@ -42,6 +42,7 @@ type Metrics struct {
 	reactions      *prometheus.HistogramVec
 	reactionMisses *prometheus.CounterVec
 	fleets         *fleetCollector
+	workloads      workloadMetrics
 
 	phaseMu sync.Mutex // orders SetPhase's reset and set
 }
@@ -84,9 +85,11 @@ func New(opts Options) *Metrics {
 			Namespace: namespace, Name: "reactions_missed_total",
 			Help: "Expected reactions that did not come within their phase, by reaction event and group.",
 		}, []string{"event", "group"}),
-		fleets: newFleetCollector(),
+		fleets:    newFleetCollector(),
+		workloads: newWorkloadMetrics(),
 	}
 	m.reg.MustRegister(m.profileInfo, m.phaseStart, m.actions, m.reactions, m.reactionMisses, m.fleets)
+	m.reg.MustRegister(m.workloads.collectors()...)
 	if !opts.NoProcessCollectors {
 		m.reg.MustRegister(
 			collectors.NewGoCollector(),

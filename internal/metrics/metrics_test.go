@@ -39,6 +39,9 @@ var documented = map[string]dto.MetricType{
 	"fakelet_actions_total":                    dto.MetricType_COUNTER,
 	"fakelet_reaction_latency_seconds":         dto.MetricType_HISTOGRAM,
 	"fakelet_reactions_missed_total":           dto.MetricType_COUNTER,
+	"fakelet_pod_startup_latency_seconds":      dto.MetricType_HISTOGRAM,
+	"fakelet_workload_reaction_seconds":        dto.MetricType_GAUGE,
+	"fakelet_workload_pods_lost":               dto.MetricType_GAUGE,
 }
 
 // exercised returns metrics on which every method was called once, so that every metric has a series.
@@ -56,6 +59,9 @@ func exercised(t testing.TB, opts Options) *Metrics {
 	m.ActionApplied("stop", "victims")
 	m.ObserveReaction("ready_unknown", "victims", FromLastRenewal, 52*time.Second)
 	m.ReactionMissed("ready_unknown", "victims")
+	m.ObservePodStartup("pod_startup", 1.5)
+	m.SetWorkloadReaction("stop", "victims", "evicted", 80, 85, 90)
+	m.SetWorkloadPodsLost("stop", "victims", 0)
 	m.RegisterFleet(connectedFakeFleet{fakeFleet{name: "fakelet", p: fleet.Progress{Nodes: 10, Started: 10, Registered: 9, Ready: 7, Failed: 1}, t: r},
 		fleet.Connections{Mode: fleet.ConnectionsShared, Open: 2, Dialed: 2}})
 	return m
