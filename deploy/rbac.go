@@ -83,7 +83,8 @@ const rbacBase = `# RBAC for running fakelet against a cluster (kind, kwokctl, o
 # fakelet/fakelet; to bind a user instead, change the subjects. Least privilege for
 # ` + "`fakelet run --identity=node`" + ` (the default), the rules fleet.RunPermissions checks: the fleet's own
 # credential lists and watches Nodes, gets them for churn and deletes its own at cleanup; it gets,
-# lists and deletes Leases in kube-node-lease only, and creates, reads and deletes the shards' start
+# lists and deletes Leases in kube-node-lease only, where it also creates and renews its run's claim
+# on its shard of the fleet (a Lease named fakelet-claim.FLEET.I-of-N), and creates, reads and deletes the shards' start
 # Lease in namespace fakelet (--start-at auto). Pods are not granted here (deploy/rbac/pods.yaml).
 #
 # Every kubelet request is impersonated as system:node:<name> in group system:nodes, so the Node
@@ -139,7 +140,7 @@ metadata:
 rules:
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  verbs: ["get", "list", "delete"]
+  verbs: ["get", "list", "create", "update", "delete"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

@@ -40,6 +40,9 @@ func (p Permission) String() string {
 	return b.String()
 }
 
+// claimPermission is what a run's claim on its shard of the fleet takes (claim.go).
+const claimPermission = "the run's claim on its shard"
+
 // What the fleet's own credential does in every run: the checks, the shared watch, churn and cleanup.
 var adminPermissions = []Permission{
 	{Verb: "list", Resource: "nodes", For: "check that the fleet's names are free"},
@@ -49,6 +52,8 @@ var adminPermissions = []Permission{
 	{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "churn"},
 	{Verb: "list", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "cleanup"},
 	{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: "cleanup"},
+	{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: claimPermission},
+	{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: claimPermission},
 }
 
 // What the fleet's credential does with pods, only when it runs them (Config.PodsPerNode above 0).
