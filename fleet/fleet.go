@@ -103,7 +103,8 @@ func (f *Fleet) Connections() Connections {
 		return Connections{Mode: f.cfg.ConnectionMode, Identity: IdentityOf(f.cfg)}
 	}
 	c := f.conns.info
-	c.Open, c.Dialed = f.conns.counter.open.Load(), f.conns.counter.dialed.Load()
+	c.Open = f.conns.counter.open.Load()
+	c.Dialed, c.DialedBy = f.conns.counter.dials()
 	return c
 }
 
