@@ -127,7 +127,7 @@ func (f *Fleet) RemoveNodes(ctx context.Context, indexes []int) error {
 func (f *Fleet) deleteNode(ctx context.Context, a *agent.Agent) error {
 	node, lease := a.Owned()
 	if lease != "" {
-		if err := ignoreGone(f.ownDeletion(kindLease, a.Name(), lease).send(ctx, f.admin), "delete lease "+a.Name()); err != nil {
+		if err := ignoreGone(f.leaseDeletion(a.Name(), lease, node).send(ctx, f.admin), "delete lease "+a.Name()); err != nil {
 			return err
 		}
 	}
@@ -138,7 +138,7 @@ func (f *Fleet) deleteNode(ctx context.Context, a *agent.Agent) error {
 }
 
 // DeleteLease deletes the Lease of node number index as an admin would, if and only if it is the Lease
-// the node's agent created or adopted and this run still holds it; the delete is conditional on that
+// the node's agent created or adopted, its Node still owns it and this run still holds it; the delete is conditional on that
 // UID and on the version just read, so a Lease recreated or adopted in between is not touched. The
 // agent recreates the Lease at its next sync. A Lease that is not the agent's is left alone and the
 // error wraps ErrNotOwned.
@@ -148,11 +148,11 @@ func (f *Fleet) DeleteLease(ctx context.Context, index int) error {
 	if a == nil {
 		return fmt.Errorf("delete lease of node %s: %w", name, errNoSuchNode)
 	}
-	_, uid := a.Owned()
+	node, uid := a.Owned()
 	if uid == "" {
 		return fmt.Errorf("lease %s: node %s's agent has created or adopted none: %w", name, name, ErrNotOwned)
 	}
-	err := f.ownDeletion(kindLease, name, uid).send(ctx, f.admin)
+	err := f.leaseDeletion(name, uid, node).send(ctx, f.admin)
 	if errors.Is(err, errNotOurs) || apierrors.IsConflict(err) {
 		return fmt.Errorf("lease %s is not the one node %s's agent holds (uid %s) in run %s: %w", name, name, uid, f.cfg.RunID, ErrNotOwned)
 	}

@@ -61,7 +61,7 @@ func (f *Fleet) owned() []deletion {
 		}
 		node, lease := a.Owned()
 		if lease != "" {
-			items = append(items, f.ownDeletion(kindLease, a.Name(), lease))
+			items = append(items, f.leaseDeletion(a.Name(), lease, node))
 		}
 		if node != "" {
 			items = append(items, f.ownDeletion(kindNode, a.Name(), node))
@@ -73,6 +73,13 @@ func (f *Fleet) owned() []deletion {
 // ownDeletion is the deletion of this run's object: on uid, while it carries the run's ID.
 func (f *Fleet) ownDeletion(kind objectKind, name string, uid types.UID) deletion {
 	return deletion{kind: kind, name: name, uid: uid, run: f.cfg.RunID, holdsRun: true, fleet: f.cfg.Fleet}
+}
+
+// leaseDeletion is the deletion of this run's Lease uid, while the agent's Node node owns it.
+func (f *Fleet) leaseDeletion(name string, uid, node types.UID) deletion {
+	d := f.ownDeletion(kindLease, name, uid)
+	d.owner = node
+	return d
 }
 
 // CleanupOptions says which fleet DeleteFleet deletes, and how.
@@ -184,7 +191,7 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, o CleanupOpti
 			items = append(items, deletion{kind: kindPod, name: p.Name, uid: p.UID, fleet: o.Fleet})
 		}
 		if l := leases[n.Name]; l != nil && ownedBy(l, n) {
-			d := deletion{kind: kindLease, name: l.Name, uid: l.UID, run: agent.HeldBy(l), holdsRun: !o.Force}
+			d := deletion{kind: kindLease, name: l.Name, uid: l.UID, run: agent.HeldBy(l), holdsRun: !o.Force, owner: n.UID}
 			if !o.Force {
 				d.beat = b.lease
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,8 @@ type deletion struct {
 	holdsRun bool
 	// fleet is the agent.FleetLabel a Node or pod must still carry.
 	fleet string
+	// owner, if set, is the Node UID a Lease must still be owned by.
+	owner types.UID
 	// beat, if not zero, is the heartbeat (a Lease's renew time, a Node's Ready heartbeat) the object
 	// must still show: fakelet watched it stay there for a lease duration, so its run has stopped, and a
 	// newer one is a run that took it since.
@@ -124,6 +127,11 @@ func (d deletion) matches(obj metav1.Object) bool {
 		return false
 	}
 	if d.kind != kindLease && obj.GetLabels()[agent.FleetLabel] != d.fleet {
+		return false
+	}
+	if d.owner != "" && !slices.ContainsFunc(obj.GetOwnerReferences(), func(o metav1.OwnerReference) bool {
+		return o.Kind == "Node" && o.Name == d.name && o.UID == d.owner
+	}) {
 		return false
 	}
 	if d.beat.IsZero() {
