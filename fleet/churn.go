@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
 )
@@ -123,18 +124,33 @@ func (f *Fleet) RemoveNodes(ctx context.Context, indexes []int) error {
 }
 
 // deleteNode deletes the Lease and then the Node that a's agent, stopped, created or adopted, if they
-// are still those and this run's; the garbage collector deletes a Lease its deleted Node owned.
+// are still those and this run's; the garbage collector deletes a Lease its deleted Node owned. A
+// Node of that name that is not the agent's (another fleet's, or another run's since) is left alone
+// and the error wraps ErrNotOwned.
 func (f *Fleet) deleteNode(ctx context.Context, a *agent.Agent) error {
 	node, lease := a.Owned()
 	if lease != "" {
-		if err := ignoreGone(f.leaseDeletion(a.Name(), lease, node).send(ctx, f.admin), "delete lease "+a.Name()); err != nil {
+		err := f.leaseDeletion(a.Name(), lease, node).send(ctx, f.admin)
+		if err := ignoreGone(err, "delete lease "+a.Name()); err != nil && !errors.Is(err, errNotOurs) {
 			return err
 		}
 	}
 	if node == "" {
-		return nil
+		// The agent has none: if a Node has the name, it is someone else's.
+		_, err := f.admin.CoreV1().Nodes().Get(ctx, a.Name(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("get node %s: %w", a.Name(), err)
+		}
+		return fmt.Errorf("node %s: its agent created or adopted none: %w", a.Name(), ErrNotOwned)
 	}
-	return ignoreGone(f.ownDeletion(kindNode, a.Name(), node).send(ctx, f.admin), "delete node "+a.Name())
+	err := f.ownDeletion(kindNode, a.Name(), node).send(ctx, f.admin)
+	if errors.Is(err, errNotOurs) {
+		return fmt.Errorf("node %s is not the one its agent holds (uid %s) in run %s: %w", a.Name(), node, f.cfg.RunID, ErrNotOwned)
+	}
+	return ignoreGone(err, "delete node "+a.Name())
 }
 
 // DeleteLease deletes the Lease of node number index as an admin would, if and only if it is the Lease
