@@ -60,7 +60,9 @@
 // create: the Node it registers and the Lease it creates carry the fleet label and the run's ID
 // (RunAnnotation; the first renewal of an adopted Lease sets it), and an agent never renews a Lease
 // that another Node owns or that has no owner, which a kubelet would, nor adopts a Node or renews a
-// Lease that another live run of its fleet holds (held.go). Its status patches carry the
+// Lease that another run of its fleet holds unless its fleet knows that run to have stopped, judged
+// by what the server shows and never by comparing that run's timestamps with its own clock
+// (held.go); an agent that gives up gives up its Node and Lease too, for its fleet not to delete them. Its status patches carry the
 // UID of the Node it registered or adopted as metadata.uid, which the apiserver refuses (422, the UID
 // is immutable) on any other Node of that name, so a Node replaced mid-run is never written to; the
 // request is otherwise the kubelet's (statuspatch.go, withUID). In the kubelet footprint, an existing
@@ -361,13 +363,16 @@ func (a *Agent) ownLease(uid types.UID) {
 	a.leaseUID = uid
 }
 
-// fail stops the agent for good.
+// fail stops the agent for good, and gives up its Node and Lease: an agent fails when they turn out
+// to be another's (another fleet's Node, another run's Lease), and what it adopted may be the very
+// objects the other run holds, so its fleet must not delete them at the end.
 func (a *Agent) fail(err error) {
 	a.mu.Lock()
 	first := a.fatal == nil
 	if first {
 		a.fatal = err
 	}
+	a.nodeUID, a.leaseUID = "", ""
 	r := a.run
 	a.statusMayChangeLocked()
 	a.run = nil

@@ -43,6 +43,9 @@ type Config struct {
 	// OnFatal is called once when an agent gives up for good, for example because a Node with its name
 	// belongs to someone else.
 	OnFatal func(a *Agent, err error)
+	// Adoptable says which of its fleet's objects another run holds an agent may take over (held.go);
+	// nil takes over none.
+	Adoptable Adoptable
 }
 
 func (c *Config) rand() float64 {

@@ -3,12 +3,15 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -160,22 +163,29 @@ func TestRunAnnotationOnCreatedAndAdoptedObjects(t *testing.T) {
 	}
 }
 
-// TestNodeOfAnotherLiveRunIsLeftAlone: the fleet's Node and its Lease, held by run A, which renewed
-// the Lease 5 s ago. An agent of run B with that name (a Node churn added, or a run that started
-// after B's check) neither adopts the Node nor renews the Lease, and gives up naming run A. Once
-// the Lease has expired, an agent adopts both.
+// TestNodeOfAnotherLiveRunIsLeftAlone: the fleet's Node and its Lease, held by run A. An agent of run
+// B with that name (a Node churn added, or a run that started after B's check) neither adopts the Node
+// nor renews the Lease, and gives up naming run A, unless its fleet knows run A to have stopped
+// (Config.Adoptable): whatever the Lease's renew time says on B's clock, which may be ahead of A's.
+// Before, B judged by its own clock: a Lease renewed 41 s ago by it was adopted, though A's clock
+// could be a minute behind and A alive.
 func TestNodeOfAnotherLiveRunIsLeftAlone(t *testing.T) {
 	const name = "fakelet-00000"
 	for _, tc := range []struct {
 		renewed time.Duration // before the agent starts
-		held    bool
-	}{{5 * time.Second, true}, {41 * time.Second, false}} {
+		stopped bool          // the fleet knows run A stopped
+	}{{5 * time.Second, false}, {41 * time.Second, false}, {5 * time.Second, true}} {
+		var asked []string
 		h := newHarness(t, func(c *Config) {
 			tmpl, err := NewTemplate(TemplateOptions{Fleet: "test", RunID: "run-b"})
 			if err != nil {
 				panic(err)
 			}
 			c.Template = tmpl
+			c.Adoptable = func(node, run string, renewed time.Time) bool {
+				asked = append(asked, fmt.Sprintf("%s %s %v", node, run, t0.Sub(renewed)))
+				return tc.stopped
+			}
 		})
 		theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-node",
 			Labels: map[string]string{FleetLabel: "test"}, Annotations: map[string]string{RunAnnotation: "run-a"}}}
@@ -190,19 +200,75 @@ func TestNodeOfAnotherLiveRunIsLeftAlone(t *testing.T) {
 		h.advance(30 * time.Second)
 		calls := h.take()
 		w := append(writesTo(calls, "leases"), writesTo(calls, "nodes")...)
+		if want := fmt.Sprintf("%s run-a %v", name, tc.renewed); !slices.Contains(asked, want) {
+			t.Errorf("renewed %v ago: the fleet was asked %q, want %q among them", tc.renewed, asked, want)
+		}
 		var held *HeldError
-		if tc.held {
+		if !tc.stopped {
 			if len(w) > 0 {
 				t.Errorf("renewed %v ago: the agent wrote to run A's objects: %v", tc.renewed, w)
 			}
 			if !errors.As(a.Err(), &held) || held.Run != "run-a" {
 				t.Errorf("renewed %v ago: agent error %v, want a HeldError naming run-a", tc.renewed, a.Err())
 			}
+			if node, lease := a.Owned(); node != "" || lease != "" {
+				t.Errorf("renewed %v ago: the agent that gave up owns %q and %q, want nothing", tc.renewed, node, lease)
+			}
 			continue
 		}
 		if node, lease := a.Owned(); node != "their-node" || lease == "" || a.Err() != nil {
-			t.Errorf("renewed %v ago: owns %q and %q (%v), want the expired run's node and lease adopted", tc.renewed, node, lease, a.Err())
+			t.Errorf("renewed %v ago: owns %q and %q (%v), want the stopped run's node and lease adopted", tc.renewed, node, lease, a.Err())
 		}
+	}
+}
+
+// TestAnAgentThatLosesItsNodeGivesItUp: an agent adopts the Node and Lease of a stopped run, and then
+// another run (which adopted them at the same time) renews the Lease: the agent's next renewal
+// conflicts, it reads the Lease, finds it held by the other run and gives up, and owns nothing any
+// more, so that its fleet's cleanup does not delete the other run's Node. Before, fail() kept the
+// UIDs: the agent still owned "their-node" and its Lease, and its fleet deleted them at the end.
+func TestAnAgentThatLosesItsNodeGivesItUp(t *testing.T) {
+	const name = "fakelet-00000"
+	h := newHarness(t, func(c *Config) {
+		tmpl, err := NewTemplate(TemplateOptions{Fleet: "test", RunID: "run-b"})
+		if err != nil {
+			panic(err)
+		}
+		c.Template = tmpl
+		c.Adoptable = func(_, run string, _ time.Time) bool { return run == "run-a" }
+	})
+	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-node",
+		Labels: map[string]string{FleetLabel: "test"}, Annotations: map[string]string{RunAnnotation: "run-a"}}}
+	lease := leaseOwnedBy(name, "their-node")
+	lease.Annotations = map[string]string{RunAnnotation: "run-a"}
+	lease.Spec.LeaseDurationSeconds = ptr.To[int32](40)
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(-time.Minute)}
+	seed(t, h.client, theirs, lease)
+	a := h.agent(name, 0)
+	a.Start(h.ctx)
+	h.advance(5 * time.Second)
+	if node, lease := a.Owned(); node != "their-node" || lease == "" {
+		t.Fatalf("owns %q and %q (%v), want the stopped run's node and lease adopted", node, lease, a.Err())
+	}
+
+	// Run C renews the Lease it adopted too; B's next PUT, from its last copy, conflicts.
+	got, err := h.client.CoordinationV1().Leases(LeaseNamespace).Get(h.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Annotations = map[string]string{RunAnnotation: "run-c"}
+	got.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(5 * time.Second)}
+	if _, err := h.client.CoordinationV1().Leases(LeaseNamespace).Update(h.ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.failNext("update", "leases", 1, apierrors.NewConflict(coordinationv1.Resource("leases"), name, errors.New("the object has been modified")))
+	h.advance(20 * time.Second)
+	var held *HeldError
+	if !errors.As(a.Err(), &held) || held.Run != "run-c" {
+		t.Fatalf("agent error %v, want a HeldError naming run-c", a.Err())
+	}
+	if node, lease := a.Owned(); node != "" || lease != "" {
+		t.Errorf("the agent that gave up owns node %q and lease %q, want nothing: its fleet would delete run C's", node, lease)
 	}
 }
 

@@ -194,9 +194,9 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 		return out
 	}
 	base, ref := roles(readObjects(t, "kubernetes/base/rbac.yaml")), roles(readObjects(t, "rbac/fakelet.yaml"))
-	// fakelet's ClusterRole and Roles in kube-node-lease and fakelet, and KubeletRBAC's three roles
-	// for the 1000 nodes.
-	if len(base) != 6 || len(base) != len(ref) {
+	// fakelet's ClusterRole and Roles in kube-node-lease and fakelet, KubeletRBAC's three roles
+	// for the 1000 nodes, and ClaimsRBAC's.
+	if len(base) != 7 || len(base) != len(ref) {
 		t.Fatalf("roles %v, want deploy/rbac's %v", keys(base), keys(ref))
 	}
 	for k, want := range ref {
@@ -209,7 +209,7 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 		byNamespace[r.Metadata.Namespace] = append(byNamespace[r.Metadata.Namespace], r)
 	}
 	perms := slices.Concat(fleet.RunPermissions(fleet.IdentityNode, "fakelet-00000"), fleet.RunPermissions(fleet.IdentityNode, "fakelet-00999"),
-		fleet.CleanupPermissions(), lockstep.Permissions(lockstep.DefaultNamespace))
+		fleet.CleanupPermissions(), lockstep.Permissions(lockstep.DefaultNamespace), fleet.ClaimPermissions(fleet.ClaimName(fleet.DefaultNamePrefix, fleet.Shard{})))
 	used := map[string]bool{} // namespace/group/resource/verb
 	for _, p := range perms {
 		roles, ok := byNamespace[p.Namespace]
@@ -318,8 +318,8 @@ func TestKustomizations(t *testing.T) {
 		overlay      string
 		shards       int
 		clusterRoles int // fakelet's and those of KubeletRBAC, two a chunk
-		roles        int // fakelet's two and KubeletRBAC's, one a chunk
-	}{{"small", 1, 3, 3}, {"large", 10, 23, 13}} {
+		roles        int // fakelet's two, its claims' and KubeletRBAC's, one a chunk
+	}{{"small", 1, 3, 4}, {"large", 10, 23, 14}} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := decodeObjects(t, kustomize(t, filepath.Join("kubernetes", "overlays", tc.overlay)))
 			kinds := map[string]int{}
@@ -338,7 +338,7 @@ func TestKustomizations(t *testing.T) {
 					}
 				case "Role", "RoleBinding":
 					want := map[string]string{"fakelet": "kube-node-lease", "fakelet-start": lockstep.DefaultNamespace}[o.Metadata.Name]
-					if strings.HasPrefix(o.Metadata.Name, "fakelet-leases-") {
+					if strings.HasPrefix(o.Metadata.Name, "fakelet-leases-") || strings.HasPrefix(o.Metadata.Name, "fakelet-claims-") {
 						want = "kube-node-lease"
 					}
 					if o.Metadata.Namespace != want {

@@ -21,7 +21,10 @@ func RBAC(w io.Writer, prefix string, nodes int) error {
 	if _, err := io.WriteString(w, rbacBase); err != nil {
 		return err
 	}
-	return KubeletRBAC(w, prefix, 0, nodes)
+	if err := KubeletRBAC(w, prefix, 0, nodes); err != nil {
+		return err
+	}
+	return ClaimsRBAC(w, prefix)
 }
 
 // FleetIdentityRBAC writes deploy/rbac/fleet-identity.yaml for the same fleet: what the agents send
@@ -54,6 +57,51 @@ func KubeletRBAC(w io.Writer, prefix string, first, nodes int) error {
 		return err
 	}
 	return byName(w, prefix, first, nodes, kubeletChunk)
+}
+
+// ClaimsRBAC writes the Role, bound to the ServiceAccount fakelet/fakelet, that lets the fleet whose
+// nodes are named with prefix renew and delete its runs' claims on their shards (fleet.ClaimName),
+// and no other Lease. RBAC writes it for its fleet; a fleet of another prefix whose kubelets are
+// granted with KubeletRBAC alone needs it too.
+func ClaimsRBAC(w io.Writer, prefix string) error {
+	if err := checkFleet(prefix, 0, 1); err != nil {
+		return err
+	}
+	var b strings.Builder
+	claims(&b, prefix)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// MaxClaimShards is the most shards a fleet may run in with the claims KubeletRBAC grants: its
+// renewals and deletion are granted by name, for every split of the fleet into 1 to MaxClaimShards
+// shards (deploy/kubernetes' large overlay has 10).
+const MaxClaimShards = 16
+
+// claims writes the Role that lets the fleet's credential renew and delete its runs' claims on their
+// shards (fleet.ClaimName), and no other Lease; creating one cannot be limited by name (rbacBase).
+func claims(b *strings.Builder, prefix string) {
+	name := "fakelet-claims-" + prefix
+	fmt.Fprintf(b, `---
+# A run's claim on its shard of the fleet (a Lease fakelet-claim.%s.I-of-N): renewed and deleted by
+# name, for fleets of 1 to %d shards, and no other Lease.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: %s
+  namespace: kube-node-lease
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["update", "delete"]
+  resourceNames:
+`, prefix, MaxClaimShards, name)
+	for n := 1; n <= MaxClaimShards; n++ {
+		for i := range n {
+			b.WriteString("  - " + fleet.ClaimName(prefix, fleet.Shard{Index: i, Count: n}) + "\n")
+		}
+	}
+	roleBinding(b, name, "kube-node-lease")
 }
 
 // checkFleet refuses a fleet whose names RBAC cannot list.
@@ -221,9 +269,11 @@ const rbacBase = `# RBAC for running fakelet against a cluster (kind, kwokctl, o
 # ` + "`fakelet run --identity=node`" + ` (the default), the rules fleet.RunPermissions checks: the fleet's own
 # credential lists, watches and gets Nodes and Leases in kube-node-lease (reads, of any name: the
 # checks before a run, the shared watch, churn), deletes its own Nodes and their Leases and no others
-# (cleanup and churn, by name in the fakelet-nodes-* and fakelet-leases-* roles at the end), and
-# creates, reads and deletes the shards' start Lease in namespace fakelet (--start-at auto). Pods are
-# not granted here (deploy/rbac/pods.yaml).
+# (cleanup and churn, by name in the fakelet-nodes-* and fakelet-leases-* roles at the end), creates
+# its run's claim on its shard of the fleet (a Lease in kube-node-lease: RBAC cannot limit a create by
+# name, and a create changes no Lease that exists) and renews and deletes only the claims, by name (the
+# fakelet-claims-* Role at the end), and creates, reads and deletes the shards' start Lease in
+# namespace fakelet (--start-at auto). Pods are not granted here (deploy/rbac/pods.yaml).
 #
 # Every kubelet request is impersonated as system:node:<name> in group system:nodes, so the Node
 # authorizer and NodeRestriction admission decide what each fake kubelet may do, exactly as for real
@@ -278,7 +328,7 @@ metadata:
 rules:
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  verbs: ["get", "list"]
+  verbs: ["get", "list", "create"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

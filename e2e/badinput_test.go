@@ -351,7 +351,7 @@ var (
 
 // serviceAccountFleets are the name prefixes and sizes of the fleets other than fakelet-00000 to
 // fakelet-00999 that the tests run with fakelet.yaml's ServiceAccount: serviceAccountConfig grants
-// their kubelets as `fakelet rbac --name-prefix P --nodes N` does.
+// their kubelets and their claims as `fakelet rbac --name-prefix P --nodes N` does.
 var serviceAccountFleets = []struct {
 	prefix string
 	nodes  int
@@ -381,6 +381,9 @@ func applyFakeletRBAC(c kubernetes.Interface) (string, error) {
 	all := bytes.NewBuffer(file)
 	for _, f := range serviceAccountFleets {
 		if err := deploy.KubeletRBAC(all, f.prefix, 0, f.nodes); err != nil {
+			return "", err
+		}
+		if err := deploy.ClaimsRBAC(all, f.prefix); err != nil {
 			return "", err
 		}
 	}

@@ -85,15 +85,15 @@ func TestForeignObjectsSurviveRunChurnAndCleanup(t *testing.T) {
 		t.Fatalf("%d of the fleet's nodes kept, want 5 (--keep)", n)
 	}
 
-	// The run has just stopped: its Leases are within their duration, so it looks live until they
-	// expire, and only --force cleans it now.
+	// The run has just stopped and released its claim, which the cleanup deletes last; --force skips
+	// the watch of the fleet's heartbeats all the same.
 	p := startFakelet(t, "cleanup", "--fleet", "own", "--kubeconfig", cp.Kubeconfig, "--force")
 	if code := p.wait(time.Minute); code != 0 {
 		t.Fatalf("fakelet cleanup: exit code %d", code)
 	}
 	out := p.stdout.String()
 	for _, want := range []string{"deleted node/own-00000", "deleted node/own-00004", "deleted lease/own-00000 -n kube-node-lease",
-		"fleet own: deleted 5 nodes and 5 leases"} {
+		"deleted lease/fakelet-claim.own.0-of-1 -n kube-node-lease", "fleet own: deleted 5 nodes and 6 leases"} { // the 6th: the claim
 		if !strings.Contains(out, want) {
 			t.Errorf("cleanup output lacks %q:\n%s", want, out)
 		}

@@ -49,7 +49,7 @@ func TestASecondRunLeavesALiveRunsNodes(t *testing.T) {
 	if code := b.wait(time.Minute); code == 0 || code == -1 {
 		t.Fatalf("run B beside live run A: exit code %d, want a refusal", code)
 	}
-	if out := b.stderr.String(); !strings.Contains(out, "held by a live run") || !strings.Contains(out, "run "+runA[1]+" holds tworuns-00000") {
+	if out := b.stderr.String(); !strings.Contains(out, "shard 0/1 of fleet tworuns is held by run "+runA[1]) || !strings.Contains(out, "nothing was written") {
 		t.Errorf("run B's refusal does not name run A (%s):\n%s", runA[1], out)
 	}
 
@@ -59,7 +59,8 @@ func TestASecondRunLeavesALiveRunsNodes(t *testing.T) {
 	}
 	dry := startFakelet(t, "cleanup", "--fleet", "tworuns", "--kubeconfig", cp.Kubeconfig, "--force", "--dry-run")
 	if code := dry.wait(time.Minute); code != 0 || !strings.Contains(dry.stdout.String(), "would delete node/tworuns-00004") ||
-		!strings.Contains(dry.stdout.String(), "would delete 5 nodes and 5 leases") {
+		!strings.Contains(dry.stdout.String(), "would delete lease/fakelet-claim.tworuns.0-of-1") ||
+		!strings.Contains(dry.stdout.String(), "would delete 5 nodes and 6 leases") { // the 6th: run A's claim
 		t.Errorf("fakelet cleanup --force --dry-run: exit code %d, output:\n%s", code, dry.output())
 	}
 	for _, n := range fleetNodes(t, c, "tworuns") {

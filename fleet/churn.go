@@ -6,18 +6,16 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"fakelet.dev/fakelet/agent"
 )
 
 // What a running fleet lets a profile do beyond its agents' own controls: start a stopped agent
 // on the fleet's context, grow and shrink the fleet, and delete a node's Lease as an admin would.
-// Every deletion follows the cleanup rule: only objects fakelet created, each conditional on the UID
-// it saw.
+// Every deletion follows the cleanup rule: only objects the run created or adopted and still holds,
+// each conditional on the UID the agent has and the version read just before.
 
 // ErrNotRunning is returned by what needs the fleet's agents to be running.
 var ErrNotRunning = errors.New("the fleet is not running")
@@ -95,8 +93,10 @@ func (f *Fleet) AddNodes(indexes []int) error {
 }
 
 // RemoveNodes deletes nodes as a scale-down does: each node's agent stops for good, then the pods the
-// fleet created on it are deleted, then its Node is deleted (if it carries the fleet's label, on its UID) and its Lease (if our Node owns it, on the
-// Lease's UID). It goes on after a failure and returns every error.
+// fleet created on it are deleted, then its Lease and its Node, each only if it is still the one the
+// agent created or adopted (its UID) and this run holds it (fleet.deletion.send): a Node replaced
+// mid-run, or held by another run since, is left alone. It goes on after a failure and returns every
+// error.
 func (f *Fleet) RemoveNodes(ctx context.Context, indexes []int) error {
 	var errs []error
 	for _, index := range indexes {
@@ -116,77 +116,63 @@ func (f *Fleet) RemoveNodes(ctx context.Context, indexes []int) error {
 		if err := f.deleteNodePods(ctx, name); err != nil {
 			errs = append(errs, fmt.Errorf("remove node %s: %w", name, err))
 		}
-		if err := f.deleteNode(ctx, name); err != nil {
+		if err := f.deleteNode(ctx, a); err != nil {
 			errs = append(errs, fmt.Errorf("remove node %s: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// deleteNode deletes our Node named name, and then its Lease.
-func (f *Fleet) deleteNode(ctx context.Context, name string) error {
-	node, err := f.ourNode(ctx, name)
-	if apierrors.IsNotFound(err) {
-		return nil // gone already; a Lease it owned is the garbage collector's
-	} else if err != nil {
-		return err
-	}
-	err = f.admin.CoreV1().Nodes().Delete(ctx, name, uidPrecondition(node.UID))
-	if err := ignoreGone(err, "delete node "+name); err != nil {
-		return err
-	}
-	err = f.deleteOwnedLease(ctx, name, node.UID)
-	if errors.Is(err, ErrNotOwned) || apierrors.IsNotFound(err) {
-		return nil // not ours, or none: nothing to delete
-	}
-	return err
-}
-
-// DeleteLease deletes the Lease of node number index as an admin would, if and only if the Lease's
-// owner is that Node's current UID; the delete is conditional on the Lease's UID, so a Lease recreated
-// in between is not touched. The agent recreates the Lease at its next sync. A Lease the node does not
-// own is left alone and the error wraps ErrNotOwned.
-func (f *Fleet) DeleteLease(ctx context.Context, index int) error {
-	if f.Agent(index) == nil {
-		return fmt.Errorf("delete lease of node %s: %w", NodeName(f.cfg.NamePrefix, index), errNoSuchNode)
-	}
-	name := NodeName(f.cfg.NamePrefix, index)
-	node, err := f.ourNode(ctx, name)
-	if err != nil {
-		return err
-	}
-	return f.deleteOwnedLease(ctx, name, node.UID)
-}
-
-// ourNode gets the Node named name and checks that it carries the fleet's label.
-func (f *Fleet) ourNode(ctx context.Context, name string) (*corev1.Node, error) {
-	node, err := f.admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("get node %s: %w", name, err)
-	}
-	if !f.acfg.Template.Owns(node) {
-		return nil, fmt.Errorf("node %s: %w", name, ErrNotOwned)
-	}
-	return node, nil
-}
-
-// deleteOwnedLease deletes the Lease named name if owner owns it, on the Lease's UID.
-func (f *Fleet) deleteOwnedLease(ctx context.Context, name string, owner types.UID) error {
-	leases := f.admin.CoordinationV1().Leases(agent.LeaseNamespace)
-	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("get lease %s: %w", name, err)
-	}
-	owned := false
-	for _, o := range lease.OwnerReferences {
-		if o.Kind == "Node" && o.Name == name && o.UID == owner && owner != "" {
-			owned = true
+// deleteNode deletes the Lease and then the Node that a's agent, stopped, created or adopted, if they
+// are still those and this run's; the garbage collector deletes a Lease its deleted Node owned. A
+// Node of that name that is not the agent's (another fleet's, or another run's since) is left alone
+// and the error wraps ErrNotOwned.
+func (f *Fleet) deleteNode(ctx context.Context, a *agent.Agent) error {
+	node, lease := a.Owned()
+	if lease != "" {
+		err := f.leaseDeletion(a.Name(), lease, node).send(ctx, f.admin)
+		if err := ignoreGone(err, "delete lease "+a.Name()); err != nil && !errors.Is(err, errNotOurs) {
+			return err
 		}
 	}
-	if !owned {
-		return fmt.Errorf("lease %s is not owned by node %s (uid %s): %w", name, name, owner, ErrNotOwned)
+	if node == "" {
+		// The agent has none: if a Node has the name, it is someone else's.
+		_, err := f.admin.CoreV1().Nodes().Get(ctx, a.Name(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("get node %s: %w", a.Name(), err)
+		}
+		return fmt.Errorf("node %s: its agent created or adopted none: %w", a.Name(), ErrNotOwned)
 	}
-	if err := leases.Delete(ctx, name, uidPrecondition(lease.UID)); err != nil {
+	err := f.ownDeletion(kindNode, a.Name(), node).send(ctx, f.admin)
+	if errors.Is(err, errNotOurs) {
+		return fmt.Errorf("node %s is not the one its agent holds (uid %s) in run %s: %w", a.Name(), node, f.cfg.RunID, ErrNotOwned)
+	}
+	return ignoreGone(err, "delete node "+a.Name())
+}
+
+// DeleteLease deletes the Lease of node number index as an admin would, if and only if it is the Lease
+// the node's agent created or adopted, its Node still owns it and this run still holds it; the delete is conditional on that
+// UID and on the version just read, so a Lease recreated or adopted in between is not touched. The
+// agent recreates the Lease at its next sync. A Lease that is not the agent's is left alone and the
+// error wraps ErrNotOwned.
+func (f *Fleet) DeleteLease(ctx context.Context, index int) error {
+	a := f.Agent(index)
+	name := NodeName(f.cfg.NamePrefix, index)
+	if a == nil {
+		return fmt.Errorf("delete lease of node %s: %w", name, errNoSuchNode)
+	}
+	node, uid := a.Owned()
+	if uid == "" {
+		return fmt.Errorf("lease %s: node %s's agent has created or adopted none: %w", name, name, ErrNotOwned)
+	}
+	err := f.leaseDeletion(name, uid, node).send(ctx, f.admin)
+	if errors.Is(err, errNotOurs) || apierrors.IsConflict(err) {
+		return fmt.Errorf("lease %s is not the one node %s's agent holds (uid %s) in run %s: %w", name, name, uid, f.cfg.RunID, ErrNotOwned)
+	}
+	if err != nil {
 		return fmt.Errorf("delete lease %s: %w", name, err)
 	}
 	return nil

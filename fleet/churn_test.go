@@ -154,3 +154,51 @@ func TestNodeIndexInvertsNodeName(t *testing.T) {
 		}
 	}
 }
+
+// TestChurnLeavesANodeReplacedMidRun: node 1's Node and Lease are deleted mid-run and recreated by
+// run B of the same fleet, with its label and annotation and a Lease its new Node owns. A churn
+// removal of node 1, and an admin's DeleteLease of it, leave both alone: they are not the ones the
+// agent created. Before, churn got the Node by name, checked its fleet label only, and deleted it
+// and its Lease by their new UIDs.
+func TestChurnLeavesANodeReplacedMidRun(t *testing.T) {
+	tf := startFleet(t, Config{Nodes: 3})
+	tf.advance(t, 30*time.Second)
+	ctx := context.Background()
+	tf.Agent(1).Stop()
+	name := "fakelet-00001"
+	if err := tf.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "run-b-node",
+		Labels: map[string]string{agent.FleetLabel: DefaultFleet}, Annotations: map[string]string{agent.RunAnnotation: "run-b"}}}
+	if _, err := tf.client.CoreV1().Nodes().Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agent.LeaseNamespace, UID: "run-b-lease",
+		Annotations:     map[string]string{agent.RunAnnotation: "run-b"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "run-b-node"}}}}
+	if _, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tf.DeleteLease(ctx, 1); !errors.Is(err, ErrNotOwned) {
+		t.Errorf("DeleteLease of run B's Lease: %v, want ErrNotOwned", err)
+	}
+	if err := tf.RemoveNodes(ctx, []int{1}); !errors.Is(err, ErrNotOwned) {
+		t.Errorf("removing node 1, now run B's: %v, want ErrNotOwned", err)
+	}
+	if n, err := tf.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil || n.UID != "run-b-node" {
+		t.Errorf("run B's Node after the churn removal: %v, want it kept", err)
+	}
+	if l, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, name, metav1.GetOptions{}); err != nil || l.UID != "run-b-lease" {
+		t.Errorf("run B's Lease after the churn removal: %v, want it kept", err)
+	}
+	if err := tf.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tf.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil || n.UID != "run-b-node" {
+		t.Errorf("run B's Node after the run's cleanup: %v, want it kept", err)
+	}
+}

@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -56,15 +58,14 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path 
 	out := make([]agent.Clients, n)
 	for i := range out {
 		cfg := agentConfig(base)
-		cfg.Dial = counter.dialer()
 		var wc, watchWire *wire.Client
 		if !path.legacy {
 			var err error
-			if wc, err = wireClient(cfg, path.flushWindow); err != nil {
+			if wc, err = wireClient(cfg, path.flushWindow, counter.dialer(connHeartbeat)); err != nil {
 				return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 			}
 			// The watches' own connections (wireWatcher says why), dialled at the first watch.
-			if watchWire, err = wireClient(cfg, path.flushWindow); err != nil {
+			if watchWire, err = wireClient(cfg, path.flushWindow, counter.dialer(connWatch)); err != nil {
 				return nil, fmt.Errorf("build watch client %d: %w", i, err)
 			}
 		}
@@ -72,7 +73,8 @@ func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path 
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNode{rt} })
 		}
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countWire{rt, tally} })
-		hc, err := rest.HTTPClientFor(cfg)
+		// The legacy path's renewals and watches go over these too.
+		hc, err := sharedHTTPClient(cfg, counter.dialer(connClientGo))
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
@@ -189,13 +191,16 @@ func closeWire(clients []agent.Clients) {
 // wireClient is the wire.Client of cfg, or nil if the wire package cannot reach its server (plain
 // HTTP): then everything goes the legacy way. A proxy, the config's or HTTPS_PROXY's, it goes
 // through as client-go does (wire.ForConfig), or refuses by name.
-func wireClient(cfg *rest.Config, flushWindow time.Duration) (*wire.Client, error) {
+func wireClient(cfg *rest.Config, flushWindow time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*wire.Client, error) {
 	if u, _, err := rest.DefaultServerUrlFor(cfg); err != nil || u.Scheme != "https" {
 		return nil, nil
 	}
 	wc, err := wire.ForConfig(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if wc.Dial == nil {
+		wc.Dial = dial // counted; a dialer of the config's own is left as it is
 	}
 	wc.FlushWindow = max(0, flushWindow)
 	if flushWindow == 0 {

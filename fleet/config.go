@@ -81,6 +81,11 @@ type Config struct {
 	// RunID names this run on every object it creates or adopts (agent.RunAnnotation); empty picks
 	// a new one (NewRunID).
 	RunID string
+	// Shard is which of the fleet's shards this run is (the zero Shard: the whole fleet), for its
+	// claim (ClaimName): a run holds its shard of the fleet or refuses to start.
+	Shard Shard
+	// Log, if set, receives what the checks before the run wait for (another run's heartbeats).
+	Log io.Writer
 	// CleanupQPS is how many deletions a second the cleanup at the end of the run sends.
 	CleanupQPS float64
 	// CleanupLog, if set, receives the end-of-run cleanup's progress lines.

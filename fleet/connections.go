@@ -49,9 +49,33 @@ type Connections struct {
 	// IdentityByImpersonation or IdentityByFleet.
 	Identity string
 	// Open is the agents' connections open now; Dialed is those ever opened, each with its TCP and
-	// TLS handshake. The fleet's own client (its watches, checks and cleanup) is not counted.
+	// TLS handshake, and DialedBy the same by kind of connection. The fleet's own client (its
+	// watches, checks and cleanup) is not counted.
 	Open, Dialed int64
+	DialedBy     Dials
 }
+
+// Dials counts connections dialed by what they carry.
+type Dials struct {
+	// Heartbeat is the wire connections of the lease renewals and status patches, Watch those of
+	// the agents' watches, ClientGo client-go's net/http connections (registration, GETs, pods,
+	// Events, CSINodes; with per-node connections, everything).
+	Heartbeat, Watch, ClientGo int64
+}
+
+func (d Dials) String() string {
+	return fmt.Sprintf("%d heartbeat, %d watch, %d client-go", d.Heartbeat, d.Watch, d.ClientGo)
+}
+
+// connKind is what a counted connection carries.
+type connKind int
+
+const (
+	connHeartbeat connKind = iota
+	connWatch
+	connClientGo
+	connKinds
+)
 
 // IdentityOf says how the agents of a resolved cfg carry their nodes' identity (Connections.Identity).
 func IdentityOf(cfg Config) string {
@@ -70,13 +94,20 @@ func (c Connections) String() string {
 
 // connCounter counts the connections a dialer opened and those still open.
 type connCounter struct {
-	open, dialed atomic.Int64
+	open   atomic.Int64
+	dialed [connKinds]atomic.Int64
 }
 
-// dialer is a dialer whose connections c counts (a nil c counts none). Each call returns a new func:
-// client-go caches one transport per TLS configuration unless its config has a dialer, so a dialer
-// of its own gives a config its own transport and connections.
-func (c *connCounter) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+// dialed is how many connections of every kind were dialed, and by kind.
+func (c *connCounter) dials() (int64, Dials) {
+	d := Dials{Heartbeat: c.dialed[connHeartbeat].Load(), Watch: c.dialed[connWatch].Load(), ClientGo: c.dialed[connClientGo].Load()}
+	return d.Heartbeat + d.Watch + d.ClientGo, d
+}
+
+// dialer is a dialer whose connections, of kind, c counts (a nil c counts none). Each call returns a
+// new func: client-go caches one transport per TLS configuration unless its config has a dialer, so
+// a dialer of its own gives a config its own transport and connections.
+func (c *connCounter) dialer(kind connKind) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if c == nil {
 		return d.DialContext
@@ -86,7 +117,7 @@ func (c *connCounter) dialer() func(ctx context.Context, network, addr string) (
 		if err != nil {
 			return nil, err
 		}
-		c.dialed.Add(1)
+		c.dialed[kind].Add(1)
 		c.open.Add(1)
 		return &countedConn{Conn: conn, c: c}, nil
 	}

@@ -2,9 +2,11 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,11 +37,24 @@ const (
 
 func (k objectKind) String() string { return [...]string{"pod", "lease", "node"}[k] }
 
-// deletion is one object to delete, conditional on the UID fakelet created or adopted.
+// deletion is one object to delete, conditional on the UID fakelet created or adopted, on the run
+// that holds it, and on the version fakelet checked.
 type deletion struct {
 	kind objectKind
 	name string
 	uid  types.UID
+	// run is the agent.RunAnnotation the object must still carry, the run that created or adopted it
+	// ("" for none); holdsRun says whether it is checked (a pod keeps the run that created it).
+	run      string
+	holdsRun bool
+	// fleet is the agent.FleetLabel a Node or pod must still carry.
+	fleet string
+	// owner, if set, is the Node UID a Lease must still be owned by.
+	owner types.UID
+	// beat, if not zero, is the heartbeat (a Lease's renew time, a Node's Ready heartbeat) the object
+	// must still show: fakelet watched it stay there for a lease duration, so its run has stopped, and a
+	// newer one is a run that took it since.
+	beat time.Time
 }
 
 // addName appends the object's name to the one of nodes, leases and pods that lists its kind.
@@ -52,19 +69,91 @@ func (d deletion) addName(nodes, leases, pods *[]string) {
 	}
 }
 
-// send deletes the object on its UID. Pods go at once: their kubelet is fakelet, and no one else
-// would confirm a graceful deletion.
+// errNotOurs is a deletion's object that is no longer what fakelet meant to delete: replaced, or
+// now held by another run. It is left alone, and counts as neither deleted nor left.
+var errNotOurs = errors.New("no longer the one fakelet meant to delete")
+
+// sendAttempts bounds the reads and deletes of one object that keeps changing between the two (the
+// node lifecycle controller tainting a Node fakelet stopped heartbeating): each change is read and
+// checked again before the next delete.
+const sendAttempts = 3
+
+// send reads the object, checks that it is still the one to delete (its UID, the run holding it, its
+// fleet label, its heartbeat), and deletes it on its UID and the resource version it read, so that
+// a write by anyone in between (another run adopting it) makes the delete fail rather than delete
+// what that run now holds. Pods go at once: their kubelet is fakelet, and no one else would confirm
+// a graceful deletion.
 func (d deletion) send(ctx context.Context, client kubernetes.Interface) error {
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.uid}}
+	var err error
+	for range sendAttempts {
+		var obj metav1.Object
+		if obj, err = d.get(ctx, client); err != nil {
+			return err
+		}
+		if !d.matches(obj) {
+			return errNotOurs
+		}
+		opts := metav1.DeleteOptions{Preconditions: preconditions(obj.GetUID(), obj.GetResourceVersion())}
+		switch d.kind {
+		case kindPod:
+			opts.GracePeriodSeconds = ptr.To[int64](0)
+			err = client.CoreV1().Pods(PodNamespace).Delete(ctx, d.name, opts)
+		case kindLease:
+			err = client.CoordinationV1().Leases(agent.LeaseNamespace).Delete(ctx, d.name, opts)
+		default:
+			err = client.CoreV1().Nodes().Delete(ctx, d.name, opts)
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func (d deletion) get(ctx context.Context, client kubernetes.Interface) (metav1.Object, error) {
 	switch d.kind {
 	case kindPod:
-		opts.GracePeriodSeconds = ptr.To[int64](0)
-		return client.CoreV1().Pods(PodNamespace).Delete(ctx, d.name, opts)
+		return client.CoreV1().Pods(PodNamespace).Get(ctx, d.name, metav1.GetOptions{})
 	case kindLease:
-		return client.CoordinationV1().Leases(agent.LeaseNamespace).Delete(ctx, d.name, opts)
+		return client.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, d.name, metav1.GetOptions{})
 	default:
-		return client.CoreV1().Nodes().Delete(ctx, d.name, opts)
+		return client.CoreV1().Nodes().Get(ctx, d.name, metav1.GetOptions{})
 	}
+}
+
+// matches says whether obj is still the object to delete.
+func (d deletion) matches(obj metav1.Object) bool {
+	if obj.GetUID() != d.uid || d.holdsRun && agent.HeldBy(obj) != d.run {
+		return false
+	}
+	if d.kind != kindLease && obj.GetLabels()[agent.FleetLabel] != d.fleet {
+		return false
+	}
+	if d.owner != "" && !slices.ContainsFunc(obj.GetOwnerReferences(), func(o metav1.OwnerReference) bool {
+		return o.Kind == "Node" && o.Name == d.name && o.UID == d.owner
+	}) {
+		return false
+	}
+	if d.beat.IsZero() {
+		return true
+	}
+	switch o := obj.(type) {
+	case *coordinationv1.Lease:
+		return o.Spec.RenewTime == nil || o.Spec.RenewTime.Time.Equal(d.beat)
+	case *corev1.Node:
+		b := beatOf(o, nil)
+		return b.status.IsZero() || b.status.Equal(d.beat)
+	}
+	return true
+}
+
+// preconditions are a delete's: the UID, and the resource version when the server gave one.
+func preconditions(uid types.UID, rv string) *metav1.Preconditions {
+	p := &metav1.Preconditions{UID: &uid}
+	if rv != "" {
+		p.ResourceVersion = &rv
+	}
+	return p
 }
 
 // Deleted is what a cleanup deleted, by name, and what it left. An object found gone, or replaced by
@@ -183,8 +272,8 @@ func deleteAll(ctx context.Context, client kubernetes.Interface, items []deletio
 				switch {
 				case err == nil:
 					d.addName(&out.Nodes, &out.Leases, &out.Pods)
-				case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-					// Gone, or replaced by someone else's: not ours to delete.
+				case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || errors.Is(err, errNotOurs):
+					// Gone, replaced by someone else's, or held by another run now: not ours to delete.
 				default:
 					failed++
 					left(d)

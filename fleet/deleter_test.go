@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // leftFleet is n Nodes of fleet blue with their Leases, renewed at renewed, and a pod on each: what
@@ -59,42 +60,160 @@ func count(t *testing.T, c *fake.Clientset) (nodes, leases, pods int) {
 	return len(n.Items), len(l.Items), len(p.Items)
 }
 
-// TestCleanupRefusesALiveFleetUnlessForced: Leases renewed 10 s ago (within their 40 s) belong to a
-// live run: fakelet cleanup deletes nothing and names the run; --dry-run lists what it would delete
-// and deletes nothing; --force deletes. Before, cleanup deleted a live fleet from under its run.
+// stepping runs fn while it steps clk 10 s whenever something waits on it: DeleteFleet and Preflight
+// watch heartbeats for a lease duration on their clock.
+func stepping[T any](clk *testingclock.FakeClock, fn func() T) T {
+	done := make(chan T, 1)
+	go func() { done <- fn() }()
+	for {
+		select {
+		case v := <-done:
+			return v
+		case <-time.After(time.Millisecond):
+			if clk.HasWaiters() {
+				clk.Step(10 * time.Second)
+			}
+		}
+	}
+}
+
+// renewing makes a live run of c's fleet renew every Lease named in names by 10 s at each list of
+// Leases after the first, as its renewals would show to one that watches them.
+func renewing(t *testing.T, c *fake.Clientset) {
+	lists := 0
+	c.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if lists++; lists == 1 {
+			return false, nil, nil
+		}
+		gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
+		objs, err := c.Tracker().List(gvr, coordinationv1.SchemeGroupVersion.WithKind("Lease"), agent.LeaseNamespace)
+		if err != nil {
+			t.Error(err)
+			return false, nil, nil
+		}
+		for _, o := range objs.(*coordinationv1.LeaseList).Items {
+			if o.Spec.RenewTime != nil {
+				o.Spec.RenewTime = &metav1.MicroTime{Time: o.Spec.RenewTime.Add(10 * time.Second)}
+				if err := c.Tracker().Update(gvr, &o, o.Namespace); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		return false, nil, nil
+	})
+}
+
+type deleted struct {
+	d   Deleted
+	err error
+}
+
+// TestCleanupRefusesALiveFleetUnlessForced: Leases their run renews while fakelet cleanup watches
+// them for a lease duration belong to a live run: it deletes nothing and names the run, whatever
+// their renew times say on its own clock: renewed 10 s ago, or 2 minutes ago (a run whose clock is
+// behind). --dry-run lists what it would delete and deletes nothing; --force deletes. Leases that
+// stay unchanged are a stopped run's, even renewed "2 minutes from now" (its clock was ahead). Before,
+// cleanup compared the renew time with its own clock: it deleted the live fleet whose clock is 2
+// minutes behind (a cleanup of 3 nodes: "deleted 3 nodes", no LiveRunError), and refused the stopped
+// one whose clock was ahead.
 func TestCleanupRefusesALiveFleetUnlessForced(t *testing.T) {
-	clk := testingclock.NewFakeClock(t0)
-	c := leftFleet(3, t0.Add(-10*time.Second))
 	ctx := context.Background()
-	_, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk})
-	var live *LiveRunError
-	if !errors.As(err, &live) || !strings.Contains(err.Error(), "run run-a holds fakelet-00000, fakelet-00001, fakelet-00002") {
-		t.Fatalf("cleanup of a live fleet: %v, want a refusal naming run-a", err)
-	}
-	if live.ExpiresIn() != 30*time.Second {
-		t.Errorf("expires in %v, want 30s", live.ExpiresIn())
-	}
-	if n, l, p := count(t, c); n != 3 || l != 3 || p != 3 {
-		t.Fatalf("the refused cleanup left %d nodes, %d leases, %d pods, want 3 of each", n, l, p)
-	}
-	dry, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, Force: true, DryRun: true})
-	if err != nil || len(dry.Nodes) != 3 || len(dry.Leases) != 3 || len(dry.Pods) != 3 {
-		t.Fatalf("dry run: %+v, %v; want 3 of each listed", dry, err)
-	}
-	if n, l, p := count(t, c); n != 3 || l != 3 || p != 3 {
-		t.Fatalf("the dry run deleted: %d nodes, %d leases, %d pods left", n, l, p)
-	}
-	if _, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, Force: true}); err != nil {
-		t.Fatal(err)
-	}
-	if n, l, p := count(t, c); n+l+p != 0 {
-		t.Errorf("--force left %d nodes, %d leases, %d pods", n, l, p)
+	for _, renewed := range []time.Duration{-10 * time.Second, -2 * time.Minute} {
+		clk := testingclock.NewFakeClock(t0)
+		c := leftFleet(3, t0.Add(renewed))
+		renewing(t, c)
+		r := stepping(clk, func() deleted {
+			d, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk})
+			return deleted{d, err}
+		})
+		var live *LiveRunError
+		if !errors.As(r.err, &live) || !strings.Contains(r.err.Error(), "run run-a holds fakelet-00000, fakelet-00001, fakelet-00002") {
+			t.Fatalf("renewed %v by its clock: cleanup of a live fleet: %v (deleted %d nodes), want a refusal naming run-a", renewed, r.err, len(r.d.Nodes))
+		}
+		if n, l, p := count(t, c); n != 3 || l != 3 || p != 3 {
+			t.Fatalf("the refused cleanup left %d nodes, %d leases, %d pods, want 3 of each", n, l, p)
+		}
+		dry, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, Force: true, DryRun: true})
+		if err != nil || len(dry.Nodes) != 3 || len(dry.Leases) != 3 || len(dry.Pods) != 3 {
+			t.Fatalf("dry run: %+v, %v; want 3 of each listed", dry, err)
+		}
+		if n, l, p := count(t, c); n != 3 || l != 3 || p != 3 {
+			t.Fatalf("the dry run deleted: %d nodes, %d leases, %d pods left", n, l, p)
+		}
+		if _, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		if n, l, p := count(t, c); n+l+p != 0 {
+			t.Errorf("--force left %d nodes, %d leases, %d pods", n, l, p)
+		}
 	}
 
-	// Leases that expired are a stopped run's: no --force needed.
-	c = leftFleet(2, t0.Add(-40*time.Second))
-	if d, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk}); err != nil || len(d.Nodes) != 2 {
-		t.Errorf("cleanup of a stopped run's fleet: %+v, %v", d, err)
+	// Leases that stay unchanged are a stopped run's: no --force needed.
+	for _, renewed := range []time.Duration{-40 * time.Second, 2 * time.Minute} {
+		clk := testingclock.NewFakeClock(t0)
+		c := leftFleet(2, t0.Add(renewed))
+		r := stepping(clk, func() deleted {
+			d, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk})
+			return deleted{d, err}
+		})
+		if r.err != nil || len(r.d.Nodes) != 2 {
+			t.Errorf("renewed %v by its clock: cleanup of a stopped run's fleet: %+v, %v", renewed, r.d, r.err)
+		}
+	}
+}
+
+// TestCleanupLeavesWhatARunAdoptsMeanwhile: fakelet cleanup has watched a stopped run's fleet and
+// deletes it; as it deletes the first Node, another run adopts fakelet-00002 (renews its Lease and
+// annotates it and its Node with its run). The cleanup reads each object again before its delete and
+// deletes at that version: that Node and Lease stay. Before, the cleanup checked once and then
+// deleted every object it had listed.
+func TestCleanupLeavesWhatARunAdoptsMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(t0)
+	c := leftFleet(3, t0.Add(-time.Hour))
+	fleettest.ResourceVersions(c)
+	var once sync.Once
+	c.PrependReactor("delete", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() {
+			// The tracker, not the clientset, which answers one request at a time.
+			leaseGVR, nodeGVR := coordinationv1.SchemeGroupVersion.WithResource("leases"), corev1.SchemeGroupVersion.WithResource("nodes")
+			o, err := c.Tracker().Get(leaseGVR, agent.LeaseNamespace, "fakelet-00002")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			l := o.(*coordinationv1.Lease)
+			l.Annotations[agent.RunAnnotation] = "run-b"
+			l.Spec.RenewTime = &metav1.MicroTime{Time: t0}
+			l.ResourceVersion = "adopted-lease"
+			if o, err = c.Tracker().Get(nodeGVR, "", "fakelet-00002"); err != nil {
+				t.Error(err)
+				return
+			}
+			n := o.(*corev1.Node)
+			n.Annotations[agent.RunAnnotation] = "run-b"
+			n.ResourceVersion = "adopted-node"
+			if err := errors.Join(c.Tracker().Update(leaseGVR, l, l.Namespace), c.Tracker().Update(nodeGVR, n, "")); err != nil {
+				t.Error(err)
+			}
+		})
+		return false, nil, nil
+	})
+	r := stepping(clk, func() deleted {
+		d, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, QPS: 3})
+		return deleted{d, err}
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if _, err := c.CoreV1().Nodes().Get(ctx, "fakelet-00002", metav1.GetOptions{}); err != nil {
+		t.Errorf("the Node run B adopted during the cleanup: %v, want it kept (deleted %v)", err, r.d.Nodes)
+	}
+	if _, err := c.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, "fakelet-00002", metav1.GetOptions{}); err != nil {
+		t.Errorf("the Lease run B adopted during the cleanup: %v, want it kept (deleted %v)", err, r.d.Leases)
+	}
+	if n, l, _ := count(t, c); n != 1 || l != 1 {
+		t.Errorf("%d nodes and %d leases left, want run B's one of each", n, l)
 	}
 }
 
@@ -106,7 +225,12 @@ func TestCleanupDeletesNodesAndLeasesWhenPodsFail(t *testing.T) {
 	c.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd is sad"))
 	})
-	d, err := DeleteFleet(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0)})
+	clk := testingclock.NewFakeClock(t0)
+	r := stepping(clk, func() deleted {
+		d, err := DeleteFleet(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: clk})
+		return deleted{d, err}
+	})
+	d, err := r.d, r.err
 	var left *LeftError
 	if !errors.As(err, &left) {
 		t.Fatalf("error %v, want a LeftError", err)
@@ -147,7 +271,11 @@ func TestCleanupDeletesInParallel(t *testing.T) {
 		}
 	}
 	client := blockingDeletes{Interface: c, core: blockingCore{CoreV1Interface: c.CoreV1(), wait: wait}}
-	if _, err := DeleteFleet(context.Background(), client, CleanupOptions{Fleet: "blue", QPS: 1000, Clock: testingclock.NewFakeClock(t0)}); err != nil {
+	clk := testingclock.NewFakeClock(t0)
+	if err := stepping(clk, func() error {
+		_, err := DeleteFleet(context.Background(), client, CleanupOptions{Fleet: "blue", QPS: 1000, Clock: clk})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -35,6 +35,7 @@ type Fleet struct {
 	// the run will do. New sets it; fleets on given clients (fakes in tests) check names only.
 	checkPermissions bool
 	checked          atomic.Bool // Preflight passed: Run does not check again
+	claim            *claim      // the run's claim on its shard, taken by Preflight
 
 	running chan struct{} // closed once agents start
 
@@ -103,7 +104,8 @@ func (f *Fleet) Connections() Connections {
 		return Connections{Mode: f.cfg.ConnectionMode, Identity: IdentityOf(f.cfg)}
 	}
 	c := f.conns.info
-	c.Open, c.Dialed = f.conns.counter.open.Load(), f.conns.counter.dialed.Load()
+	c.Open = f.conns.counter.open.Load()
+	c.Dialed, c.DialedBy = f.conns.counter.dials()
 	return c
 }
 
@@ -243,17 +245,26 @@ func (f *Fleet) Record(rec agent.Recorder) {
 
 // Run checks the cluster (Preflight, unless it passed already), starts the agents at the register
 // rate and heartbeats until ctx ends; then it stops every agent and, unless Keep, deletes the Nodes,
-// Leases and pods it created or adopted (Cleanup). Nothing is written if the check fails.
+// Leases and pods it created or adopted (Cleanup). Nothing is written if the check fails. While it
+// runs it renews its claim on the shard; if another run takes the claim over (this one could not
+// renew it for a lease duration), the run ends at once and deletes nothing, since that run may hold
+// its Nodes now.
 func (f *Fleet) Run(ctx context.Context) error {
 	if !f.checked.Load() {
 		if err := f.Preflight(ctx); err != nil {
 			return err
 		}
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// Renewed before any agent starts: a claim lost since Preflight (a slow start beside a run waiting
+	// to take it over) stops the run before it adopts anything.
+	if err := f.claim.renew(ctx, f.cfg.Clock.Now()); err != nil && errors.Is(err, errClaimLost) {
+		return err
+	}
 	schedDone := make(chan struct{})
 	go func() { f.sched.Run(runCtx); close(schedDone) }()
+	f.sched.After(f.claim.duration/4, &claimRenewer{f: f, ctx: runCtx, lost: cancel})
 	watchErr := f.nodes.start(runCtx)
 	if watchErr == nil && f.boundPods != nil {
 		watchErr = f.boundPods.start(runCtx, f.nodes.syncTimeout)
@@ -277,19 +288,54 @@ func (f *Fleet) Run(ctx context.Context) error {
 		<-runCtx.Done()
 	}
 	f.stopAll()
-	cancel()
+	lost := context.Cause(runCtx)
+	cancel(nil)
 	<-schedDone
 	closeWire(f.heartbeat)
 	if f.conns != nil && f.conns.perNode != nil {
 		f.conns.perNode.close()
 	}
+	if errors.Is(lost, errClaimLost) {
+		return fmt.Errorf("fleet %s: %w; stopped, and deleted nothing", f.cfg.Fleet, lost)
+	}
+	end := context.WithoutCancel(ctx)
 	if watchErr != nil {
+		_ = f.claim.release(end, true) // no agent started
 		return fmt.Errorf("watch the fleet's nodes and pods: %w", watchErr)
 	}
 	if f.cfg.Keep {
-		return nil
+		return f.claim.release(end, false)
 	}
-	return f.Cleanup(context.WithoutCancel(ctx))
+	err := f.Cleanup(end)
+	if rerr := f.claim.release(end, err == nil); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// claimRenewer renews the run's claim every quarter of its duration, as a kubelet renews its Lease,
+// and ends the run if another run took the claim over.
+type claimRenewer struct {
+	f    *Fleet
+	ctx  context.Context
+	lost context.CancelCauseFunc
+}
+
+func (r *claimRenewer) Run() {
+	if r.ctx.Err() != nil {
+		return
+	}
+	c := r.f.claim
+	rctx, cancel := context.WithTimeout(r.ctx, c.duration/4)
+	err := c.renew(rctx, r.f.cfg.Clock.Now())
+	cancel()
+	if errors.Is(err, errClaimLost) {
+		r.lost(err)
+		return
+	}
+	// Another failure is tried again at the next renewal, as a kubelet's lease controller does: the
+	// claim lasts a whole duration.
+	r.f.sched.After(c.duration/4, r)
 }
 
 func (f *Fleet) stopAll() {

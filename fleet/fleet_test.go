@@ -161,9 +161,13 @@ func TestKeepLeavesNodesAndLeases(t *testing.T) {
 			t.Fatalf("--keep deleted: %v", w)
 		}
 	}
-	leases, _ := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).List(context.Background(), metav1.ListOptions{})
-	if len(leases.Items) != 3 {
-		t.Errorf("%d leases kept, want 3", len(leases.Items))
+	if n := leaseCount(t, tf); n != 3 {
+		t.Errorf("%d node leases kept, want 3", n)
+	}
+	// The claim stays, released: the next run adopts the kept nodes at once.
+	claim, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Get(context.Background(), ClaimName(DefaultNamePrefix, Shard{}), metav1.GetOptions{})
+	if err != nil || holder(claim) != "" || stoppedRun(claim) != tf.Config().RunID {
+		t.Errorf("claim after a --keep run: %+v, %v; want it released by run %s", claim, err, tf.Config().RunID)
 	}
 }
 

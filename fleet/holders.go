@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -11,20 +12,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
-	"fakelet.dev/fakelet/heartbeat"
 )
+
+// Whether another run is alive is judged by what the server shows it doing, never by comparing that
+// run's timestamps with this process's clock: a Lease's renew time is written by its holder's clock,
+// and a run whose clock is ahead by more than the lease duration would see every live run's Leases
+// as expired. A run is alive if one of its heartbeats (a Lease's renew time, a Node's Ready
+// heartbeat) changes while fakelet watches it for one lease duration measured on its own clock;
+// unchanged over that time, it has stopped. The node lifecycle controller's writes (Unknown
+// conditions, taints) leave the heartbeat times as they were, so a stopped run's Nodes going Unknown
+// do not look alive.
 
 // LiveRunError is why a run or a cleanup leaves a fleet's Nodes alone: another run still renews
 // their Leases. Runs maps each such run's ID to the Nodes it holds.
 type LiveRunError struct {
 	Fleet string
 	Runs  map[string][]string
-	// Newest is the latest renewal of one of those Leases, and Expires when the last of them expires
-	// if no one renews it again.
-	Newest, Expires time.Time
-	Now             time.Time
+	// Watched is how long fakelet watched the heartbeats before it saw these change.
+	Watched time.Duration
 }
 
 func (e *LiveRunError) Error() string {
@@ -41,77 +49,115 @@ func (e *LiveRunError) Error() string {
 		sort.Strings(nodes)
 		runs = append(runs, fmt.Sprintf("run %s holds %s", id, examples(nodes, 3)))
 	}
-	return fmt.Sprintf("%d of fleet %s's nodes are held by a live run (it renewed their Leases or heartbeat their status within the lease duration, the last %v ago): %s",
-		n, e.Fleet, e.Now.Sub(e.Newest).Round(time.Second), strings.Join(runs, "; "))
-}
-
-// ExpiresIn is how long until the last of those Leases expires, if their run has stopped.
-func (e *LiveRunError) ExpiresIn() time.Duration {
-	return max(0, e.Expires.Sub(e.Now)).Round(time.Second)
+	return fmt.Sprintf("%d of fleet %s's nodes are held by a live run (it renewed their Leases or heartbeat their status within %v of fakelet watching them): %s",
+		n, e.Fleet, e.Watched.Round(time.Second), strings.Join(runs, "; "))
 }
 
 // noRunID names the holder of a Lease without agent.RunAnnotation: a fakelet from before run IDs,
 // or a kubelet that is not fakelet at all.
 const noRunID = "(no run ID)"
 
-// liveHolders returns the error that names the runs other than self that hold one of nodes, or nil
-// if there are none. A run holds a Node while it renews the Node's Lease: renewed within its duration
-// before now. A Node whose Lease is not there yet (its kubelet creates it after registering, up to a
-// renew interval later) or that has none (--mode status) is held while its Ready condition's
-// heartbeat is within statusHeartbeatWindow. leases are the Leases in kube-node-lease by name; a
-// Lease counts only if the Node of its name owns it.
-func liveHolders(fleet, self string, nodes []corev1.Node, leases map[string]*coordinationv1.Lease, now time.Time) *LiveRunError {
-	var e *LiveRunError
-	for i := range nodes {
-		n := &nodes[i]
-		renewed, expires, run := lastHeartbeat(n, leases[n.Name])
-		if renewed.IsZero() || !now.Before(expires) {
-			continue
-		}
-		if run == self && self != "" {
-			continue
-		}
-		if run == "" {
-			run = noRunID
-		}
-		if e == nil {
-			e = &LiveRunError{Fleet: fleet, Runs: map[string][]string{}, Now: now}
-		}
-		e.Runs[run] = append(e.Runs[run], n.Name)
-		if renewed.After(e.Newest) {
-			e.Newest = renewed
-		}
-		if expires.After(e.Expires) {
-			e.Expires = expires
-		}
-	}
-	return e
+// beat is the last sign of life of a Node's kubelet as the server shows it: the run that gave it,
+// its Lease's renew time (if the Node owns the Lease) and its Ready condition's heartbeat, each by
+// that run's clock and each zero for none.
+type beat struct {
+	run           string
+	lease, status time.Time
 }
 
-// statusHeartbeatWindow is how long a Node's status heartbeat shows a live run when its Lease does
-// not: the kubelet's default lease duration.
-const statusHeartbeatWindow = heartbeat.DefaultLeaseDurationSeconds * time.Second
+// last is the later of the two heartbeats.
+func (b beat) last() time.Time {
+	if b.lease.After(b.status) {
+		return b.lease
+	}
+	return b.status
+}
 
-// lastHeartbeat is the latest sign of life of node's kubelet (zero for none), until when it counts, and
-// the run that gave it: its Lease's renewal, or else its Ready condition's heartbeat.
-func lastHeartbeat(node *corev1.Node, lease *coordinationv1.Lease) (at, expires time.Time, run string) {
-	run = agent.HeldBy(node)
-	if lease != nil && ownedBy(lease, node) && lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil {
-		at = lease.Spec.RenewTime.Time
-		expires = at.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
+// beats returns the heartbeat of each of nodes that has one, with leases the Leases by name.
+func beats(nodes []corev1.Node, leases map[string]*coordinationv1.Lease) map[string]beat {
+	out := make(map[string]beat, len(nodes))
+	for i := range nodes {
+		if b := beatOf(&nodes[i], leases[nodes[i].Name]); !b.last().IsZero() {
+			out[nodes[i].Name] = b
+		}
+	}
+	return out
+}
+
+func beatOf(node *corev1.Node, lease *coordinationv1.Lease) beat {
+	b := beat{run: agent.HeldBy(node)}
+	if lease != nil && ownedBy(lease, node) && lease.Spec.RenewTime != nil {
+		b.lease = lease.Spec.RenewTime.Time
 		if r := agent.HeldBy(lease); r != "" {
-			run = r
+			b.run = r
 		}
 	}
 	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.LastHeartbeatTime.After(at) {
-			at = c.LastHeartbeatTime.Time
-			if window := at.Add(statusHeartbeatWindow); window.After(expires) {
-				expires = window
-			}
+		if c.Type == corev1.NodeReady {
+			b.status = c.LastHeartbeatTime.Time
 		}
 	}
-	return at, expires, run
+	return b
+}
+
+// watchBeats reads the heartbeats of the Nodes in watch (by name: what the first read showed) again
+// every quarter of d on clk, for d: it returns a *LiveRunError naming those that changed as soon as
+// one does, or nil once d has passed with none changed: their runs have stopped. It waits not at all
+// for an empty watch. log, if set, says why fakelet waits.
+func watchBeats(ctx context.Context, clk clock.Clock, d time.Duration, fleet string, watch map[string]beat,
+	read func(ctx context.Context) (map[string]beat, error), log io.Writer) error {
+	if len(watch) == 0 {
+		return nil
+	}
+	if log != nil {
+		runs := map[string]bool{}
+		for _, b := range watch {
+			runs[runName(b.run)] = true
+		}
+		fmt.Fprintf(log, "fleet %s: %d nodes hold heartbeats of %s, not known to have stopped: watching them for %v to tell whether they still run\n",
+			fleet, len(watch), examples(sortedKeys(runs), 3), d)
+	}
+	begin := clk.Now()
+	for step := 1; step <= 4; step++ {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-clk.After(d / 4):
+		}
+		now, err := read(ctx)
+		if err != nil {
+			return err
+		}
+		var live *LiveRunError
+		for name, was := range watch {
+			if b, ok := now[name]; ok && b != was {
+				if live == nil {
+					live = &LiveRunError{Fleet: fleet, Runs: map[string][]string{}, Watched: clk.Since(begin)}
+				}
+				live.Runs[runName(b.run)] = append(live.Runs[runName(b.run)], name)
+			}
+		}
+		if live != nil {
+			return live
+		}
+	}
+	return nil
+}
+
+func runName(run string) string {
+	if run == "" {
+		return noRunID
+	}
+	return run
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ownedBy reports whether node owns lease.
@@ -143,4 +189,27 @@ func nodeLeases(ctx context.Context, client kubernetes.Interface, names map[stri
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// fleetNodes lists the Nodes labelled as fleet's that mine accepts (nil: all), by name.
+func fleetNodes(ctx context.Context, client kubernetes.Interface, fleet string, mine func(string) bool) ([]corev1.Node, error) {
+	var nodes []corev1.Node
+	opts := metav1.ListOptions{LabelSelector: agent.FleetLabel + "=" + fleet, Limit: 500}
+	for {
+		list, err := client.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list fleet %s's nodes: %w", fleet, err)
+		}
+		for _, n := range list.Items {
+			if mine == nil || mine(n.Name) {
+				nodes = append(nodes, n)
+			}
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes, nil
 }

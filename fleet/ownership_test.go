@@ -28,10 +28,11 @@ func secondFleet(t *testing.T, tf *testFleet, cfg Config) (*testFleet, context.C
 	return &testFleet{Fleet: f, client: tf.client, clock: tf.clock, cancel: cancel, done: make(chan error, 1)}, ctx
 }
 
-// TestASecondRunRefusesTheNodesALiveRunHolds: run A of the default fleet renews its Leases; run B
-// with the same names and default flags refuses to start, naming A's run, and writes nothing. Once A
-// has stopped (with --keep) and its Leases have expired, a third run adopts its Nodes. Before runs had
-// IDs, B adopted A's live Nodes and deleted them at its end.
+// TestASecondRunRefusesTheNodesALiveRunHolds: run A of the default fleet holds its claim and renews
+// its Leases; run B with the same names and default flags sees A renew the claim while it watches,
+// refuses to start, naming A's run, and writes nothing. Once A has stopped (with --keep, releasing
+// its claim), a third run adopts its Nodes at once. Before runs had IDs, B adopted A's live Nodes and
+// deleted them at its end.
 func TestASecondRunRefusesTheNodesALiveRunHolds(t *testing.T) {
 	a := startFleet(t, Config{Nodes: 4, Keep: true})
 	a.advance(t, 30*time.Second)
@@ -39,10 +40,19 @@ func TestASecondRunRefusesTheNodesALiveRunHolds(t *testing.T) {
 
 	b, bctx := secondFleet(t, a, Config{Nodes: 4})
 	a.client.ClearActions()
-	err := b.Run(bctx)
-	var live *LiveRunError
-	if !errors.As(err, &live) || !strings.Contains(err.Error(), "run "+a.Config().RunID) || !strings.Contains(err.Error(), "fakelet-00000") {
-		t.Fatalf("run B: %v, want a refusal naming run %s and its nodes", err, a.Config().RunID)
+	go func() { b.done <- b.Run(bctx) }()
+	var err error
+	a.pollAdvancing(t, "run B's refusal", func() bool {
+		select {
+		case err = <-b.done:
+			return true
+		default:
+			return false
+		}
+	})
+	var held *ClaimHeldError
+	if !errors.As(err, &held) || !strings.Contains(err.Error(), "held by run "+a.Config().RunID) || !held.Renewed {
+		t.Fatalf("run B: %v, want a refusal naming run %s, which renewed its claim", err, a.Config().RunID)
 	}
 	for _, w := range writes(a.client) {
 		if !strings.HasPrefix(w, "update leases") { // A's own renewals go on
@@ -53,9 +63,8 @@ func TestASecondRunRefusesTheNodesALiveRunHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A stopped and kept its Nodes: once its Leases expire, another run adopts them.
+	// A stopped, kept its Nodes and released its claim: another run adopts them at once.
 	c, cctx := secondFleet(t, a, Config{Nodes: 4})
-	a.clock.Step(41 * time.Second)
 	go func() { c.done <- c.Run(cctx) }()
 	c.pollAdvancing(t, "run C adopted A's 4 nodes and leases", func() bool {
 		for _, ag := range c.Agents() {
@@ -110,5 +119,11 @@ func leaseCount(t *testing.T, tf *testFleet) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(leases.Items)
+	n := 0
+	for _, l := range leases.Items {
+		if !strings.HasPrefix(l.Name, "fakelet-claim.") { // the run's claim is no node's
+			n++
+		}
+	}
+	return n
 }

@@ -60,6 +60,21 @@ func ownPermissions(node string) []Permission {
 	}
 }
 
+// claimPermission is why the preflight checks ClaimPermissions.
+const claimPermission = "the run's claim on its shard"
+
+// ClaimPermissions is what the run's claim on its shard of the fleet takes (claim.go): RBAC cannot
+// limit a create by name, but the claim's renewals and its deletion are granted by name (deploy/rbac.go),
+// so that the fleet's credential may update no Lease but its own claims.
+func ClaimPermissions(name string) []Permission {
+	const why = claimPermission
+	return []Permission{
+		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, For: why},
+		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, Name: name, For: why},
+		{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, Name: name, For: why},
+	}
+}
+
 // What the fleet's credential does with pods, only when it runs them (Config.PodsPerNode above 0).
 var podPermissions = []Permission{
 	{Verb: "create", Resource: "pods", Namespace: PodNamespace, For: "the fleet creates its pods"},
@@ -87,7 +102,7 @@ func Permissions(cfg Config) []Permission {
 		// Each node's certificate is its credential: the fleet's impersonates no one.
 		id = IdentityFleet
 	}
-	perms := RunPermissions(id, first, last)
+	perms := append(RunPermissions(id, first, last), ClaimPermissions(ClaimName(cfg.NamePrefix, cfg.Shard))...)
 	if cfg.PodsPerNode > 0 {
 		perms = append(perms, PodPermissions()...)
 	}

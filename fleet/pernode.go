@@ -1,16 +1,11 @@
 package fleet
 
 import (
-	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
-	"golang.org/x/net/http2"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
@@ -94,37 +89,7 @@ func (p *perNodeTransport) newTransport(node string) (http.RoundTripper, error) 
 		cfg.BearerToken, cfg.BearerTokenFile, cfg.Username, cfg.Password = "", "", "", ""
 		cfg.ExecProvider, cfg.AuthProvider, cfg.Impersonate = nil, nil, rest.ImpersonationConfig{}
 	}
-	tc, err := cfg.TransportConfig()
-	if err != nil {
-		return nil, fmt.Errorf("transport of node %q: %w", node, err)
-	}
-	tlsConfig, err := transport.TLSConfigFor(tc)
-	if err != nil {
-		return nil, fmt.Errorf("transport of node %q: %w", node, err)
-	}
-	if tlsConfig == nil {
-		tlsConfig = &tls.Config{}
-	}
-	dial := p.counter.dialer()
-	h2 := &http2.Transport{
-		TLSClientConfig: tlsConfig,
-		DialTLSContext: func(ctx context.Context, network, addr string, c *tls.Config) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			tlsConn := tls.Client(conn, c)
-			if err := tlsConn.HandshakeContext(ctx); err != nil {
-				conn.Close()
-				return nil, err
-			}
-			return tlsConn, nil
-		},
-		// client-go's health check of its HTTP/2 connections (k8s.io/apimachinery/pkg/util/net).
-		ReadIdleTimeout: 30 * time.Second,
-		PingTimeout:     15 * time.Second,
-	}
-	rt, err := transport.HTTPWrappersForConfig(tc, h2)
+	rt, err := h2Transport(cfg, p.counter.dialer(connClientGo))
 	if err != nil {
 		return nil, fmt.Errorf("transport of node %q: %w", node, err)
 	}

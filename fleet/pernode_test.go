@@ -193,7 +193,7 @@ func TestPerNodeConnectionsCarryOneNodeEach(t *testing.T) {
 					t.Errorf("connection %s carried %d identities (%v), want %d", conn, len(ids), ids, tc.wantPerConn)
 				}
 			}
-			if got := counter.dialed.Load(); got != int64(tc.wantConns) {
+			if got := counter.dialed[connClientGo].Load(); got != int64(tc.wantConns) {
 				t.Errorf("the fleet counted %d connections dialed, want %d", got, tc.wantConns)
 			}
 			if got := counter.open.Load(); got != int64(tc.wantConns) {

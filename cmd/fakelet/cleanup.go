@@ -36,8 +36,11 @@ those Nodes own and the pods in namespace ` + fleet.PodNamespace + ` labelled ` 
 to those Nodes (if the credential may list pods), and print each one deleted. Nothing else is touched: a Node without the label, or
 with another fleet's, stays whatever its name, and so does a Lease none of those Nodes owns.
 
-If a run still holds any of those Nodes (it renewed their Leases within the lease duration), nothing
-is deleted unless --force: a run that has stopped holds them until its Leases expire. Deletions go
+A run is alive while the server shows it heartbeating: unless a run released its claim on the
+fleet at its end, cleanup first watches the Nodes' Leases and Ready heartbeats for a lease duration
+(40 s) on its own clock, and if one changes, nothing is deleted unless --force. Each object is read
+again just before its delete and deleted only if it still carries the run and heartbeat seen, at
+the version read, so a run that adopts a Node meanwhile keeps it. Deletions go
 --cleanup-qps a second, node by node (its pods, its Lease, the Node), a failure does not stop the
 others, and a progress line is printed every 5 seconds; at the end the summary says what is left.
 
@@ -60,7 +63,7 @@ local control plane is only cleaned if it is up; it is never started.`,
 	f.StringVar(&cf.target.context, "context", "", "kubeconfig context of the cluster to clean (default: the local control plane)")
 	f.StringVar(&cf.target.controlPlaneDir, "controlplane-dir", controlplane.DefaultDir, "directory of the local control plane")
 	addCleanupQPSFlag(f, &cf.qps)
-	f.BoolVar(&cf.force, "force", false, "delete the fleet's Nodes even if a live run holds them (renewed their Leases within the lease duration)")
+	f.BoolVar(&cf.force, "force", false, "delete the fleet's Nodes even if a live run holds them, without watching their heartbeats first")
 	f.BoolVar(&cf.dryRun, "dry-run", false, "print what would be deleted, and delete nothing")
 	addInsecureFlag(f, &cf.target)
 	return cmd
@@ -102,8 +105,7 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 	})
 	var live *fleet.LiveRunError
 	if errors.As(err, &live) {
-		return fmt.Errorf("%w; nothing was deleted: stop that run, or if it has stopped wait %v for its Leases to expire, or use --force",
-			live, live.ExpiresIn())
+		return fmt.Errorf("%w; nothing was deleted: stop that run and try again, or use --force", live)
 	}
 	verb, done := "deleted", "deleted"
 	if cf.dryRun {

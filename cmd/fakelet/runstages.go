@@ -75,6 +75,7 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 		return err
 	}
 	r.cfg.CleanupLog = r.log
+	r.cfg.Log = r.log
 	if r.f, err = fleet.New(r.cfg, tgt.config); err != nil {
 		return err
 	}

@@ -92,6 +92,7 @@ func (sf *shardFlags) slice(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Confi
 		return cfg, fmt.Errorf("%s: %w", from, err)
 	}
 	sf.parsed = s
+	cfg.Shard = s
 	cfg.FirstIndex, cfg.Nodes = s.Slice(cfg.Nodes)
 	if !flags.Changed("connections") {
 		cfg.Connections = 0 // the default again: one per 1000 of this shard's nodes

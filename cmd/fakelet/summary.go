@@ -60,7 +60,7 @@ func (s runSummary) render(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "  heartbeat mode\t%s\n", s.Mode)
 	if s.Conns.Mode != "" {
-		fmt.Fprintf(tw, "  connections\t%s, identity by %s: %d dialed (a TCP and TLS handshake each)\n", s.Conns.Mode, s.Conns.Identity, s.Conns.Dialed)
+		fmt.Fprintf(tw, "  connections\t%s, identity by %s: %d dialed (a TCP and TLS handshake each: %s)\n", s.Conns.Mode, s.Conns.Identity, s.Conns.Dialed, s.Conns.DialedBy)
 	}
 	secs := max(s.Elapsed.Seconds(), 1e-9)
 	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
