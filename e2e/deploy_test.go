@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"fakelet.dev/fakelet/fleet"
 )
 
 // kustomizeBuild renders a kustomization with kustomize pinned in tools/kustomize, built into bin/
@@ -124,10 +126,10 @@ func TestDeployKubernetesDryRun(t *testing.T) {
 	t.Run("pods", func(t *testing.T) { // the component a profile with pods needs
 		roles := 0
 		for _, o := range decodeAll(t, kustomizeBuild(t, "deploy/testdata/pods")) {
-			if o.GetName() == "fakelet-pods" {
+			if o.GetName() == "fakelet-pods" && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
 				roles++
-				if o.GetNamespace() != "default" {
-					t.Errorf("%s fakelet-pods in namespace %q, want default", o.GetKind(), o.GetNamespace())
+				if o.GetNamespace() != fleet.PodNamespace {
+					t.Errorf("%s fakelet-pods in namespace %q, want the pods' own, %s", o.GetKind(), o.GetNamespace(), fleet.PodNamespace)
 				}
 			}
 			if err := apply(t, o); err != nil {
