@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,8 +113,14 @@ func (r *referenceFlags) run(cmd *cobra.Command, dir, binDir, out string) error 
 
 func writeReference(w io.Writer, o bench.ReferenceOptions, res bench.ReferenceResult) {
 	rows := res.Compare(bench.KnownDifferences())
-	fmt.Fprintf(w, "%d hollow kubelets (kubemark) and %d fakelet agents, requests per node from the apiserver's audit log (%s); windows %s.\n\n",
+	fmt.Fprintf(w, "%d hollow kubelets (kubemark) and %d fakelet agents, requests per node (or per pod) from the apiserver's audit log (%s); windows %s.\n\n",
 		len(res.Hollow), len(res.Fakelet), res.AuditLog, o.Windows)
+	for _, win := range res.Windows {
+		if win.Pods != nil {
+			fmt.Fprintf(w, "In the %s window the scheduler placed %s pods per hollow kubelet and %s per fakelet agent (%v); rows per pod are divided by them.\n\n",
+				win.Name, strconv.FormatFloat(win.PodsPerNode(res.Hollow), 'f', -1, 64), strconv.FormatFloat(win.PodsPerNode(res.Fakelet), 'f', -1, 64), win.Pods)
+		}
+	}
 	fidelity.WriteTable(w, rows, fidelity.DefaultBound)
 	shared := res.Shared()
 	fmt.Fprintf(w, "\nThe fakelet fleet's own requests, shared by its %d agents (not in the table):\n", len(res.Fakelet))
