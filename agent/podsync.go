@@ -161,7 +161,7 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 		if apierrors.IsNotFound(err) {
 			return nil
 		} else if err != nil {
-			return err
+			return statusSyncError{err}
 		}
 		if got.UID != st.uid {
 			return nil // another pod of that name: the status manager drops the update
@@ -184,7 +184,7 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 	var out *corev1.Pod
 	if patch != nil {
 		if out, err = p.c.patchPodStatus(ref, patch); err != nil {
-			return err
+			return statusSyncError{err}
 		}
 	}
 	a.mu.Lock()
@@ -198,6 +198,12 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 	a.mu.Unlock()
 	return mounted
 }
+
+// statusSyncError is a failed GET or PATCH of report: the status the server has not accepted is
+// sent again at the status manager's next batch (Run).
+type statusSyncError struct{ error }
+
+func (e statusSyncError) Unwrap() error { return e.error }
 
 // ref is what the pod's requests name.
 func (st *podState) ref() *corev1.Pod {
