@@ -35,7 +35,7 @@ func (r *referenceFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&r.name, "reference", "", "compare fakelet's agents with a reference kubelet instead: "+bench.Reference+" (see docs/fidelity.md)")
 	f.IntVar(&r.nodes, "nodes", 2, "with --reference: hollow kubelets, and as many fakelet agents")
 	f.StringVar(&r.windows, "windows", "", "with --reference: window lengths, NAME=DURATION comma-separated (default "+bench.DefaultWindows.String()+")")
-	f.IntVar(&r.podsPerNode, "pods-per-node", 3, "with --reference: pods created on every node in the pods window")
+	f.IntVar(&r.podsPerNode, "pods-per-node", 3, "with --reference: pods created for every node in the pods window, placed by the scheduler")
 }
 
 // flagsUsed says whether a flag of a reference run was given.
