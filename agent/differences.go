@@ -39,11 +39,4 @@ var FootprintDifferences = []FootprintDifference{
 	{Verb: "watch", Windows: []string{"pods", "restart"}, Reason: "a reflector's watch ends at a random 5-10 minute " +
 		"timeout and is opened again from where it left off; in a window of a few minutes, whether a node's watch of a " +
 		"kind is opened again is chance, on both sides (the 10-minute steady window sees each opened again once or twice on both)"},
-	{Verb: "get", Resource: "pods", Windows: []string{"pods"}, Reason: "a kubelet's status manager sends only a pod's " +
-		"latest status when several come before its sync runs: with the fake runtime's instant containers, a hollow kubelet " +
-		"reports a pod's start in one or two patches and its end in one or two (3 patches and 4 GETs a pod on average in the " +
-		"reference), by timing; the agent reports each state the status manager can see, 2 patches at start and 2 at the end, " +
-		"each after a GET (4 patches and 5 GETs a pod)"},
-	{Verb: "patch", Resource: "pods", Subresource: "status", Windows: []string{"pods"}, Reason: "as for the pods' GETs: " +
-		"the status manager's coalescing of a pod's statuses, timing on the kubelet's side"},
 }

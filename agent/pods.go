@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -64,6 +65,7 @@ type podState struct {
 	staleAt     time.Time // when the status manager's reconcile reports it again
 	next        time.Time // when the runtime next changes, on the pod's relist grid; zero: never
 	retry       time.Time // a sync of it failed: the next one is due then
+	unsynced    bool      // the failure was its status's GET or PATCH: the status manager's next batch retries it
 }
 
 // podLoop syncs the node's pods in one life of the kubelet.
@@ -264,6 +266,8 @@ func (p *podLoop) schedule(at time.Time) {
 // wake is when pod next needs a sync; zero if it does not. Agent.mu must be held.
 func (p *podLoop) wake(st *podState, h Health) time.Time {
 	switch {
+	case st.unsynced && !st.next.IsZero() && st.next.Before(st.retry):
+		return st.next // its next change starts the status manager's next batch
 	case !st.retry.IsZero():
 		return st.retry
 	case st.deleting && st.stopping && !st.terminal:
@@ -306,18 +310,25 @@ func (p *podLoop) Run() {
 	if !a.health.NotReady {
 		a.admitPodsLocked(now)
 	}
-	var todo []*podState
+	var todo, failed []*podState
 	all := p.all && !a.health.NotReady
 	for _, st := range a.pods {
 		if w := p.wake(st, a.health); all || !w.IsZero() && !w.After(now) {
 			todo = append(todo, st)
+		} else if st.unsynced {
+			failed = append(failed, st)
 		}
+	}
+	if len(todo) == 0 {
+		failed = nil
 	}
 	p.all = false
 	a.mu.Unlock()
-	slices.SortFunc(todo, func(x, y *podState) int {
+	byName := func(x, y *podState) int {
 		return strings.Compare(x.namespace+"/"+x.name, y.namespace+"/"+y.name)
-	})
+	}
+	slices.SortFunc(todo, byName)
+	slices.SortFunc(failed, byName)
 	defer func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -335,17 +346,31 @@ func (p *podLoop) Run() {
 			}
 		}
 	}()
+	sync := func(st *podState, do func() error) {
+		err := do()
+		a.mu.Lock()
+		st.retry, st.unsynced = time.Time{}, false
+		if err != nil && !isGone(err) {
+			// The pod worker's backoff after a failed sync (a token refused) is its period; the
+			// status manager tries an unsynced status again at its next batch.
+			st.retry, st.unsynced = now.Add(podSyncPeriod), errors.As(err, new(statusSyncError))
+		}
+		a.mu.Unlock()
+	}
 	for _, st := range todo {
 		if r.ctx.Err() != nil {
 			return
 		}
-		err := p.syncPod(st, now, all)
-		a.mu.Lock()
-		st.retry = time.Time{}
-		if err != nil && !isGone(err) {
-			st.retry = now.Add(podSyncPeriod)
+		sync(st, func() error { return p.syncPod(st, now, all) })
+	}
+	// The status manager's batch that these syncs start sends every status the server has not
+	// accepted, those of pods whose last sync failed included; their runtime waits for their own
+	// next sync, as their pod workers do.
+	for _, st := range failed {
+		if r.ctx.Err() != nil {
+			return
 		}
-		a.mu.Unlock()
+		sync(st, func() error { return p.report(st, now, false) })
 	}
 }
 

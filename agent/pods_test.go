@@ -73,7 +73,8 @@ func podCalls(calls []call) (reqs []string, patches []map[string]any) {
 }
 
 // A pod someone else created and bound: the status manager's GET and strategic merge patch with the
-// UID precondition, Pending with the container being created, then a relist (1 s) later Running
+// UID precondition, Pending with the container being created, then a relist (1 s) later its
+// sandbox ready (TestSandboxReadyReportedBeforeContainers) and Running
 // and Ready with everything a kubelet reports: the pod IP from the node's podCIDR, the host IP, the
 // start time, the QoS class kept, the conditions in the kubelet's order with the observed
 // generation, and the container's IDs, started, ready and start time.
@@ -84,7 +85,7 @@ func TestPodStatusSequence(t *testing.T) {
 	a.ObservePod(pod)
 	h.advance(6500 * time.Millisecond)
 	reqs, patches := podCalls(h.take())
-	if got, want := strings.Join(reqs, "; "), "get pods; patch pods/status; get pods; patch pods/status"; got != want {
+	if got, want := strings.Join(reqs, "; "), "get pods; patch pods/status; get pods; patch pods/status; get pods; patch pods/status"; got != want {
 		t.Fatalf("requests %s, want %s", got, want)
 	}
 	for i, p := range patches {

@@ -30,9 +30,17 @@ func (p *podLoop) syncPod(st *podState, now time.Time, all bool) error {
 		return nil // gone meanwhile
 	}
 	var evs []podRecord
+	var sandboxReady *podView
 	if st.admitted && !st.terminal && st.spec != nil {
 		before := st.view.clone()
 		next := st.advance(now, a.podFault)
+		if !before.sandbox && st.view.sandbox && st.hasReported {
+			// A v1.37 kubelet's OnPodSandboxReady: once the sandbox runs, before any container
+			// starts, the status manager is given the pod's last status with PodReadyToStartContainers
+			// True and reports it (kubelet.go; kubernetes#134460).
+			sandboxReady = &before
+			sandboxReady.sandbox = true
+		}
 		if st.view.sandbox && st.view.podIP == "" {
 			st.view.podIP = a.nextPodIPLocked(st)
 		}
@@ -57,7 +65,27 @@ func (p *podLoop) syncPod(st *podState, now time.Time, all bool) error {
 	if deleting {
 		return p.terminate(st, now)
 	}
+	if sandboxReady != nil {
+		if err := p.reportView(st, *sandboxReady, now); err != nil {
+			return err
+		}
+	}
 	return p.report(st, now, all)
+}
+
+// reportView reports v, a status the pod went through before its current one, then puts the
+// current one back for the next report.
+func (p *podLoop) reportView(st *podState, v podView, now time.Time) error {
+	a := p.r.a
+	a.mu.Lock()
+	cur := st.view
+	st.view = v
+	a.mu.Unlock()
+	err := p.report(st, now, false)
+	a.mu.Lock()
+	st.view = cur
+	a.mu.Unlock()
+	return err
 }
 
 // terminate finishes a deleted pod: its containers are stopped (Killing), the status manager
@@ -161,7 +189,7 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 		if apierrors.IsNotFound(err) {
 			return nil
 		} else if err != nil {
-			return err
+			return statusSyncError{err}
 		}
 		if got.UID != st.uid {
 			return nil // another pod of that name: the status manager drops the update
@@ -184,7 +212,7 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 	var out *corev1.Pod
 	if patch != nil {
 		if out, err = p.c.patchPodStatus(ref, patch); err != nil {
-			return err
+			return statusSyncError{err}
 		}
 	}
 	a.mu.Lock()
@@ -198,6 +226,12 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 	a.mu.Unlock()
 	return mounted
 }
+
+// statusSyncError is a failed GET or PATCH of report: the status the server has not accepted is
+// sent again at the status manager's next batch (Run).
+type statusSyncError struct{ error }
+
+func (e statusSyncError) Unwrap() error { return e.error }
 
 // ref is what the pod's requests name.
 func (st *podState) ref() *corev1.Pod {

@@ -129,8 +129,8 @@ func TestEventSpamFilter(t *testing.T) {
 	}
 }
 
-// A pod no kubelet has started: the status manager GETs it and patches it Pending, the container's
-// events follow, then a GET and the patch to Running and Ready.
+// A pod no kubelet has started: the status manager GETs it and patches it Pending, then its sandbox
+// ready, the container's events follow, then a GET and the patch to Running and Ready.
 func TestKubeletPodSequence(t *testing.T) {
 	h, a := kubeletStartAgent(t)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00003-0", Namespace: "fakelet", UID: "pod-uid"},
@@ -159,7 +159,7 @@ func TestKubeletPodSequence(t *testing.T) {
 			}
 		}
 	}
-	if want := "get pods; patch pods/status; get pods; patch pods/status"; strings.Join(got, "; ") != want {
+	if want := "get pods; patch pods/status; get pods; patch pods/status; get pods; patch pods/status"; strings.Join(got, "; ") != want {
 		t.Errorf("pod requests:\n got %s\nwant %s", strings.Join(got, "; "), want)
 	}
 	if want := "create Pulled; create Created; create Started"; strings.Join(events, "; ") != want {

@@ -18,6 +18,23 @@ type Class struct {
 // the streaming list a v1.37 reflector opens at start and after a 410, where older ones sent a LIST.
 const VerbWatchList = "watch-list"
 
+// PerPod says whether a kubelet sends requests of c for each pod it runs, not once for the node:
+// the pod's GETs, status patches and final DELETE, its service account token, and the Events of
+// its containers. Its watch of pods (one per node, opened again at a timeout) and the watches of
+// the ConfigMaps and Secrets its pods use (one per object, shared by the node's pods) are the
+// node's.
+func (c Class) PerPod() bool {
+	switch {
+	case c.Resource == "pods":
+		return c.Verb != "watch" && c.Verb != VerbWatchList && c.Verb != "list"
+	case c.Resource == "serviceaccounts":
+		return c.Subresource == "token"
+	case c.Resource == "events":
+		return true
+	}
+	return false
+}
+
 // String is "verb resource/subresource", as the tables print it.
 func (c Class) String() string {
 	r := c.Resource

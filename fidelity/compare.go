@@ -7,15 +7,21 @@ import (
 )
 
 // Row compares one class of request in one window: requests per node of the reference (hollow
-// kubelets) and of fakelet's agents.
+// kubelets) and of fakelet's agents, or per pod where the row is PerPod.
 type Row struct {
 	Window    string
 	Class     Class
 	Reference float64
 	Fakelet   float64
+	// ReferencePods and FakeletPods are the pods per node each kind was given in the window, for a
+	// row counted per pod (the window's Pods, a class a kubelet sends for each pod); 0 otherwise.
+	ReferencePods, FakeletPods float64
 	// Explained is the reason for a known difference, from the list Compare was given; "" if none.
 	Explained string
 }
+
+// PerPod says whether the row counts requests per pod rather than per node.
+func (r Row) PerPod() bool { return r.ReferencePods > 0 && r.FakeletPods > 0 }
 
 // Ratio is fakelet's count over the reference's: +Inf when the reference sent none, NaN when neither did.
 func (r Row) Ratio() float64 {
@@ -47,7 +53,11 @@ func (r Row) Differs(b Bound) bool {
 	if r.Reference == 0 || r.Fakelet == 0 {
 		return r.Reference != r.Fakelet
 	}
-	return math.Abs(r.Fakelet-r.Reference) > max(b.Tolerance*r.Reference, b.Slack)
+	slack := b.Slack
+	if r.PerPod() {
+		slack /= r.ReferencePods // one request per node is this much per pod
+	}
+	return math.Abs(r.Fakelet-r.Reference) > max(b.Tolerance*r.Reference, slack)
 }
 
 // Known is a difference fakelet keeps on purpose: the classes it covers, the windows (none: all),
@@ -63,15 +73,18 @@ func (k Known) covers(w string, c Class) bool {
 		(k.Subresource == "" || k.Subresource == c.Subresource) && (len(k.Windows) == 0 || slices.Contains(k.Windows, w))
 }
 
-// Compare lists, for each window in order, every class either kind of node sent, per node, sorted
+// Compare lists, for each window in order, every class either kind of node sent, per node (per pod,
+// in a window with Pods, for a class a kubelet sends for each pod, when both kinds got pods), sorted
 // by resource then verb; a row that differs by more than b's tolerance and that some entry of known
 // covers carries its reason, even within b's slack (a kubelet's 2 status patches at start against an
 // agent's 1 are within one request, and still a difference with a reason). A covered row within the
 // tolerance carries none: the agent sends what the kubelet sends there, and the table says so.
-func Compare(c Counts, windows []string, reference, fakelet []string, known []Known, b Bound) []Row {
+func Compare(c Counts, windows []Window, reference, fakelet []string, known []Known, b Bound) []Row {
 	var rows []Row
-	for _, w := range windows {
+	for _, win := range windows {
+		w := win.Name
 		ref, fl := c.PerNode(w, reference), c.PerNode(w, fakelet)
+		refPods, flPods := win.PodsPerNode(reference), win.PodsPerNode(fakelet)
 		classes := map[Class]bool{}
 		for cl := range ref {
 			classes[cl] = true
@@ -88,6 +101,10 @@ func Compare(c Counts, windows []string, reference, fakelet []string, known []Kn
 		})
 		for _, cl := range sorted {
 			row := Row{Window: w, Class: cl, Reference: ref[cl], Fakelet: fl[cl]}
+			if cl.PerPod() && refPods > 0 && flPods > 0 {
+				row.Reference, row.Fakelet = row.Reference/refPods, row.Fakelet/flPods
+				row.ReferencePods, row.FakeletPods = refPods, flPods
+			}
 			if !row.Differs(Bound{Tolerance: b.Tolerance}) {
 				rows = append(rows, row)
 				continue

@@ -49,7 +49,7 @@ func TestCompareAndTable(t *testing.T) {
 	}}
 	known := []Known{{Resource: "csinodes", Reason: "no CSI plugin manager"}, {Verb: "get", Resource: "nodes", Windows: []string{"restart"}, Reason: "only at restart"},
 		{Resource: "leases", Reason: "leases differ"}, {Resource: "nodes", Subresource: "status", Reason: "one patch less"}}
-	rows := Compare(c, []string{"startup"}, []string{"h0", "h1"}, []string{"f0", "f1"}, known, DefaultBound)
+	rows := Compare(c, []Window{{Name: "startup"}}, []string{"h0", "h1"}, []string{"f0", "f1"}, known, DefaultBound)
 	if len(rows) != 4 {
 		t.Fatalf("rows %+v", rows)
 	}
@@ -98,13 +98,65 @@ func TestCompareAndTable(t *testing.T) {
 	WriteTable(&b, rows, DefaultBound)
 	out := b.String()
 	for _, want := range []string{
-		"| startup | create csinodes | 1 | 0 | 0.00 | known (1) |",
-		"| startup | update leases | 4 | 4.5 | 1.12 | ok |",
-		"| startup | get nodes | 6 | 2 | 0.33 | **differs** |",
+		"| startup | create csinodes | node | 1 | 0 | 0.00 | known (1) |",
+		"| startup | update leases | node | 4 | 4.5 | 1.12 | ok |",
+		"| startup | get nodes | node | 6 | 2 | 0.33 | **differs** |",
 		"1. no CSI plugin manager",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestComparePerPod(t *testing.T) {
+	get, patch, token := Class{"get", "pods", ""}, Class{"patch", "pods", "status"}, Class{"create", "serviceaccounts", "token"}
+	watch, lease := Class{"watch", "pods", ""}, Class{"update", "leases", ""}
+	// h0 got 2 pods and h1 4; f0 and f1 3 each: 3 pods a node on both sides, and each pod cost
+	// both kinds 4 GETs, 3 patches (fakelet 3.5) and a token.
+	c := Counts{"pods": {
+		"h0": {get: 8, patch: 6, token: 2, watch: 1, lease: 12}, "h1": {get: 16, patch: 12, token: 4, lease: 12},
+		"f0": {get: 12, patch: 10, token: 3, lease: 12}, "f1": {get: 12, patch: 11, token: 3, watch: 1, lease: 12},
+	}}
+	win := Window{Name: "pods", Pods: map[string]int{"h0": 2, "h1": 4, "f0": 3, "f1": 3}}
+	rows := Compare(c, []Window{win}, []string{"h0", "h1"}, []string{"f0", "f1"}, nil, DefaultBound)
+	byClass := map[Class]Row{}
+	for _, r := range rows {
+		byClass[r.Class] = r
+	}
+	for _, tc := range []struct {
+		class   Class
+		perPod  bool
+		ref, fl float64
+	}{
+		{get, true, 4, 4}, {patch, true, 3, 3.5}, {token, true, 1, 1},
+		{watch, false, 0.5, 0.5}, {lease, false, 12, 12}, // the node's, whatever its pods
+	} {
+		r := byClass[tc.class]
+		if r.PerPod() != tc.perPod || r.Reference != tc.ref || r.Fakelet != tc.fl {
+			t.Errorf("%s: %+v, want per pod %v, %v against %v", tc.class, r, tc.perPod, tc.fl, tc.ref)
+		}
+	}
+	// 3.5 patches a pod against 3 is beyond 15% and beyond one request per node, 1/3 a pod.
+	if r := byClass[patch]; !r.Differs(DefaultBound) {
+		t.Errorf("%+v: beyond 15%% and one request per node (%.2f a pod)", r, 1/r.ReferencePods)
+	}
+	// With 2 pods a node, one request per node is half a request a pod.
+	if r := (Row{Reference: 3, Fakelet: 3.5, ReferencePods: 2, FakeletPods: 2}); r.Differs(DefaultBound) {
+		t.Errorf("%+v: within one request per node, 0.5 a pod", r)
+	}
+	// A kind given no pods leaves the row per node: there is no pod to divide by.
+	rows = Compare(c, []Window{{Name: "pods", Pods: map[string]int{"h0": 2, "h1": 4}}}, []string{"h0", "h1"}, []string{"f0", "f1"}, nil, DefaultBound)
+	for _, r := range rows {
+		if r.PerPod() {
+			t.Errorf("%+v: per pod with no fakelet pods", r)
+		}
+	}
+	var b bytes.Buffer
+	WriteTable(&b, []Row{byClass[get], byClass[lease]}, DefaultBound)
+	for _, want := range []string{"| pods | get pods | pod | 4 | 4 | 1.00 | ok |", "| pods | update leases | node | 12 | 12 | 1.00 | ok |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"strconv"
 )
 
-// WriteTable writes rows as a Markdown table: requests per node of the reference and of fakelet, the
-// ratio, and whether the row is within b, a known difference (numbered, with its reason below the
+// WriteTable writes rows as a Markdown table: requests per node (or per pod) of the reference and of
+// fakelet, the ratio, and whether the row is within b, a known difference (numbered, with its reason below the
 // table) or an unexplained one.
 func WriteTable(w io.Writer, rows []Row, b Bound) {
-	fmt.Fprintln(w, "| window | request | hollow kubelet / node | fakelet / node | fakelet ÷ hollow | |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| window | request | per | hollow kubelet | fakelet | fakelet ÷ hollow | |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---|")
 	var reasons []string
 	number := map[string]int{}
 	for _, r := range rows {
@@ -29,7 +29,11 @@ func WriteTable(w io.Writer, rows []Row, b Bound) {
 		case r.Differs(b):
 			verdict = "**differs**"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Window, r.Class, number2(r.Reference), number2(r.Fakelet), ratio(r.Ratio()), verdict)
+		per := "node"
+		if r.PerPod() {
+			per = "pod"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Window, r.Class, per, number2(r.Reference), number2(r.Fakelet), ratio(r.Ratio()), verdict)
 	}
 	if len(reasons) > 0 {
 		fmt.Fprintln(w)

@@ -10,6 +10,22 @@ type Window struct {
 	// FromFirst, if set, makes the window each node's own: from its first request in the log to
 	// FromFirst later (the startup window, since nodes start a little apart). From and To are ignored.
 	FromFirst time.Duration
+	// Pods, if set, holds the pods each node was given in the window (placed there by the
+	// scheduler): Compare counts the classes a kubelet sends for each of its pods (Class.PerPod)
+	// per pod, so that a node that got more pods than another does not look busier for it.
+	Pods map[string]int
+}
+
+// PodsPerNode is the mean of w.Pods over nodes: a node w.Pods does not name got none.
+func (w Window) PodsPerNode(nodes []string) float64 {
+	if len(nodes) == 0 {
+		return 0
+	}
+	n := 0
+	for _, node := range nodes {
+		n += w.Pods[node]
+	}
+	return float64(n) / float64(len(nodes))
 }
 
 // Counts holds requests by window name, node and class.

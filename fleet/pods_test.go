@@ -73,13 +73,13 @@ func (tf *testFleet) advanceBy(t *testing.T, d time.Duration) {
 }
 
 // The fleet creates its pods bound to their registered nodes, labelled and tolerating as configured;
-// each agent reports its pods once, as the kubelet's status manager: Pending, then Running and Ready
+// each agent reports its pods once, as the kubelet's status manager: Pending, the sandbox ready, then Running and Ready
 // (a GET before each patch, which podActions leaves out), and then sends nothing about them, however
 // many heartbeats pass.
 func TestPodsAreCreatedBoundAndReportedReadyOnce(t *testing.T) {
-	// Both footprints report a pod Pending, then Running and Ready a relist later, as the kubelet's
-	// status manager does.
-	for fp, patches := range map[agent.Footprint]int{agent.FootprintHeartbeat: 12, agent.FootprintKubelet: 12} {
+	// Both footprints report a pod Pending, then its sandbox ready and Running and Ready a relist
+	// later, as the kubelet's status manager does.
+	for fp, patches := range map[agent.Footprint]int{agent.FootprintHeartbeat: 18, agent.FootprintKubelet: 18} {
 		t.Run(string(fp), func(t *testing.T) { podsCreatedBoundAndReportedReadyOnce(t, fp, patches) })
 	}
 }
@@ -386,8 +386,8 @@ func TestPreflightChecksPodPermissionsOnlyWithPods(t *testing.T) {
 	}
 }
 
-// In the heartbeat footprint an agent reports each pod Pending, then Running and Ready, with a patch
-// each and no GET: it patches from the status it last reported.
+// In the heartbeat footprint an agent reports each pod Pending, its sandbox ready, then Running and
+// Ready, with a patch each and no GET: it patches from the status it last reported.
 func TestHeartbeatFootprintReportsPodsWithoutGet(t *testing.T) {
 	tf := startFleet(t, Config{Nodes: 3, PodsPerNode: 2, Footprint: agent.FootprintHeartbeat})
 	tf.advance(t, 5*time.Second)
@@ -397,7 +397,7 @@ func TestHeartbeatFootprintReportsPodsWithoutGet(t *testing.T) {
 			t.Errorf("GET of a pod in the heartbeat footprint: %v", a)
 		}
 	}
-	want := map[string]int{"create": 6, "patch/status": 12, "list": 2, "watch": 2}
+	want := map[string]int{"create": 6, "patch/status": 18, "list": 2, "watch": 2}
 	if got := podActions(tf); !reflect.DeepEqual(got, want) {
 		t.Errorf("pod requests %v, want %v", got, want)
 	}

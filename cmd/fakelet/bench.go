@@ -42,7 +42,8 @@ two side by side: CPU per lease PUT, CPU as a share of the apiserver's, RSS.
 With --reference kubemark, compare fakelet's agents with the real kubelet instead: on one fresh
 control plane whose apiserver audits node requests, run --nodes kubemark hollow kubelets and as
 many fakelet agents, through a startup, a steady, a pods and a restart window (--windows), and
-print each node's requests per window and class, hollow kubelet against fakelet, with the known
+print each node's requests per window and class (a pod's own per pod in the pods window, whose
+pods the scheduler places), hollow kubelet against fakelet, with the known
 differences and their reasons (docs/fidelity.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

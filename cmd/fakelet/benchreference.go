@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ func (r *referenceFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&r.name, "reference", "", "compare fakelet's agents with a reference kubelet instead: "+bench.Reference+" (see docs/fidelity.md)")
 	f.IntVar(&r.nodes, "nodes", 2, "with --reference: hollow kubelets, and as many fakelet agents")
 	f.StringVar(&r.windows, "windows", "", "with --reference: window lengths, NAME=DURATION comma-separated (default "+bench.DefaultWindows.String()+")")
-	f.IntVar(&r.podsPerNode, "pods-per-node", 3, "with --reference: pods created on every node in the pods window")
+	f.IntVar(&r.podsPerNode, "pods-per-node", 3, "with --reference: pods created for every node in the pods window, placed by the scheduler")
 }
 
 // flagsUsed says whether a flag of a reference run was given.
@@ -112,8 +113,14 @@ func (r *referenceFlags) run(cmd *cobra.Command, dir, binDir, out string) error 
 
 func writeReference(w io.Writer, o bench.ReferenceOptions, res bench.ReferenceResult) {
 	rows := res.Compare(bench.KnownDifferences())
-	fmt.Fprintf(w, "%d hollow kubelets (kubemark) and %d fakelet agents, requests per node from the apiserver's audit log (%s); windows %s.\n\n",
+	fmt.Fprintf(w, "%d hollow kubelets (kubemark) and %d fakelet agents, requests per node (or per pod) from the apiserver's audit log (%s); windows %s.\n\n",
 		len(res.Hollow), len(res.Fakelet), res.AuditLog, o.Windows)
+	for _, win := range res.Windows {
+		if win.Pods != nil {
+			fmt.Fprintf(w, "In the %s window the scheduler placed %s pods per hollow kubelet and %s per fakelet agent (%v); rows per pod are divided by them.\n\n",
+				win.Name, strconv.FormatFloat(win.PodsPerNode(res.Hollow), 'f', -1, 64), strconv.FormatFloat(win.PodsPerNode(res.Fakelet), 'f', -1, 64), win.Pods)
+		}
+	}
 	fidelity.WriteTable(w, rows, fidelity.DefaultBound)
 	shared := res.Shared()
 	fmt.Fprintf(w, "\nThe fakelet fleet's own requests, shared by its %d agents (not in the table):\n", len(res.Fakelet))

@@ -10,12 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
@@ -35,7 +31,7 @@ const Reference = "kubemark"
 const (
 	WindowStartup = "startup" // each node's first Windows.Startup, from its first request
 	WindowSteady  = "steady"  // every node registered and past its startup window
-	WindowPods    = "pods"    // pods created bound to every node, then deleted
+	WindowPods    = "pods"    // pods the scheduler places evenly on every node, then deleted
 	WindowRestart = "restart" // every kubelet killed and started again at the window's start
 )
 
@@ -63,7 +59,7 @@ var DefaultWindows = Windows{Startup: time.Minute, Steady: 10 * time.Minute, Pod
 // ReferenceOptions configure a reference run.
 type ReferenceOptions struct {
 	Nodes       int // of each kind
-	PodsPerNode int // created on every node at the pods window's start
+	PodsPerNode int // created for every node at the pods window's start, placed by the scheduler
 	Windows     Windows
 	Dir         string // the control plane and the hollow nodes' work directories go under it
 	BinDir      string // control plane binaries and kubemark; see FindKubemark
@@ -96,11 +92,7 @@ type ReferenceResult struct {
 
 // Compare compares the run's windows within fidelity.DefaultBound, with known differences.
 func (r ReferenceResult) Compare(known []fidelity.Known) []fidelity.Row {
-	var names []string
-	for _, w := range r.Windows {
-		names = append(names, w.Name)
-	}
-	return fidelity.Compare(fidelity.Count(r.Requests, r.Windows), names, r.Hollow, r.Fakelet, known, fidelity.DefaultBound)
+	return fidelity.Compare(fidelity.Count(r.Requests, r.Windows), r.Windows, r.Hollow, r.Fakelet, known, fidelity.DefaultBound)
 }
 
 // sharedNode stands for the fleet in counts of its shared requests.
@@ -228,8 +220,9 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pods, err := startPodRelay(runCtx, admin, f, o.Log)
-	if err != nil {
+	// Created now, so that its default ServiceAccount, which the pods' admission needs, exists by the
+	// pods window.
+	if err := fleet.EnsurePodNamespace(ctx, admin, referenceFleet, ""); err != nil {
 		return res, err
 	}
 	fleetDone := make(chan error, 1)
@@ -264,11 +257,12 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 	res.Windows = append(res.Windows, fidelity.Window{Name: WindowSteady, From: steady, To: steady.Add(o.Windows.Steady)})
 
 	from := time.Now()
-	fmt.Fprintf(o.Log, "   pods window: %d pods on each node, deleted halfway through %v\n", o.PodsPerNode, o.Windows.Pods)
-	if err := pods.run(ctx, all, o.PodsPerNode, o.Windows.Pods); err != nil {
+	fmt.Fprintf(o.Log, "   pods window: %d pods for each node placed by the scheduler, deleted halfway through %v\n", o.PodsPerNode, o.Windows.Pods)
+	placed, err := runPods(ctx, admin, all, o.PodsPerNode, o.Windows.Pods, o.Log)
+	if err != nil {
 		return res, err
 	}
-	res.Windows = append(res.Windows, fidelity.Window{Name: WindowPods, From: from, To: from.Add(o.Windows.Pods)})
+	res.Windows = append(res.Windows, fidelity.Window{Name: WindowPods, From: from, To: from.Add(o.Windows.Pods), Pods: placed})
 	if err := pause.For(ctx, time.Until(from.Add(o.Windows.Pods))); err != nil {
 		return res, err
 	}
@@ -355,120 +349,4 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// podRelay creates the pods window's pods and shows those on fakelet nodes to their agents, as the
-// fleet's own pod watch shows the pods it creates (fleet/pods.go): the reference creates them, so
-// they are fakelet's to write. A hollow kubelet watches its own.
-type podRelay struct {
-	admin kubernetes.Interface
-	log   io.Writer
-}
-
-func startPodRelay(ctx context.Context, admin kubernetes.Interface, f *fleet.Fleet, log io.Writer) (*podRelay, error) {
-	// Created now, so that its default ServiceAccount, which the pods' admission needs, exists by the
-	// pods window.
-	if err := fleet.EnsurePodNamespace(ctx, admin, referenceFleet, ""); err != nil {
-		return nil, err
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(admin, 0, informers.WithNamespace(fleet.PodNamespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = referenceLabel }))
-	inf := factory.Core().V1().Pods().Informer()
-	agentOf := func(obj any) (*agent.Agent, *corev1.Pod) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
-			return nil, nil
-		}
-		i, ok := fleet.NodeIndex(FakeletPrefix, pod.Spec.NodeName)
-		if !ok {
-			return nil, nil
-		}
-		return f.Agent(i), pod
-	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if a, pod := agentOf(obj); a != nil {
-				a.ObservePod(pod)
-			}
-		},
-		UpdateFunc: func(_, obj any) {
-			if a, pod := agentOf(obj); a != nil {
-				a.ObservePod(pod)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if a, pod := agentOf(obj); a != nil {
-				a.ForgetPod(pod.Namespace, pod.Name, pod.UID)
-			}
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("no list of the reference's pods: %w", context.Cause(ctx))
-		}
-	}
-	return &podRelay{admin: admin, log: log}, nil
-}
-
-// run creates perNode pods bound to each node, deletes them (as a user does, with the pods' grace
-// period, which each kubelet confirms) half of window later, and force-deletes any left at the end
-// of the window.
-func (p *podRelay) run(ctx context.Context, nodes []string, perNode int, window time.Duration) error {
-	start := time.Now()
-	pods := p.admin.CoreV1().Pods(fleet.PodNamespace)
-	created := map[string]*corev1.Pod{}
-	for _, n := range nodes {
-		for i := range perNode {
-			pod, err := pods.Create(ctx, referencePod(n, i), metav1.CreateOptions{})
-			if err != nil {
-				return fmt.Errorf("create pod for node %s: %w", n, err)
-			}
-			created[pod.Name] = pod
-		}
-	}
-	if err := pause.For(ctx, time.Until(start.Add(window/2))); err != nil {
-		return err
-	}
-	for name, pod := range created {
-		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}
-		if err := pods.Delete(ctx, name, opts); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete pod %s: %w", name, err)
-		}
-	}
-	if err := pause.For(ctx, time.Until(start.Add(window))); err != nil {
-		return err
-	}
-	for name, pod := range created {
-		opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}}
-		if err := pods.Delete(ctx, name, opts); err == nil {
-			fmt.Fprintf(p.log, "   pod %s was still there at the end of the pods window: deleted at once\n", name)
-		} else if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("delete pod %s: %w", name, err)
-		}
-	}
-	return fleet.DeletePodNamespace(ctx, p.admin, referenceFleet)
-}
-
-// referencePod is pod i of node: the fleet's kind of pod (fleet/pods.go), one pause container, and
-// the service account token volume the ServiceAccount admission plugin adds, as to a Deployment's
-// pods, so that both kinds of kubelet watch kube-root-ca.crt and request the pod's token.
-func referencePod(node string, i int) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("ref-%s-%d", node, i),
-			Namespace: fleet.PodNamespace,
-			Labels:    map[string]string{referenceLabel: "true"},
-		},
-		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{{Name: "pause", Image: fleet.PodImage}},
-		},
-	}
 }
