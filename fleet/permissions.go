@@ -80,7 +80,8 @@ var boundPodPermissions = []Permission{
 
 // Permissions is every permission the fleet's credential needs for a run of cfg, each once, in the
 // order the preflight checks them: the fleet's own (RunPermissions for its first and last node,
-// PodPermissions with pods, BoundPodPermissions in the heartbeat footprint), and with IdentityFleet what its agents send (KubeletPermissions).
+// PodPermissions with pods, BoundPodPermissions in the heartbeat footprint, WorkloadPermissions with
+// workloads), and with IdentityFleet what its agents send (KubeletPermissions).
 func Permissions(cfg Config) []Permission {
 	cfg = cfg.WithDefaults()
 	first, last := NodeName(cfg.NamePrefix, cfg.FirstIndex), NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1)
@@ -95,6 +96,9 @@ func Permissions(cfg Config) []Permission {
 	}
 	if cfg.Footprint == agent.FootprintHeartbeat {
 		perms = append(perms, boundPodPermissions...)
+	}
+	if cfg.Workloads != nil {
+		perms = append(perms, WorkloadPermissions(WorkloadNamespace(cfg.Fleet, cfg.RunID), *cfg.Workloads)...)
 	}
 	if cfg.Identity == IdentityFleet {
 		perms = append(perms, KubeletPermissions(cfg.Footprint, cfg.PodsPerNode > 0, first, last)...)
@@ -252,7 +256,7 @@ func CheckPermissions(ctx context.Context, client kubernetes.Interface, perms []
 	return fmt.Errorf("%s may not do what fakelet needs; missing %d permission(s): %s. Nothing was written. "+
 		"deploy/rbac/fakelet.yaml grants them (and deploy/rbac/fleet-identity.yaml for --identity=fleet, "+
 		"deploy/rbac/pods.yaml for pods, deploy/rbac/fleet-identity-pods.yaml for pods with --identity=fleet, "+
-		"deploy/rbac/bound-pods.yaml for --footprint heartbeat)",
+		"deploy/rbac/bound-pods.yaml for --footprint heartbeat, deploy/rbac/workloads.yaml for a profile's workloads)",
 		whoAmI(ctx, client), len(missing), strings.Join(missing, ", "))
 }
 
