@@ -18,7 +18,7 @@ import (
 // The labels of a run's workloads: the fleet's and the run's on every object and pod (cleanup and the
 // measurement select by them), and the workload's own name on its pods (its selector).
 const (
-	RunLabel      = "fakelet.dev/run"
+	RunLabel      = fleet.RunLabel
 	WorkloadLabel = "fakelet.dev/workload"
 )
 

@@ -30,14 +30,17 @@ func newCleanupCommand() *cobra.Command {
 	var cf cleanupFlags
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Delete a fleet's Nodes, Leases and pods left in a cluster (by --keep or a killed run)",
+		Short: "Delete a fleet's Nodes, Leases, pods and workloads' namespaces left in a cluster (by --keep or a killed run)",
 		Long: `Delete the Nodes labelled ` + agent.FleetLabel + `=FLEET, the Leases in kube-node-lease that
 those Nodes own and the pods in namespace ` + fleet.PodNamespace + ` labelled ` + agent.FleetLabel + `=FLEET and bound
-to those Nodes (if the credential may list pods), and print each one deleted. Nothing else is touched: a Node without the label, or
-with another fleet's, stays whatever its name, and so does a Lease none of those Nodes owns.
+to those Nodes (if the credential may list pods), the namespaces of the runs' workloads, labelled
+` + agent.FleetLabel + `=FLEET and ` + fleet.RunLabel + `, with all in them (if the credential may list namespaces),
+and ` + fleet.PodNamespace + ` if a run of the fleet created it and no pod is left in it; and print each one
+deleted. Nothing else is touched: a Node or namespace without the labels, or with another fleet's, stays
+whatever its name, and so does a Lease none of those Nodes owns.
 
 If a run still holds any of those Nodes (it renewed their Leases within the lease duration), nothing
-is deleted unless --force: a run that has stopped holds them until its Leases expire. Deletions go
+is deleted, its workloads' namespace neither, unless --force: a run that has stopped holds them until its Leases expire. Deletions go
 --cleanup-qps a second, node by node (its pods, its Lease, the Node), a failure does not stop the
 others, and a progress line is printed every 5 seconds; at the end the summary says what is left.
 
@@ -118,9 +121,15 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 	for _, p := range deleted.Pods {
 		fmt.Fprintf(out, "%s pod/%s -n %s\n", verb, p, fleet.PodNamespace)
 	}
+	for _, ns := range deleted.Namespaces {
+		fmt.Fprintf(out, "%s namespace/%s\n", verb, ns)
+	}
 	fmt.Fprintf(out, "fleet %s: %s %d nodes and %d leases\n", cf.fleet, done, len(deleted.Nodes), len(deleted.Leases))
 	if len(deleted.Pods) > 0 {
 		fmt.Fprintf(out, "fleet %s: %s %d pods\n", cf.fleet, done, len(deleted.Pods))
+	}
+	if len(deleted.Namespaces) > 0 {
+		fmt.Fprintf(out, "fleet %s: %s %d namespaces of workloads (and all in them)\n", cf.fleet, done, len(deleted.Namespaces))
 	}
 	var left *fleet.LeftError
 	if errors.As(err, &left) {
