@@ -94,3 +94,20 @@ func TestWorkloadsPolicyHoldsTheWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestComponentsAreDeployRBAC: the bound-pods and workloads components are deploy/rbac's files.
+func TestComponentsAreDeployRBAC(t *testing.T) {
+	for _, name := range []string{"bound-pods", "workloads"} {
+		component, err := os.ReadFile("kubernetes/components/" + name + "/rbac.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := os.ReadFile("rbac/" + name + ".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(component) != string(ref) {
+			t.Errorf("components/%s/rbac.yaml is not deploy/rbac/%s.yaml", name, name)
+		}
+	}
+}
