@@ -17,7 +17,7 @@ import (
 )
 
 // RunLabel names, with agent.FleetLabel, the run that created a namespace of workloads (and every
-// object in it): fakelet cleanup finds what a crashed or --keep run left by the two.
+// object in it): fakelet cleanup finds what a crashed or killed run left by the two.
 const RunLabel = "fakelet.dev/run"
 
 // runNamespaces lists the namespaces labelled with fleet and a run, the ones its runs created for
