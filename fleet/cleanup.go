@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -84,13 +83,12 @@ type CleanupOptions struct {
 }
 
 // DeleteFleet deletes the Nodes labelled fakelet.dev/fleet=Fleet whose names Mine accepts, the Leases
-// in kube-node-lease that those Nodes own, the pods in PodNamespace labelled with the fleet and bound
-// to those Nodes, and, for the whole fleet (Mine nil), the namespaces of workloads labelled with the
-// fleet and a run (RunLabel) and PodNamespace if the fleet created it and it is empty: what runs of
-// the fleet left (with --keep, or killed). Nothing else is touched: a Node or namespace without the
-// labels, or with another fleet's, is not even considered, whatever its name, and a Lease that none
-// of those Nodes owns stays. If a live run holds any of the Nodes, it deletes nothing and returns a
-// *LiveRunError, unless Force. Deletions go as in Fleet.Cleanup; what is left is a *LeftError.
+// in kube-node-lease that those Nodes own, and the pods in PodNamespace labelled with the fleet and
+// bound to those Nodes: what runs of the fleet left (with --keep, or killed). Nothing else is touched:
+// a Node without the label, or with another fleet's, is not even considered, whatever its name, and a
+// Lease that none of those Nodes owns stays. If a live run holds any of the Nodes, it deletes nothing
+// and returns a *LiveRunError, unless Force. Deletions go as in Fleet.Cleanup; what is left is a
+// *LeftError.
 func DeleteFleet(ctx context.Context, client kubernetes.Interface, o CleanupOptions) (Deleted, error) {
 	if o.QPS == 0 {
 		o.QPS = DefaultCleanupQPS
@@ -99,14 +97,6 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, o CleanupOpti
 		o.Clock = clock.RealClock{}
 	}
 	var deleted Deleted
-	// Listed before the Nodes whose liveness decides: a run that starts after this list is not in it.
-	var namespaces []corev1.Namespace
-	if o.Mine == nil { // a run's namespace is the whole fleet's, not a part's
-		var err error
-		if namespaces, err = runNamespaces(ctx, client, o.Fleet); err != nil {
-			return deleted, err
-		}
-	}
 	var nodes []corev1.Node
 	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{agent.FleetLabel: o.Fleet}).String(), Limit: 500}
 	for {
@@ -159,9 +149,6 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, o CleanupOpti
 		for _, d := range items {
 			d.addName(&deleted.Nodes, &deleted.Leases, &deleted.Pods)
 		}
-		for _, ns := range namespaces {
-			deleted.Namespaces = append(deleted.Namespaces, ns.Name)
-		}
 		sort.Strings(deleted.Pods)
 		return deleted, nil
 	}
@@ -170,15 +157,10 @@ func DeleteFleet(ctx context.Context, client kubernetes.Interface, o CleanupOpti
 		fmt.Errorf("the cleanup's deadline (%v for %d objects at %v a second) passed", deadline, len(items), o.QPS))
 	defer cancel()
 	deleted = deleteAll(ctx, client, items, o.QPS, o.Log, o.Clock)
-	var nsErr error
-	deleted.Namespaces, nsErr = deleteRunNamespaces(ctx, client, namespaces)
-	if o.Mine == nil {
-		nsErr = errors.Join(nsErr, deletePodNamespaceLeft(ctx, client, o.Fleet))
-	}
 	if deleted.Left.Count() > 0 {
-		return deleted, errors.Join(&LeftError{Fleet: o.Fleet, Left: deleted.Left}, nsErr)
+		return deleted, &LeftError{Fleet: o.Fleet, Left: deleted.Left}
 	}
-	return deleted, nsErr
+	return deleted, nil
 }
 
 func uidPrecondition(uid types.UID) metav1.DeleteOptions {

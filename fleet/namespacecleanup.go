@@ -78,3 +78,36 @@ func deletePodNamespaceLeft(ctx context.Context, client kubernetes.Interface, fl
 	}
 	return nil
 }
+
+// DeleteFleetAndNamespaces is DeleteFleet and, for the whole fleet (Mine nil), the namespaces of
+// workloads that runs of the fleet left (labelled with the fleet and a RunLabel) and PodNamespace if
+// the fleet created it and no pod is left in it: fakelet cleanup. The namespaces are listed before
+// DeleteFleet reads the Nodes whose heartbeats say whether a run is live, so that a run started after
+// the list is not in it, and deleted only once DeleteFleet found no live run (or was forced), each on
+// the UID it was listed with.
+func DeleteFleetAndNamespaces(ctx context.Context, client kubernetes.Interface, o CleanupOptions) (Deleted, error) {
+	var namespaces []corev1.Namespace
+	if o.Mine == nil { // a run's namespace is the whole fleet's, not a part's
+		var err error
+		if namespaces, err = runNamespaces(ctx, client, o.Fleet); err != nil {
+			return Deleted{}, err
+		}
+	}
+	deleted, err := DeleteFleet(ctx, client, o)
+	var left *LeftError
+	if err != nil && !errors.As(err, &left) {
+		return deleted, err // a live run, or no answer as to whether one is
+	}
+	if o.DryRun {
+		for _, ns := range namespaces {
+			deleted.Namespaces = append(deleted.Namespaces, ns.Name)
+		}
+		return deleted, err
+	}
+	var nsErr error
+	deleted.Namespaces, nsErr = deleteRunNamespaces(ctx, client, namespaces)
+	if o.Mine == nil {
+		nsErr = errors.Join(nsErr, deletePodNamespaceLeft(ctx, client, o.Fleet))
+	}
+	return deleted, errors.Join(err, nsErr)
+}

@@ -61,7 +61,7 @@ func namespaceNames(t *testing.T, c *fake.Clientset) []string {
 func TestCleanupDeletesTheRunsWorkloadNamespaces(t *testing.T) {
 	c := leftFleet(2, t0.Add(-time.Hour))
 	all := namespacesLeft(t, c)
-	d, err := DeleteFleet(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0)})
+	d, err := DeleteFleetAndNamespaces(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +92,13 @@ func TestCleanupLeavesALiveRunsNamespace(t *testing.T) {
 	all := namespacesLeft(t, c)
 	ctx := context.Background()
 	var live *LiveRunError
-	if _, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk}); !errors.As(err, &live) {
+	if _, err := DeleteFleetAndNamespaces(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk}); !errors.As(err, &live) {
 		t.Fatalf("cleanup of a live run: %v, want a LiveRunError", err)
 	}
 	if got := namespaceNames(t, c); !slices.Equal(got, all) {
 		t.Errorf("the refused cleanup left namespaces %v, want %v", got, all)
 	}
-	d, err := DeleteFleet(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, Force: true, DryRun: true})
+	d, err := DeleteFleetAndNamespaces(ctx, c, CleanupOptions{Fleet: "blue", Clock: clk, Force: true, DryRun: true})
 	if err != nil || !slices.Equal(d.Namespaces, []string{"fakelet-blue-run-a"}) {
 		t.Errorf("dry run: namespaces %v, %v; want fakelet-blue-run-a listed", d.Namespaces, err)
 	}
@@ -115,7 +115,7 @@ func TestCleanupWithoutNamespaceGrants(t *testing.T) {
 	c.PrependReactor("*", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("namespaces"), "", errors.New("RBAC: not granted"))
 	})
-	d, err := DeleteFleet(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0)})
+	d, err := DeleteFleetAndNamespaces(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0)})
 	if err != nil || len(d.Nodes) != 2 || len(d.Namespaces) != 0 {
 		t.Fatalf("cleanup: %+v, %v; want its 2 nodes deleted, no namespace and no error", d, err)
 	}

@@ -33,19 +33,22 @@ func newCleanupCommand() *cobra.Command {
 		Short: "Delete a fleet's Nodes, Leases, pods and workloads' namespaces left in a cluster (by --keep or a killed run)",
 		Long: `Delete the Nodes labelled ` + agent.FleetLabel + `=FLEET, the Leases in kube-node-lease that
 those Nodes own and the pods in namespace ` + fleet.PodNamespace + ` labelled ` + agent.FleetLabel + `=FLEET and bound
-to those Nodes (if the credential may list pods), the namespaces of the runs' workloads, labelled
-` + agent.FleetLabel + `=FLEET and ` + fleet.RunLabel + `, with all in them (if the credential may list namespaces),
-and ` + fleet.PodNamespace + ` if a run of the fleet created it and no pod is left in it; and print each one
-deleted. Nothing else is touched: a Node or namespace without the labels, or with another fleet's, stays
-whatever its name, and so does a Lease none of those Nodes owns.
+to those Nodes (if the credential may list pods), and print each one deleted. Nothing else is touched: a Node without the label, or
+with another fleet's, stays whatever its name, and so does a Lease none of those Nodes owns.
 
 If a run still holds any of those Nodes (it renewed their Leases within the lease duration), nothing
-is deleted, its workloads' namespace neither, unless --force: a run that has stopped holds them until its Leases expire. Deletions go
+is deleted unless --force: a run that has stopped holds them until its Leases expire. Deletions go
 --cleanup-qps a second, node by node (its pods, its Lease, the Node), a failure does not stop the
 others, and a progress line is printed every 5 seconds; at the end the summary says what is left.
 
 The cluster is chosen as for fakelet run, except that with neither --kubeconfig nor --context the
-local control plane is only cleaned if it is up; it is never started.`,
+local control plane is only cleaned if it is up; it is never started.
+
+The namespaces of workloads that crashed or killed runs of the fleet left (labelled
+` + agent.FleetLabel + `=FLEET and ` + fleet.RunLabel + `) are deleted too, with all in them (if the credential may
+list namespaces), and ` + fleet.PodNamespace + ` if a run of the fleet created it and no pod is left in it; a
+namespace without those labels stays, and while a live run holds the fleet's Nodes, so does its
+namespace (unless --force).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkName("--fleet", cf.fleet, fleet.CheckFleetName); err != nil {
@@ -100,7 +103,7 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 	if err := fleet.CheckPermissions(ctx, client, fleet.CleanupPermissions()); err != nil {
 		return err
 	}
-	deleted, err := fleet.DeleteFleet(ctx, client, fleet.CleanupOptions{
+	deleted, err := fleet.DeleteFleetAndNamespaces(ctx, client, fleet.CleanupOptions{
 		Fleet: cf.fleet, QPS: cf.qps, Force: cf.force, DryRun: cf.dryRun, Log: log,
 	})
 	var live *fleet.LiveRunError
