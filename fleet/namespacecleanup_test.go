@@ -61,7 +61,8 @@ func namespaceNames(t *testing.T, c *fake.Clientset) []string {
 func TestCleanupDeletesTheRunsWorkloadNamespaces(t *testing.T) {
 	c := leftFleet(2, t0.Add(-time.Hour))
 	all := namespacesLeft(t, c)
-	d, err := DeleteFleetAndNamespaces(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0)})
+	// Forced: which namespaces go is the question here, not whether a run is live (the next test).
+	d, err := DeleteFleetAndNamespaces(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0), Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestCleanupWithoutNamespaceGrants(t *testing.T) {
 	c.PrependReactor("*", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("namespaces"), "", errors.New("RBAC: not granted"))
 	})
-	d, err := DeleteFleetAndNamespaces(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0)})
+	d, err := DeleteFleetAndNamespaces(context.Background(), c, CleanupOptions{Fleet: "blue", Clock: testingclock.NewFakeClock(t0), Force: true})
 	if err != nil || len(d.Nodes) != 2 || len(d.Namespaces) != 0 {
 		t.Fatalf("cleanup: %+v, %v; want its 2 nodes deleted, no namespace and no error", d, err)
 	}
