@@ -16,6 +16,7 @@ import (
 func TestWritesAreLimitedToTheFleetsNames(t *testing.T) {
 	for file, nodes := range map[string]int{
 		"rbac/fakelet.yaml": 1000, "rbac/fleet-identity.yaml": 1000, "rbac/pods.yaml": 1000, "rbac/fleet-identity-pods.yaml": 1000,
+		"rbac/bound-pods.yaml": 1000, "rbac/workloads.yaml": 1000,
 		"kubernetes/base/rbac.yaml": 1000, "kubernetes/overlays/large/kubelets.yaml": 50000,
 	} {
 		var own []string

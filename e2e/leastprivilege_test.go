@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,12 +22,14 @@ import (
 )
 
 // deployedRBAC applies every file of deploy/rbac (fakelet.yaml, fleet-identity.yaml, pods.yaml,
-// fleet-identity-pods.yaml: all that a deployment grants) to the ServiceAccount fakelet/deployed, and
-// returns its client and a client of it impersonating the kubelet of fakelet-00000, as a run does.
+// fleet-identity-pods.yaml, bound-pods.yaml, workloads.yaml with its admission policy: all that a
+// deployment grants) to the ServiceAccount fakelet/deployed, and returns its client and a client of
+// it impersonating the kubelet of fakelet-00000, as a run does.
 func deployedRBAC(t *testing.T, cp *controlplane.ControlPlane) (sa, asNode kubernetes.Interface, saCfg *rest.Config) {
 	t.Helper()
+	applyWorkloadsPolicy(t, admin(t, cp), "system:serviceaccount:fakelet:deployed")
 	saCfg = rbacFor(t, cp, "deployed", rbacFile(t, "fakelet.yaml"), rbacFile(t, "fleet-identity.yaml"),
-		rbacFile(t, "pods.yaml"), rbacFile(t, "fleet-identity-pods.yaml"))
+		rbacFile(t, "pods.yaml"), rbacFile(t, "fleet-identity-pods.yaml"), rbacFile(t, "bound-pods.yaml"), rbacFile(t, "workloads.yaml"))
 	sa, err := kubernetes.NewForConfig(saCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +188,23 @@ func TestDeployRBACReadsNoSecretThroughAFleetPod(t *testing.T) {
 		if _, err := asNode.CoreV1().Secrets(ns).Get(ctx, bait, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("the fleet's kubelet reads Secret %s/%s: %v, want forbidden", ns, bait, err)
 		}
+		// workloads.yaml grants Deployments in every namespace (the run's has no name before it
+		// starts); its admission policy holds them to the runs' labelled namespaces, so none here
+		// gets a pod scheduled onto a fleet node with the Secret mounted.
+		p := pod(ns)
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: bait, Namespace: ns}, Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": bait}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": bait}},
+				Spec: corev1.PodSpec{Containers: p.Spec.Containers, Volumes: p.Spec.Volumes}},
+		}}
+		eventually(t, time.Minute, "a Deployment in "+ns+" refused", func() (bool, error) {
+			_, err := sa.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+			if err == nil {
+				_ = c.AppsV1().Deployments(ns).Delete(ctx, bait, metav1.DeleteOptions{})
+				return false, nil
+			}
+			return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
+		})
 	}
 	// In the fleet's own namespace the pod is created (once its default ServiceAccount exists), and
 	// its node may read only what is there: no Secret of that name.

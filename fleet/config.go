@@ -78,6 +78,9 @@ type Config struct {
 	// the hollow kubelet's: containers start and are ready at once, and those of a pod with
 	// restartPolicy Never or OnFailure exit 0 as soon as they run.
 	PodTiming agent.PodTiming
+	// Workloads, if set, is what the run does with its profile's workloads in its own namespace,
+	// WorkloadNamespace(Fleet, RunID): the preflight checks it (WorkloadPermissions).
+	Workloads *WorkloadAccess
 	// RunID names this run on every object it creates or adopts (agent.RunAnnotation); empty picks
 	// a new one (NewRunID).
 	RunID string

@@ -161,6 +161,8 @@ func preconditions(uid types.UID, rv string) *metav1.Preconditions {
 // fakelet's.
 type Deleted struct {
 	Nodes, Leases, Pods []string
+	// Namespaces are the namespaces of the runs' workloads (DeleteFleet).
+	Namespaces []string
 	// Left is what the cleanup meant to delete and did not: its delete failed, or the deadline came
 	// first. Err says why.
 	Left Left

@@ -85,7 +85,9 @@ var podPermissions = []Permission{
 }
 
 // What the fleet's credential does in the heartbeat footprint, whose agents have no pod watch of
-// their own: one watch of every pod bound to a node, in every namespace (podwatch.go).
+// their own: one watch of every pod bound to a node, in every namespace (podwatch.go). Reading every
+// pod's spec is a real privilege (their environment, their commands), which
+// deploy/rbac/bound-pods.yaml grants apart from the rest.
 var boundPodPermissions = []Permission{
 	{Verb: "list", Resource: "pods", For: "the fleet's watch of the pods bound to its nodes (heartbeat footprint)"},
 	{Verb: "watch", Resource: "pods", For: "the fleet's watch of the pods bound to its nodes (heartbeat footprint)"},
@@ -93,7 +95,8 @@ var boundPodPermissions = []Permission{
 
 // Permissions is every permission the fleet's credential needs for a run of cfg, each once, in the
 // order the preflight checks them: the fleet's own (RunPermissions for its first and last node,
-// PodPermissions with pods), and with IdentityFleet what its agents send (KubeletPermissions).
+// PodPermissions with pods, BoundPodPermissions in the heartbeat footprint, WorkloadPermissions with
+// workloads), and with IdentityFleet what its agents send (KubeletPermissions).
 func Permissions(cfg Config) []Permission {
 	cfg = cfg.WithDefaults()
 	first, last := NodeName(cfg.NamePrefix, cfg.FirstIndex), NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1)
@@ -108,6 +111,9 @@ func Permissions(cfg Config) []Permission {
 	}
 	if cfg.Footprint == agent.FootprintHeartbeat {
 		perms = append(perms, boundPodPermissions...)
+	}
+	if cfg.Workloads != nil {
+		perms = append(perms, WorkloadPermissions(WorkloadNamespace(cfg.Fleet, cfg.RunID), *cfg.Workloads)...)
 	}
 	if cfg.Identity == IdentityFleet {
 		perms = append(perms, KubeletPermissions(cfg.Footprint, cfg.PodsPerNode > 0, first, last)...)
@@ -186,6 +192,10 @@ func unique(perms []Permission) []Permission {
 	return out
 }
 
+// BoundPodPermissions is what the fleet's credential needs besides RunPermissions in the heartbeat
+// footprint.
+func BoundPodPermissions() []Permission { return append([]Permission(nil), boundPodPermissions...) }
+
 // PodPermissions is what the fleet's credential needs besides RunPermissions when the run has pods.
 func PodPermissions() []Permission {
 	return append([]Permission{podNamespacePermission}, podPermissions...)
@@ -260,7 +270,8 @@ func CheckPermissions(ctx context.Context, client kubernetes.Interface, perms []
 	}
 	return fmt.Errorf("%s may not do what fakelet needs; missing %d permission(s): %s. Nothing was written. "+
 		"deploy/rbac/fakelet.yaml grants them (and deploy/rbac/fleet-identity.yaml for --identity=fleet, "+
-		"deploy/rbac/pods.yaml for pods, deploy/rbac/fleet-identity-pods.yaml for pods with --identity=fleet)",
+		"deploy/rbac/pods.yaml for pods, deploy/rbac/fleet-identity-pods.yaml for pods with --identity=fleet, "+
+		"deploy/rbac/bound-pods.yaml for --footprint heartbeat, deploy/rbac/workloads.yaml for a profile's workloads)",
 		whoAmI(ctx, client), len(missing), strings.Join(missing, ", "))
 }
 

@@ -11,13 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/profiles"
 )
 
 // The labels of a run's workloads: the fleet's and the run's on every object and pod (cleanup and the
 // measurement select by them), and the workload's own name on its pods (its selector).
 const (
-	RunLabel      = "fakelet.dev/run"
+	RunLabel      = fleet.RunLabel
 	WorkloadLabel = "fakelet.dev/workload"
 )
 
@@ -25,14 +26,10 @@ const (
 // of the fleet's agents: a Job's runFor.
 const RunDurationAnnotation = "fakelet.dev/run-duration"
 
-// WorkloadNamespace is the namespace of a run's workloads: its own, so that nothing of the run lands
-// in default and deleting the run's objects can never touch another's.
+// WorkloadNamespace is the namespace of a run's workloads, fleet.WorkloadNamespace: the fleet's
+// preflight checks the permissions there.
 func WorkloadNamespace(fleetName, runID string) string {
-	ns := "fakelet-" + fleetName + "-" + runID
-	if len(ns) > 63 {
-		ns = ns[:63]
-	}
-	return ns
+	return fleet.WorkloadNamespace(fleetName, runID)
 }
 
 // workloadObjects builds the objects of one run's workloads.

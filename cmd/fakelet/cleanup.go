@@ -30,7 +30,7 @@ func newCleanupCommand() *cobra.Command {
 	var cf cleanupFlags
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Delete a fleet's Nodes, Leases and pods left in a cluster (by --keep or a killed run)",
+		Short: "Delete a fleet's Nodes, Leases, pods and workloads' namespaces left in a cluster (by --keep or a killed run)",
 		Long: `Delete the Nodes labelled ` + agent.FleetLabel + `=FLEET, the Leases in kube-node-lease that
 those Nodes own and the pods in namespace ` + fleet.PodNamespace + ` labelled ` + agent.FleetLabel + `=FLEET and bound
 to those Nodes (if the credential may list pods), and print each one deleted. Nothing else is touched: a Node without the label, or
@@ -45,7 +45,13 @@ the version read, so a run that adopts a Node meanwhile keeps it. Deletions go
 others, and a progress line is printed every 5 seconds; at the end the summary says what is left.
 
 The cluster is chosen as for fakelet run, except that with neither --kubeconfig nor --context the
-local control plane is only cleaned if it is up; it is never started.`,
+local control plane is only cleaned if it is up; it is never started.
+
+The namespaces of workloads that crashed or killed runs of the fleet left (labelled
+` + agent.FleetLabel + `=FLEET and ` + fleet.RunLabel + `) are deleted too, with all in them (if the credential may
+list namespaces), and ` + fleet.PodNamespace + ` if a run of the fleet created it and no pod is left in it; a
+namespace without those labels stays, and while a live run holds the fleet's Nodes, so does its
+namespace (unless --force).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkName("--fleet", cf.fleet, fleet.CheckFleetName); err != nil {
@@ -100,7 +106,7 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 	if err := fleet.CheckPermissions(ctx, client, fleet.CleanupPermissions()); err != nil {
 		return err
 	}
-	deleted, err := fleet.DeleteFleet(ctx, client, fleet.CleanupOptions{
+	deleted, err := fleet.DeleteFleetAndNamespaces(ctx, client, fleet.CleanupOptions{
 		Fleet: cf.fleet, QPS: cf.qps, Force: cf.force, DryRun: cf.dryRun, Log: log,
 	})
 	var live *fleet.LiveRunError
@@ -120,9 +126,15 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 	for _, p := range deleted.Pods {
 		fmt.Fprintf(out, "%s pod/%s -n %s\n", verb, p, fleet.PodNamespace)
 	}
+	for _, ns := range deleted.Namespaces {
+		fmt.Fprintf(out, "%s namespace/%s\n", verb, ns)
+	}
 	fmt.Fprintf(out, "fleet %s: %s %d nodes and %d leases\n", cf.fleet, done, len(deleted.Nodes), len(deleted.Leases))
 	if len(deleted.Pods) > 0 {
 		fmt.Fprintf(out, "fleet %s: %s %d pods\n", cf.fleet, done, len(deleted.Pods))
+	}
+	if len(deleted.Namespaces) > 0 {
+		fmt.Fprintf(out, "fleet %s: %s %d namespaces of workloads (and all in them)\n", cf.fleet, done, len(deleted.Namespaces))
 	}
 	var left *fleet.LeftError
 	if errors.As(err, &left) {

@@ -63,6 +63,8 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 	if cfg, err = rf.shard.apply(cfg, plan, flags); err != nil {
 		return cfg, nil, err
 	}
+	// The preflight checks what the workloads take, with the fleet's own permissions.
+	cfg.Workloads = scenario.WorkloadAccess(plan, rf.shard.parsed)
 	return cfg, plan, rf.checkLimits(cfg)
 }
 
