@@ -124,6 +124,11 @@ func workloadsFleet(t *testing.T, name string, n int) (kubernetes.Interface, *ru
 			t.Errorf("delete namespace %s: %v", name, err)
 		}
 	})
+	// Pods are refused until the controller manager has made the namespace's default ServiceAccount.
+	eventually(t, 30*time.Second, "the namespace's default ServiceAccount", func() (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
 	return c, rf, name
 }
 
