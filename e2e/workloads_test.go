@@ -421,6 +421,11 @@ spec:
 		}
 		return ready == nodes, nil
 	})
+	perNode := map[string]int{}
+	for _, p := range webPods() {
+		perNode[p.Spec.NodeName]++
+	}
+	t.Logf("the Deployment's pods per node before the stop: %v", perNode)
 	var moved []corev1.Pod
 	eventually(t, 15*time.Second+wlOutagePhase, "the victims' pods evicted and replaced on the other nodes", func() (bool, error) {
 		var evicted, elsewhere int
