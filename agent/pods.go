@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -64,6 +65,9 @@ type podState struct {
 	staleAt     time.Time // when the status manager's reconcile reports it again
 	next        time.Time // when the runtime next changes, on the pod's relist grid; zero: never
 	retry       time.Time // a sync of it failed: the next one is due then
+	// retryAtChange: what failed was the status write, which the status manager tries again at the
+	// pod's next status change (next) if that comes before retry.
+	retryAtChange bool
 }
 
 // podLoop syncs the node's pods in one life of the kubelet.
@@ -265,6 +269,12 @@ func (p *podLoop) schedule(at time.Time) {
 func (p *podLoop) wake(st *podState, h Health) time.Time {
 	switch {
 	case !st.retry.IsZero():
+		// The status manager retries a failed status write in its next batch: at the next status
+		// change on the node, or its sync period. A just bound pod's first GET is often refused (the
+		// node authorizer's graph lags the watches); its Running report a relist later goes through.
+		if st.retryAtChange && !st.next.IsZero() && st.next.Before(st.retry) {
+			return st.next
+		}
 		return st.retry
 	case st.deleting && st.stopping && !st.terminal:
 		return st.stopAt // its containers are stopping
@@ -341,9 +351,10 @@ func (p *podLoop) Run() {
 		}
 		err := p.syncPod(st, now, all)
 		a.mu.Lock()
-		st.retry = time.Time{}
+		st.retry, st.retryAtChange = time.Time{}, false
 		if err != nil && !isGone(err) {
 			st.retry = now.Add(podSyncPeriod)
+			st.retryAtChange = !errors.As(err, new(mountError))
 		}
 		a.mu.Unlock()
 	}

@@ -170,7 +170,9 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 			// SyncPod registers the pod's ConfigMaps and Secrets and mounts its volumes at every
 			// sync, a restarted kubelet's first included.
 			p.r.objects.register(got)
-			mounted = p.r.tokens.mount(&p.c, got, now)
+			if err := p.r.tokens.mount(&p.c, got, now); err != nil {
+				mounted = mountError{err}
+			}
 		}
 		base = &got.Status
 	}
@@ -198,6 +200,13 @@ func (p *podLoop) report(st *podState, now time.Time, force bool) error {
 	a.mu.Unlock()
 	return mounted
 }
+
+// mountError is a sync that could not mount the pod's volumes (its service account token): the pod
+// worker tries again after its backoff, the status manager's period, not at the next status change.
+type mountError struct{ err error }
+
+func (e mountError) Error() string { return e.err.Error() }
+func (e mountError) Unwrap() error { return e.err }
 
 // ref is what the pod's requests name.
 func (st *podState) ref() *corev1.Pod {
