@@ -140,8 +140,9 @@ func TestWorkloadsAreCreatedAtTheRateAndRemovedAtTheEnd(t *testing.T) {
 	if c := pod.Spec.Containers[0]; c.Image != profiles.DefaultWorkloadImage || !c.Resources.Requests.Cpu().Equal(resource.MustParse("10m")) {
 		t.Errorf("container = %+v", c)
 	}
-	if tsc := pod.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelTopologyZone {
-		t.Errorf("spread = %+v, want one constraint on the zone", tsc)
+	if tsc := pod.Spec.TopologySpreadConstraints; len(tsc) != 2 || tsc[0].TopologyKey != corev1.LabelTopologyZone || tsc[1].TopologyKey != corev1.LabelHostname ||
+		tsc[0].MaxSkew != 1 || tsc[1].MaxSkew != 1 || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway || tsc[1].WhenUnsatisfiable != corev1.ScheduleAnyway {
+		t.Errorf("spread = %+v, want maxSkew 1 ScheduleAnyway on the zone, then on the node", tsc)
 	}
 	var tolerates []string
 	for _, tol := range pod.Spec.Tolerations {
