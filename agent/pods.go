@@ -267,7 +267,10 @@ func (p *podLoop) schedule(at time.Time) {
 func (p *podLoop) wake(st *podState, h Health) time.Time {
 	switch {
 	case st.unsynced && !st.next.IsZero() && st.next.Before(st.retry):
-		return st.next // its next change starts the status manager's next batch
+		// The status manager retries a failed status write in its next batch: at the next status
+		// change on the node, or its sync period. A just bound pod's first GET is often refused (the
+		// node authorizer's graph lags the watches); its Running report a relist later goes through.
+		return st.next
 	case !st.retry.IsZero():
 		return st.retry
 	case st.deleting && st.stopping && !st.terminal:

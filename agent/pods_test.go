@@ -3,11 +3,13 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -368,5 +370,27 @@ func TestGracefulDeletion(t *testing.T) {
 		if _, err := h.client.CoreV1().Pods("ns").Get(context.Background(), "web-1", metav1.GetOptions{}); err == nil || code != tc.code {
 			t.Errorf("stop delay %s, grace %d: at the end, deleted %v with exit code %d, want deleted with %d", tc.delay, tc.grace, err != nil, code, tc.code)
 		}
+	}
+}
+
+// A just bound pod's first sync refused (the node authorizer's graph lags the watches: 403 "no
+// relationship found between node and this object") is retried at its next status change, as the
+// status manager's next batch does: the Running report a relist later goes through, not 10 s later.
+func TestRefusedSyncRetriedAtTheNextChange(t *testing.T) {
+	h, a := startKubelet(t, "10.244.3.0/24")
+	pod := kubeletPod(t, h, "web-1", nil)
+	refused := 0
+	h.client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refused > 0 {
+			return false, nil, nil
+		}
+		refused++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "web-1", errors.New("node: no relationship found between node 'fakelet-00003' and this object"))
+	})
+	h.take()
+	a.ObservePod(pod)
+	h.advance(6500 * time.Millisecond) // the registration's 5 s, and a relist after the admission
+	if p := h.pod("web-1"); refused != 1 || p.Status.Phase != corev1.PodRunning || !podReady(p) {
+		t.Errorf("after a refused first GET and a relist: %d refused, phase %s, Ready %v; want Running and Ready", refused, p.Status.Phase, podReady(p))
 	}
 }

@@ -404,9 +404,12 @@ func (s *starter) Run() {
 // PodsFailed the pods it gave up creating.
 type Progress struct {
 	Nodes, Started, Registered, Ready, Failed int
-	Added, Removed                            int
-	Pods, PodsReady, PodsFailed               int
-	Errors                                    int64
+	// Schedulable counts the Ready Nodes without the node lifecycle controller's not-ready or
+	// unreachable taint: those the scheduler places pods on.
+	Schedulable                 int
+	Added, Removed              int
+	Pods, PodsReady, PodsFailed int
+	Errors                      int64
 	// PodAnnotationErrors counts the pods on the fleet's nodes whose fakelet.dev/ annotations did
 	// not parse (agent.Stats).
 	PodAnnotationErrors int64
@@ -422,7 +425,7 @@ func (f *Fleet) Progress() Progress {
 	for _, a := range agents {
 		p.PodAnnotationErrors += a.Stats().PodAnnotationErrors
 	}
-	p.Registered, p.Ready = f.nodes.counts()
+	p.Registered, p.Ready, p.Schedulable = f.nodes.counts()
 	if f.pods != nil {
 		p.Pods, p.PodsReady, p.PodsFailed = f.pods.counts()
 	}

@@ -21,8 +21,9 @@ type nodeWatch struct {
 	agent    func(name string) *agent.Agent // the fleet's live agent of that name, or nil
 
 	mu          sync.Mutex
-	seen        map[string]bool // name -> Ready
+	seen        map[string]nodeState
 	ready       int
+	schedulable int
 	handlers    []func(old, new *corev1.Node)
 	handlerMu   sync.RWMutex
 	syncTimeout time.Duration
@@ -40,7 +41,7 @@ func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agentOf fun
 		}
 		return obj, nil
 	})
-	w := &nodeWatch{informer: inf, agent: agentOf, seen: map[string]bool{}, syncTimeout: time.Minute}
+	w := &nodeWatch{informer: inf, agent: agentOf, seen: map[string]nodeState{}, syncTimeout: time.Minute}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.observe(nil, obj) },
 		UpdateFunc: func(old, obj any) { w.observe(old, obj) },
@@ -81,16 +82,11 @@ func (w *nodeWatch) observe(oldObj, obj any) {
 	} else {
 		return // a node of our fleet run by another process or shard
 	}
-	ready := isReady(n)
+	now := stateOf(n)
 	w.mu.Lock()
-	was, known := w.seen[n.Name]
-	w.seen[n.Name] = ready
-	switch {
-	case ready && (!known || !was):
-		w.ready++
-	case !ready && known && was:
-		w.ready--
-	}
+	w.count(w.seen[n.Name], -1) // the zero state of a Node not seen before counts nothing
+	w.count(now, 1)
+	w.seen[n.Name] = now
 	w.mu.Unlock()
 	old, _ := oldObj.(*corev1.Node)
 	w.handlerMu.RLock()
@@ -110,18 +106,50 @@ func (w *nodeWatch) forget(obj any) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ready, known := w.seen[n.Name]; known {
-		if ready {
-			w.ready--
-		}
+	if st, known := w.seen[n.Name]; known {
+		w.count(st, -1)
 		delete(w.seen, n.Name)
 	}
 }
 
-func (w *nodeWatch) counts() (registered, ready int) {
+// nodeState is what the watch counts of a Node.
+type nodeState struct {
+	ready bool
+	// schedulable: Ready, and without the node lifecycle controller's not-ready and unreachable
+	// taints. A Node registers with not-ready:NoSchedule (the apiserver's NodeTaint admission) and
+	// keeps it until the controller sees it Ready, seconds later, at its own pace: until then the
+	// scheduler places no pod on it.
+	schedulable bool
+}
+
+func stateOf(n *corev1.Node) nodeState {
+	ready := isReady(n)
+	return nodeState{ready: ready, schedulable: ready && !hasControllerTaint(n)}
+}
+
+// count adds d to the counts st is in. w.mu must be held.
+func (w *nodeWatch) count(st nodeState, d int) {
+	if st.ready {
+		w.ready += d
+	}
+	if st.schedulable {
+		w.schedulable += d
+	}
+}
+
+func (w *nodeWatch) counts() (registered, ready, schedulable int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.seen), w.ready
+	return len(w.seen), w.ready, w.schedulable
+}
+
+func hasControllerTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return true
+		}
+	}
+	return false
 }
 
 func isReady(n *corev1.Node) bool {

@@ -30,7 +30,8 @@ const (
 )
 
 // Spread says how a workload's pods are spread over the fleet: by topologySpreadConstraints with
-// maxSkew 1 and ScheduleAnyway, so that an outage can still move them onto fewer nodes.
+// maxSkew 1 and ScheduleAnyway, so that an outage can still move them onto fewer nodes; zone spreads
+// over the nodes of each zone too.
 type Spread string
 
 const (

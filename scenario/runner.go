@@ -319,12 +319,19 @@ func (r *Runner) step() {
 // readyOrTimedOut says whether the phases may begin: every initial node that has not failed for good
 // is Ready and, in lease mode, has renewed its Lease once (a kubelet creates its Lease one renew
 // interval after it registers: its first try finds no Node to own it), and their pods are Ready (or
-// could not be created), or the wait timed out.
+// could not be created), or the wait timed out. With workloads to create, every node must also have
+// lost the not-ready taint it registered with: the scheduler would otherwise put the workloads' pods
+// on the few nodes the node lifecycle controller untainted first (at 100 nodes, 20 pods on one node
+// and none on most).
 func (r *Runner) readyOrTimedOut(now time.Time) bool {
 	p := r.fleet.Progress()
 	waited := now.Sub(r.waitFor).Round(100 * time.Millisecond)
 	pods := (r.nodes - p.Failed) * r.plan.Profile.Spec.PodsPerNode
 	allReady := p.Ready+p.Failed >= r.nodes && p.PodsReady+p.PodsFailed >= pods
+	tainted := 0
+	if r.workloads != nil {
+		tainted = max(r.nodes-p.Failed-p.Schedulable, 0)
+	}
 	leaseless := 0
 	if allReady || waited >= r.cfg.ReadyTimeout {
 		leaseless = r.leaseless()
@@ -336,13 +343,17 @@ func (r *Runner) readyOrTimedOut(now time.Time) bool {
 			podsLine += fmt.Sprintf(" (%d could not be created)", p.PodsFailed)
 		}
 	}
+	taintLine := ""
+	if tainted > 0 {
+		taintLine = fmt.Sprintf(", %d still tainted not-ready or unreachable by the node lifecycle controller (no pod is scheduled there)", tainted)
+	}
 	switch {
-	case allReady && leaseless == 0:
+	case allReady && leaseless == 0 && tainted == 0:
 		r.logf("profile %s: %d of %d nodes Ready, with their Leases%s, after %v: the phases begin (%v in all)",
 			r.name, p.Ready, r.nodes, podsLine, waited, r.schedule.Duration())
 	case waited >= r.cfg.ReadyTimeout:
-		r.logf("profile %s: only %d of %d nodes Ready (%d in lease mode without a Lease)%s after %v, the ready timeout: "+
-			"the phases begin anyway (%v in all)", r.name, p.Ready, r.nodes, leaseless, podsLine, waited, r.schedule.Duration())
+		r.logf("profile %s: only %d of %d nodes Ready (%d in lease mode without a Lease)%s%s after %v, the ready timeout: "+
+			"the phases begin anyway (%v in all)", r.name, p.Ready, r.nodes, leaseless, podsLine, taintLine, waited, r.schedule.Duration())
 	default:
 		return false
 	}

@@ -76,16 +76,23 @@ func (o workloadObjects) podTemplate(w *profiles.Workload, name string, restart 
 		}
 	}
 	selector := map[string]string{WorkloadLabel: name}
+	var keys []string
 	switch w.Spread {
-	case profiles.SpreadZone, profiles.SpreadNode:
-		key := corev1.LabelTopologyZone
-		if w.Spread == profiles.SpreadNode {
-			key = corev1.LabelHostname
-		}
-		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+	case profiles.SpreadZone:
+		// Over the nodes of each zone too, as the scheduler's default constraints would, which a pod
+		// with constraints of its own loses: fake nodes are alike, their scores tie, and v1.37.2's
+		// scheduler breaks ties in the same order each time (NodePluginScores.Randomizer is set only
+		// with extenders, pkg/scheduler/schedule_one.go), so the zone alone put a Deployment of one
+		// pod a node on 8 of 100 nodes, 20 on one.
+		keys = []string{corev1.LabelTopologyZone, corev1.LabelHostname}
+	case profiles.SpreadNode:
+		keys = []string{corev1.LabelHostname}
+	}
+	for _, key := range keys {
+		spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
 			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.ScheduleAnyway,
 			LabelSelector: &metav1.LabelSelector{MatchLabels: selector},
-		}}
+		})
 	}
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: o.labels(selector)}, Spec: spec}
 	if w.RunFor != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -139,8 +140,9 @@ func TestWorkloadsAreCreatedAtTheRateAndRemovedAtTheEnd(t *testing.T) {
 	if c := pod.Spec.Containers[0]; c.Image != profiles.DefaultWorkloadImage || !c.Resources.Requests.Cpu().Equal(resource.MustParse("10m")) {
 		t.Errorf("container = %+v", c)
 	}
-	if tsc := pod.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelTopologyZone {
-		t.Errorf("spread = %+v, want one constraint on the zone", tsc)
+	if tsc := pod.Spec.TopologySpreadConstraints; len(tsc) != 2 || tsc[0].TopologyKey != corev1.LabelTopologyZone || tsc[1].TopologyKey != corev1.LabelHostname ||
+		tsc[0].MaxSkew != 1 || tsc[1].MaxSkew != 1 || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway || tsc[1].WhenUnsatisfiable != corev1.ScheduleAnyway {
+		t.Errorf("spread = %+v, want maxSkew 1 ScheduleAnyway on the zone, then on the node", tsc)
 	}
 	var tolerates []string
 	for _, tol := range pod.Spec.Tolerations {
@@ -208,6 +210,64 @@ func TestWorkloadsAreRemovedAfterASignal(t *testing.T) {
 	defer rec.mu.Unlock()
 	if len(rec.creates) != 3 || len(rec.deletes) != 3 {
 		t.Errorf("creates %v, deletes %v: want the first 3 created and deleted", rec.creates, rec.deletes)
+	}
+}
+
+// withRegistrationTaint gives each Node the not-ready:NoSchedule taint the apiserver's NodeTaint
+// admission puts on a new Node, which the node lifecycle controller removes once it sees it Ready.
+func withRegistrationTaint(_ *fleet.Config, _ *Config, client *fake.Clientset) {
+	client.PrependReactor("create", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if n, ok := a.(k8stesting.CreateAction).GetObject().(*corev1.Node); ok {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+		}
+		return false, nil, nil
+	})
+}
+
+// Ready nodes still tainted not-ready are no place for the workloads' pods: the phases, and the
+// workloads' creation, wait until the node lifecycle controller has untainted every node.
+func TestWorkloadsWaitForTheNodesToBeUntainted(t *testing.T) {
+	rec := &createsAndDeletes{}
+	var h *harness
+	h = newHarness(t, workloadsProfile, withRegistrationTaint, withWorkloadClient(rec, func() time.Time { return h.clock.Now() }))
+	<-h.fleet.Running()
+	h.fleet.Scheduler().Advance(h.clock, t0.Add(5*time.Second))
+	n := h.runner.plan.Nodes
+	if err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return h.fleet.Progress().Ready >= n, nil }); err != nil {
+		t.Fatalf("%d of %d nodes Ready", h.fleet.Progress().Ready, n)
+	}
+	for range 10 {
+		h.fleet.Scheduler().Advance(h.clock, h.clock.Now().Add(time.Second))
+	}
+	if start := h.runner.Record().Start; !start.IsZero() {
+		t.Fatalf("the phases began at %v with every node still tainted not-ready; log:\n%s", start, h.log)
+	}
+	rec.mu.Lock()
+	early := len(rec.creates)
+	rec.mu.Unlock()
+	if early != 0 || h.fleet.Progress().Schedulable != 0 {
+		t.Fatalf("%d workload objects created, %d nodes schedulable, before any node was untainted", early, h.fleet.Progress().Schedulable)
+	}
+
+	ctx := context.Background()
+	for i := range n {
+		node := h.node(fleet.NodeName(h.fleet.Config().NamePrefix, i))
+		node.Spec.Taints = nil
+		if _, err := h.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return h.fleet.Progress().Schedulable >= n, nil }); err != nil {
+		t.Fatalf("%d of %d nodes schedulable once untainted", h.fleet.Progress().Schedulable, n)
+	}
+	start := h.stepUntilStarted(10 * time.Second)
+	h.advanceTo(start, time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.creates) == 0 || rec.creates[0].resource != "namespaces" || rec.creates[0].at.Before(start) {
+		t.Errorf("creates %v: want the namespace first, at the phases' start %v", rec.creates, start)
 	}
 }
 
