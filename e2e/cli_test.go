@@ -368,7 +368,7 @@ func TestTokenIsNeverPrinted(t *testing.T) {
 	if code := refused.wait(time.Minute); code != 1 {
 		t.Errorf("--identity=fleet without fleet-identity.yaml: exit code %d, want 1", code)
 	}
-	if !strings.Contains(refused.stderr.String(), "missing 15 permission(s)") { // the kubelet footprint's (TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite)
+	if !strings.Contains(refused.stderr.String(), "missing 14 permission(s)") { // the kubelet footprint's (TestCredentialWithoutPermissionsIsRefusedBeforeAnyWrite)
 		t.Errorf("the refusal does not list the missing permissions")
 	}
 	noSecrets(t, refused.output(), secret)
