@@ -143,88 +143,49 @@ func names(b *strings.Builder, namePrefix, prefix string, lo, hi int) {
 // kubeletChunk writes KubeletRBAC's roles for the nodes lo to hi.
 func kubeletChunk(b *strings.Builder, prefix string, lo, hi int) {
 	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
-	name := chunkName("kubelets", prefix, lo, hi)
-	fmt.Fprintf(b, `---
-# Impersonation of the kubelets of nodes %s to %s, and of no other user.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: %s
-rules:
-- apiGroups: [""]
-  resources: ["users"]
-  verbs: ["impersonate"]
-  resourceNames:
-`, from, to, name)
-	names(b, "system:node:", prefix, lo, hi)
-	clusterRoleBinding(b, name)
-	name = chunkName("nodes", prefix, lo, hi)
-	fmt.Fprintf(b, `---
-# The cleanup and churn delete the Nodes %s to %s, and no other Node.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: %s
-rules:
-- apiGroups: [""]
-  resources: ["nodes"]
-  verbs: ["delete"]
-  resourceNames:
-`, from, to, name)
-	names(b, "", prefix, lo, hi)
-	clusterRoleBinding(b, name)
-	name = chunkName("leases", prefix, lo, hi)
-	fmt.Fprintf(b, `---
-# ... and the Leases of those nodes, named as the nodes, and no other Lease.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: %s
-  namespace: kube-node-lease
-rules:
-- apiGroups: ["coordination.k8s.io"]
-  resources: ["leases"]
-  verbs: ["delete"]
-  resourceNames:
-`, name)
-	names(b, "", prefix, lo, hi)
-	roleBinding(b, name, "kube-node-lease")
+	nodeRole(b, "Impersonation of the kubelets of nodes "+from+" to "+to+", and of no other user.",
+		chunkName("kubelets", prefix, lo, hi), "", "users", "impersonate", "system:node:", prefix, lo, hi)
+	nodeRole(b, "The cleanup and churn delete the Nodes "+from+" to "+to+", and no other Node.",
+		chunkName("nodes", prefix, lo, hi), "", "nodes", "delete", "", prefix, lo, hi)
+	nodeRole(b, "... and the Leases of those nodes, named as the nodes, and no other Lease.",
+		chunkName("leases", prefix, lo, hi), "coordination.k8s.io", "leases", "delete", "", prefix, lo, hi)
 }
 
 // fleetIdentityChunk writes FleetIdentityRBAC's roles for the nodes lo to hi.
 func fleetIdentityChunk(b *strings.Builder, prefix string, lo, hi int) {
 	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
-	name := chunkName("fleet-identity-nodes", prefix, lo, hi)
+	nodeRole(b, "The kubelets of nodes "+from+" to "+to+" patch their Nodes' status, and no other Node's.",
+		chunkName("fleet-identity-nodes", prefix, lo, hi), "", "nodes/status", "patch", "", prefix, lo, hi)
+	nodeRole(b, "... and renew their Leases, and no other Lease.",
+		chunkName("fleet-identity-leases", prefix, lo, hi), "coordination.k8s.io", "leases", "update", "", prefix, lo, hi)
+}
+
+// nodeRole writes a role of one rule, verb on resource of group, for the names of the nodes lo to hi
+// (each with namePrefix), bound to the ServiceAccount: a ClusterRole, or a Role in kube-node-lease
+// for its Leases.
+func nodeRole(b *strings.Builder, comment, name, group, resource, verb, namePrefix, prefix string, lo, hi int) {
+	kind, meta := "ClusterRole", ""
+	if resource == "leases" {
+		kind, meta = "Role", "\n  namespace: kube-node-lease"
+	}
 	fmt.Fprintf(b, `---
-# The kubelets of nodes %s to %s patch their Nodes' status, and no other Node's.
+# %s
 apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
+kind: %s
 metadata:
-  name: %s
+  name: %s%s
 rules:
-- apiGroups: [""]
-  resources: ["nodes/status"]
-  verbs: ["patch"]
+- apiGroups: [%q]
+  resources: [%q]
+  verbs: [%q]
   resourceNames:
-`, from, to, name)
-	names(b, "", prefix, lo, hi)
-	clusterRoleBinding(b, name)
-	name = chunkName("fleet-identity-leases", prefix, lo, hi)
-	fmt.Fprintf(b, `---
-# ... and renew their Leases, and no other Lease.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: %s
-  namespace: kube-node-lease
-rules:
-- apiGroups: ["coordination.k8s.io"]
-  resources: ["leases"]
-  verbs: ["update"]
-  resourceNames:
-`, name)
-	names(b, "", prefix, lo, hi)
-	roleBinding(b, name, "kube-node-lease")
+`, comment, kind, name, meta, group, resource, verb)
+	names(b, namePrefix, prefix, lo, hi)
+	if kind == "Role" {
+		roleBinding(b, name, "kube-node-lease")
+	} else {
+		clusterRoleBinding(b, name)
+	}
 }
 
 func clusterRoleBinding(b *strings.Builder, name string) {
