@@ -95,23 +95,9 @@ func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []stri
 	kubeconfig := controllerManagerKubeconfig(dir)
 	args := []string{bin,
 		"--kubeconfig=" + kubeconfig,
-		// /metrics is authorized the way kubeadm sets it up: the client certificate is checked
-		// against the CA, then a SubjectAccessReview asks the apiserver. The admin certificate
-		// scrapes it, an anonymous local process cannot, and a scrape costs what it costs in a
-		// real cluster (one review, cached 10 s). --authorization-always-allow-paths=/metrics
-		// would also work but opens it to anyone and skips that path.
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--client-ca-file=" + pki.CACert,
-		// The CA comes from the flag above. Without this, the controller manager also looks up a
-		// front-proxy (requestheader) CA in kube-system/extension-apiserver-authentication,
-		// which this apiserver has no use for, and logs an error for it every few seconds.
-		"--authentication-skip-lookup=true",
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--tls-cert-file=" + pki.ControllerManagerCert,
-		"--tls-private-key-file=" + pki.ControllerManagerKey,
-		"--leader-elect=false", // one instance: a lease renewal every 2 s would only add traffic
+	}
+	args = append(args, servingArgs(kubeconfig, pki.CACert, port, pki.ControllerManagerCert, pki.ControllerManagerKey)...)
+	args = append(args, []string{
 		// Each controller authenticates as its own service account, as in kubeadm, so its
 		// requests are classified and authorized as in a real cluster.
 		"--use-service-account-credentials=true",
@@ -131,7 +117,7 @@ func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []stri
 		"--cluster-cidr=" + clusterCIDR,
 		"--node-cidr-mask-size=" + strconv.Itoa(nodeCIDRMaskSize),
 		"--service-cluster-ip-range=" + serviceCIDR,
-	}
+	}...)
 	return ComponentState{
 		Name:       ControllerManager,
 		Args:       append(args, extra...),
@@ -152,17 +138,8 @@ func schedulerComponent(bin, dir string, pki PKI, port int, extra []string) Comp
 		// Deprecated in favour of --config, but what kubeadm passes; without --config the flags
 		// given as extra arguments (--kube-api-qps, ...) still apply.
 		"--kubeconfig=" + kubeconfig,
-		// /metrics is authorized as the controller manager's is (see there).
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--client-ca-file=" + pki.CACert,
-		"--authentication-skip-lookup=true",
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--tls-cert-file=" + pki.SchedulerCert,
-		"--tls-private-key-file=" + pki.SchedulerKey,
-		"--leader-elect=false", // one instance, as for the controller manager
 	}
+	args = append(args, servingArgs(kubeconfig, pki.CACert, port, pki.SchedulerCert, pki.SchedulerKey)...)
 	return ComponentState{
 		Name:  Scheduler,
 		Args:  append(args, extra...),
@@ -172,6 +149,30 @@ func schedulerComponent(bin, dir string, pki PKI, port int, extra []string) Comp
 		HealthURL:  url + "/readyz",
 		MetricsURL: url + "/metrics",
 		Log:        logPath(dir, Scheduler),
+	}
+}
+
+// servingArgs are the arguments the controller manager and the scheduler share: how they serve
+// /readyz and /metrics on loopback, and one instance of each.
+func servingArgs(kubeconfig, caCert string, port int, cert, key string) []string {
+	return []string{
+		// /metrics is authorized the way kubeadm sets it up: the client certificate is checked
+		// against the CA, then a SubjectAccessReview asks the apiserver. The admin certificate
+		// scrapes it, an anonymous local process cannot, and a scrape costs what it costs in a
+		// real cluster (one review, cached 10 s). --authorization-always-allow-paths=/metrics
+		// would also work but opens it to anyone and skips that path.
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--client-ca-file=" + caCert,
+		// The CA comes from the flag above. Without this, the component also looks up a
+		// front-proxy (requestheader) CA in kube-system/extension-apiserver-authentication,
+		// which this apiserver has no use for, and logs an error for it every few seconds.
+		"--authentication-skip-lookup=true",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + cert,
+		"--tls-private-key-file=" + key,
+		"--leader-elect=false", // one instance: a lease renewal every 2 s would only add traffic
 	}
 }
 
