@@ -226,20 +226,31 @@ func (a *Agent) Start(ctx context.Context) {
 // Stop kills the kubelet: its requests in flight are cancelled and it sends nothing more.
 func (a *Agent) Stop() {
 	a.mu.Lock()
+	r := a.detachRunLocked()
+	a.mu.Unlock()
+	a.endRun(r)
+}
+
+// detachRunLocked takes the running run off the agent. A sleeping status loop ends at its next
+// tick, as a ticking one does, rather than keeping the stopped run until its report was due.
+func (a *Agent) detachRunLocked() *run {
 	r := a.run
-	// A sleeping status loop ends at its next tick, as a ticking one does, rather than keeping the
-	// stopped run until its report was due.
 	a.statusMayChangeLocked()
 	a.run = nil
-	a.mu.Unlock()
-	if r != nil {
-		// The fleet stops its agents after its own context ended: that is the end of the run, not a
-		// kubelet falling behind. (The context Start was given, not the run's own: a parent's
-		// cancellation reaches its children a moment after its Done channel closes.)
-		fleetEnded := r.parent.Err() != nil
-		r.cancel()
-		a.ended(r.caughtUp() && !fleetEnded)
+	return r
+}
+
+// endRun cancels a run detached from the agent, if there was one.
+func (a *Agent) endRun(r *run) {
+	if r == nil {
+		return
 	}
+	// The fleet stops its agents after its own context ended: that is the end of the run, not a
+	// kubelet falling behind. (The context Start was given, not the run's own: a parent's
+	// cancellation reaches its children a moment after its Done channel closes.)
+	fleetEnded := r.parent.Err() != nil
+	r.cancel()
+	a.ended(r.caughtUp() && !fleetEnded)
 }
 
 // Forget drops what a stopped agent keeps of its Node and its pods. A fleet keeps the agent of a node
@@ -373,15 +384,9 @@ func (a *Agent) fail(err error) {
 		a.fatal = err
 	}
 	a.nodeUID, a.leaseUID = "", ""
-	r := a.run
-	a.statusMayChangeLocked()
-	a.run = nil
+	r := a.detachRunLocked()
 	a.mu.Unlock()
-	if r != nil {
-		fleetEnded := r.parent.Err() != nil
-		r.cancel()
-		a.ended(r.caughtUp() && !fleetEnded)
-	}
+	a.endRun(r)
 	if first && a.cfg.OnFatal != nil {
 		a.cfg.OnFatal(a, err)
 	}
