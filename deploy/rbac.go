@@ -11,14 +11,17 @@ import (
 )
 
 // RBAC writes deploy/rbac/fakelet.yaml for a fleet of nodes named prefix-00000 up to nodes-1: the
-// fleet's own grants (rbacBase) and KubeletRBAC for those names. deploy/rbac/fakelet.yaml and
+// fleet's own grants (rbacHeader, baseRoles) and KubeletRBAC for those names. deploy/rbac/fakelet.yaml and
 // deploy/kubernetes/base/rbac.yaml are RBAC(w, "fakelet", 1000); `fakelet rbac` prints it for other
 // fleets.
 func RBAC(w io.Writer, prefix string, nodes int) error {
 	if err := checkFleet(prefix, 0, nodes); err != nil {
 		return err
 	}
-	if _, err := io.WriteString(w, rbacBase); err != nil {
+	var b strings.Builder
+	b.WriteString(rbacHeader)
+	writeRoles(&b, baseRoles...)
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
 	if err := KubeletRBAC(w, prefix, 0, nodes); err != nil {
@@ -28,14 +31,17 @@ func RBAC(w io.Writer, prefix string, nodes int) error {
 }
 
 // FleetIdentityRBAC writes deploy/rbac/fleet-identity.yaml for the same fleet: what the agents send
-// with --identity=fleet (fleetIdentityBase), and the patches of their Nodes' status and the renewals
+// with --identity=fleet (fleetIdentityHeader, fleetIdentityRoles), and the patches of their Nodes' status and the renewals
 // of their Leases for those names only. deploy/rbac/fleet-identity.yaml is
 // FleetIdentityRBAC(w, "fakelet", 1000); `fakelet rbac --identity fleet` prints it for other fleets.
 func FleetIdentityRBAC(w io.Writer, prefix string, nodes int) error {
 	if err := checkFleet(prefix, 0, nodes); err != nil {
 		return err
 	}
-	if _, err := io.WriteString(w, fleetIdentityBase); err != nil {
+	var b strings.Builder
+	b.WriteString(fleetIdentityHeader)
+	writeRoles(&b, fleetIdentityRoles...)
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
 	return byName(w, prefix, 0, nodes, fleetIdentityChunk)
@@ -79,29 +85,19 @@ func ClaimsRBAC(w io.Writer, prefix string) error {
 const MaxClaimShards = 16
 
 // claims writes the Role that lets the fleet's credential renew and delete its runs' claims on their
-// shards (fleet.ClaimName), and no other Lease; creating one cannot be limited by name (rbacBase).
+// shards (fleet.ClaimName), and no other Lease; creating one cannot be limited by name (rbacHeader, baseRoles).
 func claims(b *strings.Builder, prefix string) {
-	name := "fakelet-claims-" + prefix
-	fmt.Fprintf(b, `---
-# A run's claim on its shard of the fleet (a Lease fakelet-claim.%s.I-of-N): renewed and deleted by
-# name, for fleets of 1 to %d shards, and no other Lease.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: %s
-  namespace: kube-node-lease
-rules:
-- apiGroups: ["coordination.k8s.io"]
-  resources: ["leases"]
-  verbs: ["update", "delete"]
-  resourceNames:
-`, prefix, MaxClaimShards, name)
+	var names []string
 	for n := 1; n <= MaxClaimShards; n++ {
 		for i := range n {
-			b.WriteString("  - " + fleet.ClaimName(prefix, fleet.Shard{Index: i, Count: n}) + "\n")
+			names = append(names, fleet.ClaimName(prefix, fleet.Shard{Index: i, Count: n}))
 		}
 	}
-	roleBinding(b, name, "kube-node-lease")
+	role{
+		comment: fmt.Sprintf("A run's claim on its shard of the fleet (a Lease fakelet-claim.%s.I-of-N): renewed and deleted by\nname, for fleets of 1 to %d shards, and no other Lease.", prefix, MaxClaimShards),
+		name:    "fakelet-claims-" + prefix, namespace: "kube-node-lease",
+		rules: []rule{{group: "coordination.k8s.io", resources: []string{"leases"}, verbs: []string{"update", "delete"}, names: names, listed: true}},
+	}.write(b)
 }
 
 // checkFleet refuses a fleet whose names RBAC cannot list.
@@ -133,13 +129,6 @@ func chunkName(kind, prefix string, lo, hi int) string {
 	return "fakelet-" + kind + "-" + fleet.NodeName(prefix, lo) + strings.TrimPrefix(fleet.NodeName(prefix, hi), prefix)
 }
 
-// names writes one resourceNames item a line for the nodes lo to hi, each with namePrefix.
-func names(b *strings.Builder, namePrefix, prefix string, lo, hi int) {
-	for i := lo; i <= hi; i++ {
-		b.WriteString("  - " + namePrefix + fleet.NodeName(prefix, i) + "\n")
-	}
-}
-
 // kubeletChunk writes KubeletRBAC's roles for the nodes lo to hi.
 func kubeletChunk(b *strings.Builder, prefix string, lo, hi int) {
 	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
@@ -164,68 +153,22 @@ func fleetIdentityChunk(b *strings.Builder, prefix string, lo, hi int) {
 // (each with namePrefix), bound to the ServiceAccount: a ClusterRole, or a Role in kube-node-lease
 // for its Leases.
 func nodeRole(b *strings.Builder, comment, name, group, resource, verb, namePrefix, prefix string, lo, hi int) {
-	kind, meta := "ClusterRole", ""
+	namespace := ""
 	if resource == "leases" {
-		kind, meta = "Role", "\n  namespace: kube-node-lease"
+		namespace = "kube-node-lease"
 	}
-	fmt.Fprintf(b, `---
-# %s
-apiVersion: rbac.authorization.k8s.io/v1
-kind: %s
-metadata:
-  name: %s%s
-rules:
-- apiGroups: [%q]
-  resources: [%q]
-  verbs: [%q]
-  resourceNames:
-`, comment, kind, name, meta, group, resource, verb)
-	names(b, namePrefix, prefix, lo, hi)
-	if kind == "Role" {
-		roleBinding(b, name, "kube-node-lease")
-	} else {
-		clusterRoleBinding(b, name)
+	names := make([]string, 0, hi-lo+1)
+	for i := lo; i <= hi; i++ {
+		names = append(names, namePrefix+fleet.NodeName(prefix, i))
 	}
+	role{comment: comment, name: name, namespace: namespace,
+		rules: []rule{{group: group, resources: []string{resource}, verbs: []string{verb}, names: names, listed: true}},
+	}.write(b)
 }
 
-func clusterRoleBinding(b *strings.Builder, name string) {
-	fmt.Fprintf(b, `---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: %s
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: %s
-subjects:
-- kind: ServiceAccount
-  name: fakelet
-  namespace: fakelet
-`, name, name)
-}
-
-func roleBinding(b *strings.Builder, name, namespace string) {
-	fmt.Fprintf(b, `---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: %s
-  namespace: %s
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: %s
-subjects:
-- kind: ServiceAccount
-  name: fakelet
-  namespace: fakelet
-`, name, namespace, name)
-}
-
-// rbacBase is what every fleet's credential needs whatever its names, bound to the ServiceAccount
-// fakelet/fakelet.
-const rbacBase = `# RBAC for running fakelet against a cluster (kind, kwokctl, or any other), bound to the ServiceAccount
+// rbacHeader and baseRoles are what every fleet's credential needs whatever its names, bound to the
+// ServiceAccount fakelet/fakelet.
+const rbacHeader = `# RBAC for running fakelet against a cluster (kind, kwokctl, or any other), bound to the ServiceAccount
 # fakelet/fakelet; to bind a user instead, change the subjects. Least privilege for
 # ` + "`fakelet run --identity=node`" + ` (the default), the rules fleet.RunPermissions checks: the fleet's own
 # credential lists, watches and gets Nodes and Leases in kube-node-lease (reads, of any name: the
@@ -253,81 +196,19 @@ kind: ServiceAccount
 metadata:
   name: fakelet
   namespace: fakelet
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: fakelet
-rules:
-- apiGroups: [""]
-  resources: ["nodes"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: [""]
-  resources: ["groups"]
-  verbs: ["impersonate"]
-  resourceNames: ["system:nodes"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: fakelet
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: fakelet
-subjects:
-- kind: ServiceAccount
-  name: fakelet
-  namespace: fakelet
----
-# Node Leases live in kube-node-lease: the Role and its binding are there.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: fakelet
-  namespace: kube-node-lease
-rules:
-- apiGroups: ["coordination.k8s.io"]
-  resources: ["leases"]
-  verbs: ["get", "list", "create"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: fakelet
-  namespace: kube-node-lease
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: fakelet
-subjects:
-- kind: ServiceAccount
-  name: fakelet
-  namespace: fakelet
----
-# --start-at auto: the shards agree on their start through a Lease in this namespace, which the first
-# shard creates and deletes at the end of its run (docs/distributed.md).
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: fakelet-start
-  namespace: fakelet
-rules:
-- apiGroups: ["coordination.k8s.io"]
-  resources: ["leases"]
-  verbs: ["get", "create", "delete"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: fakelet-start
-  namespace: fakelet
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: fakelet-start
-subjects:
-- kind: ServiceAccount
-  name: fakelet
-  namespace: fakelet
 `
+
+var baseRoles = []role{
+	{name: "fakelet", rules: []rule{
+		{group: "", resources: []string{"nodes"}, verbs: []string{"get", "list", "watch"}},
+		{group: "", resources: []string{"groups"}, verbs: []string{"impersonate"}, names: []string{"system:nodes"}},
+	}},
+	{comment: "Node Leases live in kube-node-lease: the Role and its binding are there.",
+		name: "fakelet", namespace: "kube-node-lease", rules: []rule{
+			{group: "coordination.k8s.io", resources: []string{"leases"}, verbs: []string{"get", "list", "create"}},
+		}},
+	{comment: "--start-at auto: the shards agree on their start through a Lease in this namespace, which the first\nshard creates and deletes at the end of its run (docs/distributed.md).",
+		name: "fakelet-start", namespace: "fakelet", rules: []rule{
+			{group: "coordination.k8s.io", resources: []string{"leases"}, verbs: []string{"get", "create", "delete"}},
+		}},
+}
