@@ -116,18 +116,25 @@ var errClientClosed = errors.New("wire: client closed")
 // pick returns a connection with room for one more stream, dialling one if none has.
 func (c *Client) pick(ctx context.Context) (*conn, error) {
 	c.mu.Lock()
+	cn, err := c.reserveLocked()
+	c.mu.Unlock()
+	if cn != nil || err != nil {
+		return cn, err
+	}
+	return c.wait(ctx)
+}
+
+// reserveLocked reserves a stream on a connection with room for one, or returns none.
+func (c *Client) reserveLocked() (*conn, error) {
 	if c.closed {
-		c.mu.Unlock()
 		return nil, errClientClosed
 	}
 	for _, cn := range c.conns {
 		if cn.reserve() {
-			c.mu.Unlock()
 			return cn, nil
 		}
 	}
-	c.mu.Unlock()
-	return c.wait(ctx)
+	return nil, nil
 }
 
 // wait returns a connection with room for one more stream once one has: a new one it dials, or
@@ -140,15 +147,9 @@ func (c *Client) wait(ctx context.Context) (*conn, error) {
 	var d *dialCall
 	for {
 		c.mu.Lock()
-		if c.closed {
+		if cn, err := c.reserveLocked(); cn != nil || err != nil {
 			c.mu.Unlock()
-			return nil, errClientClosed
-		}
-		for _, cn := range c.conns {
-			if cn.reserve() {
-				c.mu.Unlock()
-				return cn, nil
-			}
+			return cn, err
 		}
 		if d != nil {
 			select {
