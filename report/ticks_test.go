@@ -29,3 +29,33 @@ func TestSecondsTicksLabelRoundSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestLogTicksLabelOneTwoFive(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{2, 24000, []string{"10", "100", "1000", "10000"}},
+		{5, 48, []string{"5", "10", "20"}},
+		{0.002, 0.09, []string{"0.002", "0.005", "0.01", "0.02", "0.05"}},
+		{12, 18, nil},
+	} {
+		var labels []string
+		for _, tk := range (logTicks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Value < tc.lo || tk.Value > tc.hi {
+				t.Errorf("[%v, %v]: tick at %v is outside the axis", tc.lo, tc.hi, tk.Value)
+			}
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if !slices.Equal(labels, tc.want) {
+			t.Errorf("[%v, %v]: labels %q, want %q", tc.lo, tc.hi, labels, tc.want)
+		}
+	}
+	for v, want := range map[float64]float64{4: 2, 12: 10, 0.03: 0.02, 7.5: 5, 1: 1} {
+		if got := logFloor(v); got != want {
+			t.Errorf("logFloor(%v) = %v, want %v", v, got, want)
+		}
+	}
+}
