@@ -229,7 +229,9 @@ func (r *Report) nodeStateChart() (*chart, error) {
 // pointsChart draws one line per key of points, scaled by scale, in the colour colors gives it (else
 // one of its own in the chart). On a log axis (latencies, whose registration burst would flatten
 // every later phase to the floor of a linear one) a key missing from a point is a gap: no request
-// of that kind, not a latency of zero.
+// of that kind, not a latency of zero. The log axis is a linear one of log10(value) with logTicks
+// naming the values: gonum's LogScale centres the axis label on the mean of the axis's ends, which
+// on a log axis sits near its top, and pads the chart's top by the label's height.
 func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, colors map[string]color.Color, log bool) (*chart, error) {
 	if len(points) == 0 {
 		return nil, nil
@@ -244,17 +246,18 @@ func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, 
 			}
 		}
 	}
+	y := func(v float64) float64 { return v }
 	bottom, top := 0.0, max(hi, 1e-9)*1.08
 	if log {
 		if hi == 0 {
 			return nil, nil
 		}
-		bottom, top = logFloor(lo), hi*1.6 // room above the highest line for the phases' names
-		c.p.Y.Scale, c.p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
-		c.p.Y.Min, c.p.Y.Max = bottom, top
-	} else {
-		c.p.Y.Min = 0
+		y = math.Log10
+		bottom, top = y(logFloor(lo)), y(hi*1.6) // room above the highest line for the phases' names
+		c.p.Y.Tick.Marker = logTicks{}
+		c.p.Y.Max = top
 	}
+	c.p.Y.Min = bottom
 	if err := r.addBands(c.p, bottom, top); err != nil {
 		return nil, err
 	}
@@ -276,7 +279,7 @@ func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, 
 				runs = append(runs, nil)
 				gap = false
 			}
-			runs[len(runs)-1] = append(runs[len(runs)-1], plotter.XY{X: r.secs(pt.At), Y: v * scale})
+			runs[len(runs)-1] = append(runs[len(runs)-1], plotter.XY{X: r.secs(pt.At), Y: y(v * scale)})
 		}
 		if err := c.addRuns(legendName(k), runs, col); err != nil {
 			return nil, err
@@ -310,9 +313,8 @@ func (c *chart) addRuns(name string, runs []plotter.XYs, col color.Color) error 
 			thumb = l
 		}
 	}
-	if thumb == nil {
-		l := &plotter.Line{LineStyle: draw.LineStyle{Color: col, Width: vg.Points(1.5)}}
-		thumb = l
+	if thumb == nil { // dots alone: the legend shows their colour as a line all the same
+		thumb = &plotter.Line{LineStyle: draw.LineStyle{Color: col, Width: vg.Points(1.5)}}
 	}
 	c.legend.Add(name, thumb)
 	c.lines = append(c.lines, line{name: name, color: col})

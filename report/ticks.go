@@ -39,25 +39,26 @@ func (secondsTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// logTicks marks a log axis at 1, 2 and 5 times each power of ten, each labelled as a plain number
-// ("0.5", "20", "10000") while the axis spans three decades or less, else only the powers of ten:
-// gonum's LogTicks labels powers of ten alone, so an axis within one decade had no label at all.
+// logTicks marks an axis of log10(value) at values 1, 2 and 5 times each power of ten, each
+// labelled as a plain number ("0.5", "20", "10000") while the axis spans three decades or less, else
+// only the powers of ten: gonum's LogTicks labels powers of ten alone, so an axis within one decade
+// had no label at all.
 type logTicks struct{}
 
-// Ticks implements plot.Ticker.
+// Ticks implements plot.Ticker: lo and hi are the log10 of the axis's ends.
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
-	if lo <= 0 || hi <= lo {
+	if hi <= lo {
 		return nil
 	}
-	few := math.Log10(hi/lo) <= 3
+	few := hi-lo <= 3
 	var ticks []plot.Tick
-	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
+	for e := int(math.Floor(lo)); e <= int(math.Ceil(hi)); e++ {
 		for _, m := range []int{1, 2, 5} {
 			v := decimal(m, e)
-			if v < lo || v > hi {
+			if l := math.Log10(v); l < lo || l > hi {
 				continue
 			}
-			t := plot.Tick{Value: v}
+			t := plot.Tick{Value: math.Log10(v)}
 			if m == 1 || few {
 				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
 			}
