@@ -33,7 +33,7 @@ kube-scheduler on 127.0.0.1, each on free ports, run as detached processes that 
 	return cmd
 }
 
-func addDirFlag(cmd *cobra.Command, dir *string) {
+func addControlPlaneDirFlag(cmd *cobra.Command, dir *string) {
 	cmd.Flags().StringVar(dir, "controlplane-dir", controlplane.DefaultDir, "directory of the control plane's state, logs, kubeconfig, certificates and etcd data")
 	aliasFlag(cmd.Flags(), "dir", "controlplane-dir")
 }
@@ -67,7 +67,7 @@ replaced. Extra component flags go last on each command line, so they override t
 			return nil
 		},
 	}
-	addDirFlag(cmd, &opts.Dir)
+	addControlPlaneDirFlag(cmd, &opts.Dir)
 	f := cmd.Flags()
 	f.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler (default: beside fakelet, else the bin/ of the fakelet repository holding the working directory; never $PATH)")
 	// StringArray, not StringSlice: a component flag may itself hold commas
@@ -117,7 +117,7 @@ never signalled.`,
 			return nil
 		},
 	}
-	addDirFlag(cmd, &dir)
+	addControlPlaneDirFlag(cmd, &dir)
 	return cmd
 }
 
@@ -141,7 +141,7 @@ func newControlPlaneStatusCommand() *cobra.Command {
 			return nil
 		},
 	}
-	addDirFlag(cmd, &dir)
+	addControlPlaneDirFlag(cmd, &dir)
 	return cmd
 }
 

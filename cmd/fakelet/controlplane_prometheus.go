@@ -68,7 +68,7 @@ targets by itself. ` + "`fakelet controlplane up --prometheus`" + ` writes the s
 			return nil
 		},
 	}
-	addDirFlag(cmd, &dir)
+	addControlPlaneDirFlag(cmd, &dir)
 	cmd.Flags().StringVar(&out, "out", "", "directory to write to (default: DIR/prometheus)")
 	addFakeletTargetFlag(cmd.Flags(), &targets)
 	return cmd
