@@ -3,6 +3,8 @@ package agent
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // conditionTypes are the conditions a kubelet reports, in the kubelet's order.
@@ -78,7 +80,7 @@ func (h *Health) conditions(previous []corev1.NodeCondition, now metav1.Time) []
 	copy(out, previous)
 	for _, t := range conditionTypes {
 		status, reason, message := h.condition(t)
-		c := findCondition(out, t)
+		c := conditions.Node(out, t)
 		if c == nil {
 			out = append(out, corev1.NodeCondition{Type: t, LastTransitionTime: now})
 			c = &out[len(out)-1]
@@ -90,15 +92,6 @@ func (h *Health) conditions(previous []corev1.NodeCondition, now metav1.Time) []
 	return out
 }
 
-func findCondition(conds []corev1.NodeCondition, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
 // conditionsChanged is the kubelet's nodeConditionsHaveChanged: any difference, by type, but heartbeat
 // times.
 func conditionsChanged(a, b []corev1.NodeCondition) bool {
@@ -107,7 +100,7 @@ func conditionsChanged(a, b []corev1.NodeCondition) bool {
 	}
 	for i := range b {
 		y := &b[i]
-		x := findCondition(a, y.Type)
+		x := conditions.Node(a, y.Type)
 		if x == nil || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
 			!x.LastTransitionTime.Equal(&y.LastTransitionTime) {
 			return true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/conditions"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -91,7 +92,7 @@ func TestRestartPatchesReadyAtOnce(t *testing.T) {
 	if got := strings.Join(sequence, "; "); got != want {
 		t.Fatalf("restart sent %q, want %q", got, want)
 	}
-	ready := findCondition(h.node("fakelet-00000").Status.Conditions, corev1.NodeReady)
+	ready := conditions.Node(h.node("fakelet-00000").Status.Conditions, corev1.NodeReady)
 	if ready.Status != corev1.ConditionTrue || ready.Reason != "KubeletReady" {
 		t.Errorf("Ready after restart: %+v, want True", ready)
 	}

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // The kubelet's Events (kubelet footprint only). A kubelet records them through client-go's
@@ -302,7 +304,7 @@ func (r *run) initialNodeEvents(n *corev1.Node) {
 		}
 	}
 	r.events.nodeEvent(reasonAllocatable, messageAllocatable)
-	r.events.nodeStatusEvent(readyReason(nodeReady(n)))
+	r.events.nodeStatusEvent(readyReason(conditions.NodeReady(n)))
 }
 
 func readyReason(ready bool) string {

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // The node's pods: every pod bound to the node (spec.nodeName), whoever created it. In the kubelet
@@ -133,7 +135,7 @@ func (a *Agent) observePodLocked(p *corev1.Pod) {
 			st.graceLeft = *g
 		}
 	case st.hasReported && st.admitted && !st.terminal && p.Status.Phase != st.reported.phase ||
-		st.hasReported && st.reported.conds>>2&1 == 1 && !podReady(p):
+		st.hasReported && st.reported.conds>>2&1 == 1 && !conditions.PodReady(p):
 		// Someone else changed what the agent reported: the status manager's reconcile puts it
 		// back at its next sync period.
 		if !st.stale {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
+
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // kubeletPod creates pod in the fake apiserver, as the scheduler left it, and returns it.
@@ -355,8 +357,8 @@ func TestGracefulDeletion(t *testing.T) {
 		}
 		a.ObservePod(deleting)
 		h.advance(10*time.Second + tc.gone - time.Second)
-		if p := h.pod("web-1"); p.Status.Phase != corev1.PodRunning || podReady(p) {
-			t.Errorf("stop delay %s, grace %d: a second before the end, %s ready %v, want Running, not ready", tc.delay, tc.grace, p.Status.Phase, podReady(p))
+		if p := h.pod("web-1"); p.Status.Phase != corev1.PodRunning || conditions.PodReady(p) {
+			t.Errorf("stop delay %s, grace %d: a second before the end, %s ready %v, want Running, not ready", tc.delay, tc.grace, p.Status.Phase, conditions.PodReady(p))
 		}
 		var code int32 = -1
 		h.client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -390,7 +392,7 @@ func TestRefusedSyncRetriedAtTheNextChange(t *testing.T) {
 	h.take()
 	a.ObservePod(pod)
 	h.advance(6500 * time.Millisecond) // the registration's 5 s, and a relist after the admission
-	if p := h.pod("web-1"); refused != 1 || p.Status.Phase != corev1.PodRunning || !podReady(p) {
-		t.Errorf("after a refused first GET and a relist: %d refused, phase %s, Ready %v; want Running and Ready", refused, p.Status.Phase, podReady(p))
+	if p := h.pod("web-1"); refused != 1 || p.Status.Phase != corev1.PodRunning || !conditions.PodReady(p) {
+		t.Errorf("after a refused first GET and a relist: %d refused, phase %s, Ready %v; want Running and Ready", refused, p.Status.Phase, conditions.PodReady(p))
 	}
 }

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // ownPodCIDR holds the pods' IPs of a node whose Node has no spec.podCIDR (a cluster that allocates
@@ -294,15 +296,5 @@ func podStatusPatch(p *corev1.Pod, old *corev1.PodStatus, status corev1.PodStatu
 
 // runningReady says whether a pod's status is Running and Ready.
 func runningReady(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodRunning && podReady(p)
-}
-
-// podReady says whether the pod's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodRunning && conditions.PodReady(p)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/conditions"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,15 +138,15 @@ func (s *statusLoop) tryUpdate(try int) error {
 	if err != nil {
 		return err
 	}
-	if s.r.a.kubelet() && nodeReady(node) != nodeReady(original) {
-		s.r.events.nodeStatusEvent(readyReason(nodeReady(node)))
+	if s.r.a.kubelet() && conditions.NodeReady(node) != conditions.NodeReady(original) {
+		s.r.events.nodeStatusEvent(readyReason(conditions.NodeReady(node)))
 	}
-	if !s.readyReported && nodeReady(node) {
+	if !s.readyReported && conditions.NodeReady(node) {
 		s.readyReported = true
 		s.r.reportedReady()
 	}
 	now := clock.Now()
-	s.r.pods.nodeReported(s.lastReport.IsZero(), nodeReady(node) && !nodeReady(original))
+	s.r.pods.nodeReported(s.lastReport.IsZero(), conditions.NodeReady(node) && !conditions.NodeReady(original))
 	s.lastReport = now
 	a.statusPatched(now)
 	a.remember(a.cfg.Template.Compact(patched))
@@ -198,13 +199,4 @@ func sameMap[K comparable, V any](a, b map[K]V) bool {
 		return len(a) == len(b) && (a == nil) == (b == nil)
 	}
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,14 +109,14 @@ func TestHealthChangeIsPatchedAtTheNextSync(t *testing.T) {
 		t.Fatalf("status patches %v, want one at the next sync, 10.3 s", patches)
 	}
 	n := h.node("fakelet-00000")
-	ready := findCondition(n.Status.Conditions, corev1.NodeReady)
+	ready := conditions.Node(n.Status.Conditions, corev1.NodeReady)
 	if ready.Status != corev1.ConditionFalse || ready.Reason != "KubeletNotReady" || ready.Message != "container runtime network not ready" {
 		t.Errorf("Ready condition %+v, want False KubeletNotReady with the given message", ready)
 	}
 	if !ready.LastTransitionTime.Time.Equal(t0.Add(10 * time.Second)) { // metav1.Time keeps seconds
 		t.Errorf("Ready transition time %v, want the sync's time", ready.LastTransitionTime)
 	}
-	disk := findCondition(n.Status.Conditions, corev1.NodeDiskPressure)
+	disk := conditions.Node(n.Status.Conditions, corev1.NodeDiskPressure)
 	if disk.Status != corev1.ConditionTrue || disk.Reason != "KubeletHasDiskPressure" {
 		t.Errorf("DiskPressure condition %+v, want True KubeletHasDiskPressure", disk)
 	}

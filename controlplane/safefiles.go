@@ -24,7 +24,7 @@ func checkDir(dir string) error {
 		return fmt.Errorf("control plane directory %s is not a directory", dir)
 	}
 	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("control plane directory %s is owned by uid %d, not by this user (uid %d): use a directory of your own (--dir, --controlplane-dir)",
+		return fmt.Errorf("control plane directory %s is owned by uid %d, not by this user (uid %d): use a directory of your own (--controlplane-dir)",
 			dir, st.Uid, os.Getuid())
 	}
 	perm := info.Mode().Perm()

@@ -181,7 +181,7 @@ func reuseOrClean(ctx context.Context, dir string, opts Options, progress io.Wri
 	a := assess(ctx, prev, procfs{}, healthChecker(dir))
 	if a.healthy {
 		if !sameArgs(prev.ExtraArgs, opts.extraArgs()) {
-			return nil, fmt.Errorf("control plane in %s is already up with other extra arguments (%s; now asked for %s); run `fakelet controlplane down --dir %s` first",
+			return nil, fmt.Errorf("control plane in %s is already up with other extra arguments (%s; now asked for %s); run `fakelet controlplane down --controlplane-dir %s` first",
 				dir, describeArgs(prev.ExtraArgs), describeArgs(opts.extraArgs()), dir)
 		}
 		fmt.Fprintf(progress, "control plane in %s is already up (since %s); reusing it\n", dir, prev.StartedAt.Local().Format(time.DateTime))

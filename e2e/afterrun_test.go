@@ -20,7 +20,7 @@ func TestAfterRunWaitServesTheReportUntilSIGTERM(t *testing.T) {
 	c := admin(t, cp)
 	reportDir := filepath.Join(t.TempDir(), "report")
 	p := startFakelet(t, "run", "--kubeconfig", cp.Kubeconfig, "--nodes", "3", "--fleet", "afterwait", "--name-prefix", "afterwait",
-		"--images", "5", "--duration", "15s", "--metrics-addr", "127.0.0.1:0", "--report-dir", reportDir, "--after-run=wait")
+		"--images", "5", "--duration", "15s", "--metrics-addr", "127.0.0.1:0", "--out", reportDir, "--after-run=wait")
 	eventually(t, 120*time.Second, "the waiting line", func() (bool, error) {
 		select {
 		case <-p.exited:

@@ -63,7 +63,7 @@ func TestCapacityInTwoShards(t *testing.T) {
 		t.Errorf("the shards ran %d nodes at the last step, want %d", n, a.Steps[len(a.Steps)-1].Nodes)
 	}
 
-	merge := startFakelet(t, append([]string{"report", "merge", "-o", "merged.json"}, paths...)...)
+	merge := startFakelet(t, append([]string{"report", "merge", "--out", "merged.json"}, paths...)...)
 	if code := merge.wait(time.Minute); code != 0 {
 		t.Fatalf("fakelet report merge exited %d", code)
 	}

@@ -228,7 +228,7 @@ func TestSIGTERMStopsTheRunAndCleansUp(t *testing.T) {
 	untouched := foreignNode(t, c, "sigterm-00100", map[string]string{"team": "prod"})
 	reportDir := filepath.Join(t.TempDir(), "report")
 	p := startFakelet(t, "run", "--kubeconfig", cp.Kubeconfig, "--nodes", "10", "--fleet", "sigterm", "--name-prefix", "sigterm",
-		"--images", "5", "--metrics-addr", "127.0.0.1:0", "--report-dir", reportDir, "--client-log")
+		"--images", "5", "--metrics-addr", "127.0.0.1:0", "--out", reportDir, "--client-log")
 	eventually(t, 90*time.Second, "10 Ready nodes", func() (bool, error) { return readyNodes(t, c, "sigterm") == 10, nil })
 	eventually(t, 30*time.Second, "10 leases", func() (bool, error) { return leasesNamed(t, c, "sigterm") == 10, nil })
 

@@ -29,7 +29,7 @@ func TestCompareStatusModeWritesMoreToEtcd(t *testing.T) {
 	defer cancel()
 	reports := filepath.Join(dir, "reports")
 	cmd := exec.CommandContext(ctx, fakeletBinary(t), "compare", "--nodes", "100", "--duration", "30s", "--settle", "5s",
-		"--scrape-interval", "5s", "--bin-dir", filepath.Dir(bins.Etcd), "--report-dir", reports,
+		"--scrape-interval", "5s", "--bin-dir", filepath.Dir(bins.Etcd), "--out", reports,
 		"--controlplane-dir", filepath.Join(dir, "cp"))
 	out, err := cmd.CombinedOutput()
 	t.Logf("\n%s", out)
@@ -50,7 +50,7 @@ func TestCompareOnTheSameClusterAt500Nodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, fakeletBinary(t), "compare", "--same-cluster", "--controlplane-dir", cp.Dir,
-		"--nodes", "500", "--duration", "30s", "--settle", "5s", "--scrape-interval", "5s", "--report-dir", reports)
+		"--nodes", "500", "--duration", "30s", "--settle", "5s", "--scrape-interval", "5s", "--out", reports)
 	out, err := cmd.CombinedOutput()
 	t.Logf("\n%s", out)
 	if err != nil {

@@ -53,7 +53,7 @@ func TestThreeShardsAgreeOnTheStartByLease(t *testing.T) {
 	args := func(shard, seed, reportDir string) []string {
 		return []string{"run", "--kubeconfig", cp.Kubeconfig, "--profile", profile, "--seed", seed,
 			"--shard", shard, "--start-at", "auto", "--start-delay", "25s", "--coordination-namespace", ns.Name,
-			"--name-prefix", "e2estart", "--fleet", "e2e-start", "--metrics-addr", "", "--report-dir", reportDir}
+			"--name-prefix", "e2estart", "--fleet", "e2e-start", "--metrics-addr", "", "--out", reportDir}
 	}
 	shards := startShards(t, bin, 3, func(i int) []string {
 		return args(fmt.Sprintf("%d/3", i), "3", filepath.Join(dir, fmt.Sprint("shard-", i)))

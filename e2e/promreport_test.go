@@ -60,7 +60,7 @@ func TestReportFromPrometheus(t *testing.T) {
 		return []string{"run", "--kubeconfig", cp.Kubeconfig, "--profile", profile,
 			"--shard", fmt.Sprintf("%d/3", i), "--start-at", startAt.Format(time.RFC3339), "--register-qps", "5",
 			"--name-prefix", "e2epromrep", "--fleet", "e2e-prom-report", "--metrics-addr", addrs[i],
-			"--report-dir", filepath.Join(dir, fmt.Sprint("shard-", i))}
+			"--out", filepath.Join(dir, fmt.Sprint("shard-", i))}
 	})
 	waitShards(t, shards, time.Until(startAt)+3*time.Minute)
 	reports := shardReports(t, shards, 50)
@@ -71,7 +71,7 @@ func TestReportFromPrometheus(t *testing.T) {
 
 	out := filepath.Join(dir, "from-prometheus")
 	cmd := exec.Command(bin, "report", "--prometheus", cp.PrometheusURL(), "--from", merged.Start.Format(time.RFC3339Nano),
-		"--to", merged.End.Format(time.RFC3339Nano), "--report-dir", out)
+		"--to", merged.End.Format(time.RFC3339Nano), "--out", out)
 	text, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("fakelet report --prometheus: %v\n%s", err, text)

@@ -61,7 +61,7 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	shards := startShards(t, bin, 3, func(i int) []string {
 		return []string{"run", "--kubeconfig", cp.Kubeconfig, "--profile", profile,
 			"--shard", fmt.Sprintf("%d/3", i), "--start-at", startAt.Format(time.RFC3339),
-			"--name-prefix", "e2eshard", "--fleet", "e2e-shards", "--metrics-addr", addrs[i], "--report-dir", filepath.Join(dir, fmt.Sprint("shard-", i))}
+			"--name-prefix", "e2eshard", "--fleet", "e2e-shards", "--metrics-addr", addrs[i], "--out", filepath.Join(dir, fmt.Sprint("shard-", i))}
 	})
 
 	// While they run, the fleet's Nodes are exactly e2eshard-00000..00011.
@@ -138,7 +138,7 @@ func TestThreeShardsInLockstep(t *testing.T) {
 type shardProcess struct {
 	cmd    *exec.Cmd
 	out    syncBuffer
-	dir    string        // its --report-dir
+	dir    string        // its --out
 	exited chan struct{} // closed once it exited, with err
 	err    error
 }
@@ -171,7 +171,7 @@ func startPrometheusForShards(t *testing.T, cp *controlplane.ControlPlane, n int
 	return addrs
 }
 
-// startShards starts n fakelet processes with args(i), each writing its report under --report-dir;
+// startShards starts n fakelet processes with args(i), each writing its report under --out;
 // the test's cleanup kills any still running.
 func startShards(t *testing.T, bin string, n int, args func(i int) []string) []*shardProcess {
 	t.Helper()
@@ -180,7 +180,7 @@ func startShards(t *testing.T, bin string, n int, args func(i int) []string) []*
 		a := args(i)
 		s := &shardProcess{cmd: exec.Command(bin, a...), exited: make(chan struct{})}
 		for j := range a[:len(a)-1] {
-			if a[j] == "--report-dir" {
+			if a[j] == "--out" {
 				s.dir = a[j+1]
 			}
 		}

@@ -387,7 +387,7 @@ spec:
 	}
 	reportDir := filepath.Join(dir, "report")
 	p := startFakelet(t, "run", "--kubeconfig", cp.Kubeconfig, "--profile", path, "--fleet", "wlmove", "--name-prefix", "wlmove",
-		"--images", "5", "--metrics-addr", "", "--report-dir", reportDir)
+		"--images", "5", "--metrics-addr", "", "--out", reportDir)
 	victim := map[string]bool{}
 	for i := range victims {
 		victim[fleet.NodeName("wlmove", i)] = true

@@ -89,10 +89,41 @@ func renderSVG(c *chart, f frame, w vg.Length) (string, error) {
 }
 
 // seriesColors returns n colours, no two alike: ColorBrewer's Dark2, whose eight read well as
-// lines on white and on the phase bands, and past eight, hues evenly spaced around the wheel.
+// lines on white and on the phase bands, then four more as far from them (and each other), and
+// past twelve, hues evenly spaced around the wheel.
 func seriesColors(n int) []color.Color {
-	if dark := brewer.Dark2[8].Colors(); n <= len(dark) {
-		return dark[:n]
+	if n <= len(lineColors) {
+		return lineColors[:n]
 	}
 	return palette.Rainbow(n, 0, palette.Hue(1-1/float64(n)), 0.8, 0.7, 1).Colors()
+}
+
+// lineColors are seriesColors' first twelve: any two at least 30 apart in CIELAB (ΔE76), as far as
+// Dark2's nearest two, its mustard and brown.
+var lineColors = append(brewer.Dark2[8].Colors(),
+	color.RGBA{A: 0xff},                            // black
+	color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
+	color.RGBA{R: 0x80, A: 0xff},                   // maroon
+	color.RGBA{G: 0x40, B: 0xff, A: 0xff},          // blue
+)
+
+// kindColors gives each request kind of the request rate and latency charts one colour, the same
+// in both, so that PUT leases reads as one line from chart to chart: the rate chart's kinds in its
+// order, then the latency chart's own.
+func kindColors(kindsOfCharts ...[]string) map[string]color.Color {
+	var kinds []string
+	seen := map[string]bool{}
+	for _, ks := range kindsOfCharts {
+		for _, k := range ks {
+			if !seen[k] {
+				seen[k] = true
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	m := make(map[string]color.Color, len(kinds))
+	for i, c := range seriesColors(len(kinds)) {
+		m[kinds[i]] = c
+	}
+	return m
 }

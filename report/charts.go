@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"fakelet.dev/fakelet/measure/load"
 )
@@ -88,14 +90,22 @@ func (r *Report) charts() ([]*chart, error) {
 		}
 		out = append(out, cs...)
 	}
+	rates := r.requestRates()
+	colors := kindColors(load.Keys(rates), load.Keys(r.latencyPoints()))
 	for _, c := range []struct {
 		title string
 		build func() (*chart, error)
 	}{
 		{"Nodes by Ready status", r.nodeStateChart},
-		{"Heartbeat requests per second (apiserver)", r.requestRateChart},
-		{"apiserver p99 request latency", r.latencyChart},
-		{"etcd WAL bytes written per second", r.walChart},
+		{"Heartbeat requests per second (apiserver)", func() (*chart, error) {
+			return r.pointsChart(rates, "requests/s", 1, colors, false)
+		}},
+		{"apiserver p99 request latency", func() (*chart, error) {
+			return r.pointsChart(r.latencyPoints(), "p99 (ms, log scale)", 1000, colors, true)
+		}},
+		{"etcd WAL bytes written per second", func() (*chart, error) {
+			return r.pointsChart(r.Load.Timeline.EtcdWALRate, "KiB/s", 1.0/1024, nil, false)
+		}},
 		{"Reaction latencies per group", r.reactionChart},
 	} {
 		ch, err := c.build()
@@ -142,21 +152,20 @@ func (c *chart) addLine(name string, l *plotter.Line) {
 	c.lines = append(c.lines, line{name: name, color: l.Color})
 }
 
-// fixAxes sets the axes once every line is in: the run's time along x, and y from 0.
-func (r *Report) fixAxes(c *chart) {
+// fixX sets the x axis once every line is in: the run's time.
+func (r *Report) fixX(c *chart) {
 	c.p.X.Min, c.p.X.Max = 0, max(r.secs(r.End), 1)
-	c.p.Y.Min = 0
 }
 
-// addBands shades each phase from 0 to top and names it.
-func (r *Report) addBands(p *plot.Plot, top float64) error {
+// addBands shades each phase from bottom to top and names it.
+func (r *Report) addBands(p *plot.Plot, bottom, top float64) error {
 	if len(r.Phases) < 2 {
 		return nil
 	}
 	var labels plotter.XYLabels
 	for i, ph := range r.Phases {
 		x0, x1 := r.secs(ph.Start), r.secs(ph.End)
-		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: top}, {X: x0, Y: top}})
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: bottom}, {X: x1, Y: bottom}, {X: x1, Y: top}, {X: x0, Y: top}})
 		if err != nil {
 			return err
 		}
@@ -196,7 +205,7 @@ func (r *Report) nodeStateChart() (*chart, error) {
 	for i := range tl {
 		top = max(top, float64(tl[i].Ready+tl[i].NotReady+tl[i].Unknown))
 	}
-	if err := r.addBands(c.p, top*1.08); err != nil {
+	if err := r.addBands(c.p, 0, top*1.08); err != nil {
 		return nil, err
 	}
 	for k, s := range series {
@@ -212,49 +221,112 @@ func (r *Report) nodeStateChart() (*chart, error) {
 		l.Width = vg.Points(2)
 		c.addLine(s.name, l)
 	}
-	r.fixAxes(c)
+	r.fixX(c)
+	c.p.Y.Min = 0
 	return c, nil
 }
 
-// pointsChart draws one line per key of points, scaled by scale, each in a colour of its own.
-func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, keep func(string) bool) (*chart, error) {
+// pointsChart draws one line per key of points, scaled by scale, in the colour colors gives it (else
+// one of its own in the chart). On a log axis (latencies, whose registration burst would flatten
+// every later phase to the floor of a linear one) a key missing from a point is a gap: no request
+// of that kind, not a latency of zero. The log axis is a linear one of log10(value) with logTicks
+// naming the values: gonum's LogScale centres the axis label on the mean of the axis's ends, which
+// on a log axis sits near its top, and pads the chart's top by the label's height.
+func (r *Report) pointsChart(points []load.Point, ylabel string, scale float64, colors map[string]color.Color, log bool) (*chart, error) {
 	if len(points) == 0 {
 		return nil, nil
 	}
 	c := r.newTimeChart(ylabel)
-	var top float64
+	keys := load.Keys(points)
+	lo, hi := math.Inf(1), 0.0
 	for _, pt := range points {
-		for k, v := range pt.Values {
-			if keep(k) {
-				top = max(top, v*scale)
+		for _, v := range pt.Values {
+			if v*scale > 0 {
+				lo, hi = min(lo, v*scale), max(hi, v*scale)
 			}
 		}
 	}
-	if err := r.addBands(c.p, max(top, 1e-9)*1.08); err != nil {
+	y := func(v float64) float64 { return v }
+	bottom, top := 0.0, max(hi, 1e-9)*1.08
+	if log {
+		if hi == 0 {
+			return nil, nil
+		}
+		y = math.Log10
+		bottom, top = y(logFloor(lo)), y(hi*1.6) // room above the highest line for the phases' names
+		c.p.Y.Tick.Marker = logTicks{}
+		c.p.Y.Max = top
+	}
+	c.p.Y.Min = bottom
+	if err := r.addBands(c.p, bottom, top); err != nil {
 		return nil, err
 	}
-	var keys []string
-	for _, k := range load.Keys(points) {
-		if keep(k) {
-			keys = append(keys, k)
-		}
-	}
-	colors := seriesColors(len(keys))
+	own := seriesColors(len(keys))
 	for i, k := range keys {
-		var xys plotter.XYs
-		for _, pt := range points {
-			xys = append(xys, plotter.XY{X: r.secs(pt.At), Y: pt.Values[k] * scale})
+		col, ok := colors[k]
+		if !ok {
+			col = own[i]
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
+		var runs []plotter.XYs
+		gap := true
+		for _, pt := range points {
+			v, ok := pt.Values[k]
+			if log && (!ok || v <= 0) {
+				gap = true
+				continue
+			}
+			if gap {
+				runs = append(runs, nil)
+				gap = false
+			}
+			runs[len(runs)-1] = append(runs[len(runs)-1], plotter.XY{X: r.secs(pt.At), Y: y(v * scale)})
+		}
+		if err := c.addRuns(legendName(k), runs, col); err != nil {
 			return nil, err
 		}
-		l.Color = colors[i]
-		l.Width = vg.Points(1.5)
-		c.addLine(k, l)
 	}
-	r.fixAxes(c)
+	r.fixX(c)
 	return c, nil
+}
+
+// addRuns draws the runs of one series as lines of one colour, named once in the legend; a run of
+// one point, which a line would not show, as a dot.
+func (c *chart) addRuns(name string, runs []plotter.XYs, col color.Color) error {
+	var thumb plot.Thumbnailer
+	for _, run := range runs {
+		if len(run) == 1 {
+			s, err := plotter.NewScatter(run)
+			if err != nil {
+				return err
+			}
+			s.Color, s.Shape, s.Radius = col, draw.CircleGlyph{}, vg.Points(2)
+			c.p.Add(s)
+			continue
+		}
+		l, err := plotter.NewLine(run)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = col, vg.Points(1.5)
+		c.p.Add(l)
+		if thumb == nil {
+			thumb = l
+		}
+	}
+	if thumb == nil { // dots alone: the legend shows their colour as a line all the same
+		thumb = &plotter.Line{LineStyle: draw.LineStyle{Color: col, Width: vg.Points(1.5)}}
+	}
+	c.legend.Add(name, thumb)
+	c.lines = append(c.lines, line{name: name, color: col})
+	return nil
+}
+
+// legendName is how a chart's legend names a key of load's timeline.
+func legendName(k string) string {
+	if k == "*" {
+		return "all but WATCH, CONNECT"
+	}
+	return k
 }
 
 // minorShare is the share of the busiest line below which a kind of request joins "other" in the
@@ -265,7 +337,8 @@ const minorShare = 0.05
 // busiest join "other", so that every line keeps a colour of the eight that read well.
 const maxRequestLines = 8
 
-func (r *Report) requestRateChart() (*chart, error) {
+// requestRates are the request rate chart's points: watches left out, the minor kinds as "other".
+func (r *Report) requestRates() []load.Point {
 	points := r.Load.Timeline.RequestRate
 	peak := map[string]float64{}
 	var top float64
@@ -311,18 +384,27 @@ func (r *Report) requestRateChart() (*chart, error) {
 		}
 		folded[i] = load.Point{At: pt.At, Values: vals}
 	}
-	return r.pointsChart(folded, "requests/s", 1, func(string) bool { return true })
+	return folded
 }
 
-// latencyKeys are the lines of the latency chart: every request but watches, and the heartbeats'.
-var latencyKeys = map[string]bool{"*": true, "PUT leases": true, "PATCH nodes/status": true, "PUT nodes/status": true, "GET nodes": true, "GET leases": true}
+// latencyKeys are the lines of the latency chart: every request but watches, and the heartbeats'
+// and registrations'.
+var latencyKeys = map[string]bool{"*": true, "PUT leases": true, "PATCH nodes/status": true, "PUT nodes/status": true,
+	"GET nodes": true, "GET leases": true, "POST nodes": true}
 
-func (r *Report) latencyChart() (*chart, error) {
-	return r.pointsChart(r.Load.Timeline.LatencyP99, "p99 (ms)", 1000, func(k string) bool { return latencyKeys[k] })
-}
-
-func (r *Report) walChart() (*chart, error) {
-	return r.pointsChart(r.Load.Timeline.EtcdWALRate, "KiB/s", 1.0/1024, func(string) bool { return true })
+// latencyPoints are the latency chart's points: the timeline's p99 of latencyKeys.
+func (r *Report) latencyPoints() []load.Point {
+	var out []load.Point
+	for _, pt := range r.Load.Timeline.LatencyP99 {
+		vals := map[string]float64{}
+		for k, v := range pt.Values {
+			if latencyKeys[k] {
+				vals[k] = v
+			}
+		}
+		out = append(out, load.Point{At: pt.At, Values: vals})
+	}
+	return out
 }
 
 // maxReactionBoxes bounds the reaction chart: the summaries with the most samples.

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -35,4 +37,51 @@ func (secondsTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// logTicks marks an axis of log10(value) at values 1, 2 and 5 times each power of ten, each
+// labelled as a plain number ("0.5", "20", "10000") while the axis spans three decades or less, else
+// only the powers of ten: gonum's LogTicks labels powers of ten alone, so an axis within one decade
+// had no label at all.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker: lo and hi are the log10 of the axis's ends.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if hi <= lo {
+		return nil
+	}
+	few := hi-lo <= 3
+	var ticks []plot.Tick
+	for e := int(math.Floor(lo)); e <= int(math.Ceil(hi)); e++ {
+		for _, m := range []int{1, 2, 5} {
+			v := decimal(m, e)
+			if l := math.Log10(v); l < lo || l > hi {
+				continue
+			}
+			t := plot.Tick{Value: math.Log10(v)}
+			if m == 1 || few {
+				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// logFloor is the highest of 1, 2 or 5 times a power of ten at or below v > 0: where a log axis
+// begins, on a labelled tick.
+func logFloor(v float64) float64 {
+	e := int(math.Floor(math.Log10(v)))
+	for _, m := range []int{5, 2, 1} {
+		if f := decimal(m, e); f <= v {
+			return f
+		}
+	}
+	return decimal(5, e-1) // v just under a power of ten that Log10 rounded up to it
+}
+
+// decimal is m×10^e, parsed from its decimal form so that 2e-3 is 0.002, not 0.0020000000000000005.
+func decimal(m, e int) float64 {
+	v, _ := strconv.ParseFloat(fmt.Sprintf("%de%d", m, e), 64)
+	return v
 }

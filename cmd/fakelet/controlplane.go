@@ -25,7 +25,7 @@ func newControlPlaneCommand() *cobra.Command {
 		Short: "Start, inspect and stop a local etcd, kube-apiserver, kube-controller-manager and kube-scheduler",
 		Long: `A local control plane for fakelet: etcd, kube-apiserver, kube-controller-manager and
 kube-scheduler on 127.0.0.1, each on free ports, run as detached processes that outlive the command. Everything
-(state, logs, kubeconfig, certificates, etcd data) is under --dir. The binaries come from
+(state, logs, kubeconfig, certificates, etcd data) is under --controlplane-dir. The binaries come from
 ` + "`make controlplane`" + `.`,
 	}
 	cmd.AddCommand(newControlPlaneUpCommand(), newControlPlaneDownCommand(), newControlPlaneStatusCommand(),
@@ -33,8 +33,9 @@ kube-scheduler on 127.0.0.1, each on free ports, run as detached processes that 
 	return cmd
 }
 
-func addDirFlag(cmd *cobra.Command, dir *string) {
-	cmd.Flags().StringVar(dir, "dir", controlplane.DefaultDir, "directory of the control plane's state, logs, kubeconfig, certificates and etcd data")
+func addControlPlaneDirFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "controlplane-dir", controlplane.DefaultDir, "directory of the control plane's state, logs, kubeconfig, certificates and etcd data")
+	aliasFlag(cmd.Flags(), "dir", "controlplane-dir")
 }
 
 func newControlPlaneUpCommand() *cobra.Command {
@@ -42,10 +43,10 @@ func newControlPlaneUpCommand() *cobra.Command {
 	var prom prometheusFlags
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start a local control plane, or reuse the healthy one already in --dir",
+		Short: "Start a local control plane, or reuse the healthy one already in --controlplane-dir",
 		Long: `Start etcd, kube-apiserver, kube-controller-manager and kube-scheduler and wait until they
 are ready.
-A healthy control plane already in --dir is reused; one left from a crash is stopped and
+A healthy control plane already in --controlplane-dir is reused; one left from a crash is stopped and
 replaced. Extra component flags go last on each command line, so they override the defaults:
   fakelet controlplane up --apiserver-arg=--max-requests-inflight=800 --controller-manager-arg=--node-monitor-grace-period=40s`,
 		Args: cobra.NoArgs,
@@ -66,7 +67,7 @@ replaced. Extra component flags go last on each command line, so they override t
 			return nil
 		},
 	}
-	addDirFlag(cmd, &opts.Dir)
+	addControlPlaneDirFlag(cmd, &opts.Dir)
 	f := cmd.Flags()
 	f.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler (default: beside fakelet, else the bin/ of the fakelet repository holding the working directory; never $PATH)")
 	// StringArray, not StringSlice: a component flag may itself hold commas
@@ -75,7 +76,7 @@ replaced. Extra component flags go last on each command line, so they override t
 	f.StringArrayVar(&opts.ControllerManagerArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag (repeatable)")
 	f.StringArrayVar(&opts.SchedulerArgs, "scheduler-arg", nil, "extra kube-scheduler flag (repeatable)")
 	f.StringArrayVar(&opts.EtcdArgs, "etcd-arg", nil, "extra etcd flag (repeatable)")
-	f.BoolVar(&opts.KeepData, "keep-data", false, "keep etcd's data and the certificates of the previous control plane in --dir (and keep the data at down)")
+	f.BoolVar(&opts.KeepData, "keep-data", false, "keep etcd's data and the certificates of the previous control plane in --controlplane-dir (and keep the data at down)")
 	f.BoolVar(&opts.AuditNodes, "audit-nodes", false, "have kube-apiserver write an audit log of kubelet and admin requests (Metadata level) to DIR/audit.log, as fakelet bench --reference does")
 	f.DurationVar(&opts.StartTimeout, "start-timeout", controlplane.DefaultStartTimeout, "how long to wait for each component to become healthy")
 	addPrometheusFlags(f, &prom)
@@ -101,10 +102,10 @@ func newControlPlaneDownCommand() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "down",
-		Short: "Stop the local control plane in --dir and remove its state and etcd data",
+		Short: "Stop the local control plane in --controlplane-dir and remove its state and etcd data",
 		Long: `Stop every component still running (SIGTERM, then SIGKILL after a grace period), also
 when the control plane is partly dead, and remove its state, kubeconfigs and etcd data (kept if it
-was started with --keep-data). Logs stay in --dir. A process whose pid now runs another program is
+was started with --keep-data). Logs stay in --controlplane-dir. A process whose pid now runs another program is
 never signalled.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -116,7 +117,7 @@ never signalled.`,
 			return nil
 		},
 	}
-	addDirFlag(cmd, &dir)
+	addControlPlaneDirFlag(cmd, &dir)
 	return cmd
 }
 
@@ -140,7 +141,7 @@ func newControlPlaneStatusCommand() *cobra.Command {
 			return nil
 		},
 	}
-	addDirFlag(cmd, &dir)
+	addControlPlaneDirFlag(cmd, &dir)
 	return cmd
 }
 

@@ -41,8 +41,8 @@ func newControlPlanePrometheusConfigCommand() *cobra.Command {
 	var targets []string
 	cmd := &cobra.Command{
 		Use:   "prometheus-config",
-		Short: "Write the Prometheus configuration for the running control plane in --dir",
-		Long: `Write deploy/prometheus's configuration for the control plane running in --dir: prometheus.yml,
+		Short: "Write the Prometheus configuration for the running control plane in --controlplane-dir",
+		Long: `Write deploy/prometheus's configuration for the control plane running in --controlplane-dir: prometheus.yml,
 rules.yml, targets/*.json with the components' ports and the --fakelet-target addresses, and tls/
 with the control plane's CA and admin client certificate. Run a Prometheus server of your own on it,
 or run it again after the control plane came up on new ports: a Prometheus server reads changed
@@ -68,7 +68,7 @@ targets by itself. ` + "`fakelet controlplane up --prometheus`" + ` writes the s
 			return nil
 		},
 	}
-	addDirFlag(cmd, &dir)
+	addControlPlaneDirFlag(cmd, &dir)
 	cmd.Flags().StringVar(&out, "out", "", "directory to write to (default: DIR/prometheus)")
 	addFakeletTargetFlag(cmd.Flags(), &targets)
 	return cmd

@@ -18,7 +18,7 @@ func TestControlPlanePrometheusFlags(t *testing.T) {
 		if err := root.Execute(); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"--fakelet-target", "--dir"}
+		want := []string{"--fakelet-target", "--controlplane-dir"}
 		if args[1] == "up" {
 			want = append(want, "--prometheus", "--prometheus-bin")
 		} else {

@@ -76,7 +76,7 @@ func TestControlPlaneCommandFlags(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, flag := range []string{"--dir", "--bin-dir", "--apiserver-arg", "--controller-manager-arg", "--scheduler-arg", "--etcd-arg", "--keep-data"} {
+	for _, flag := range []string{"--controlplane-dir", "--bin-dir", "--apiserver-arg", "--controller-manager-arg", "--scheduler-arg", "--etcd-arg", "--keep-data"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("controlplane up --help does not mention %s", flag)
 		}

@@ -36,7 +36,8 @@ type reportFlags struct {
 }
 
 func addReportFlags(f *pflag.FlagSet, rf *reportFlags) {
-	f.StringVar(&rf.dir, "report-dir", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/<profile>-<timestamp>/)")
+	f.StringVar(&rf.dir, "out", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/<profile>-<timestamp>/)")
+	aliasFlag(f, "report-dir", "out")
 	f.DurationVar(&rf.scrapeInterval, "scrape-interval", scrape.DefaultInterval, "scrape the control plane's /metrics this often, besides at every phase boundary")
 	f.BoolVar(&rf.watchLeases, "watch-leases", true, "watch the fleet's Leases to count renewals and see deleted ones recreated (one more watcher of every Lease write)")
 	addGracePeriodFlag(f, &rf.gracePeriod)
@@ -132,7 +133,7 @@ func (rr *runReport) profileHooks(plan *profiles.Plan, f *fleet.Fleet) (func(str
 	return rr.session.Hooks(plan, f)
 }
 
-// finish builds the report, writes it to --report-dir and prints its summary table to out.
+// finish builds the report, writes it to --out and prints its summary table to out.
 func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Config) error {
 	rr.session.Stop()
 	profile := rr.profile

@@ -24,7 +24,7 @@ so the output is the same as at the end of the run.
 
 With --prometheus, build the report of the run between --from and --to from the series a
 Prometheus server scraped of fakelet (every shard) and the control plane, and write report.json,
-report.html, perfdata.json and summary.txt into --report-dir: one report for a run spread over
+report.html, perfdata.json and summary.txt into --out: one report for a run spread over
 several processes or machines (docs/report.md).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if prom.url != "" {
@@ -32,11 +32,11 @@ several processes or machines (docs/report.md).`,
 					return fmt.Errorf("--prometheus reads the run from Prometheus, not from %s: give one or the other", args[0])
 				}
 				if cmd.Flags().Changed("html") {
-					return fmt.Errorf("--html is for a report.json; with --prometheus, report.html goes into --report-dir")
+					return fmt.Errorf("--html is for a report.json; with --prometheus, report.html goes into --out")
 				}
 				return nil
 			}
-			for _, name := range []string{"from", "to", "step", "phases-from", "report-dir"} {
+			for _, name := range []string{"from", "to", "step", "phases-from", "out"} {
 				if cmd.Flags().Changed(name) {
 					return fmt.Errorf("--%s is for a report from Prometheus: give --prometheus URL", name)
 				}

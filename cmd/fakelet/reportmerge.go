@@ -53,6 +53,7 @@ from them (docs/capacity.md). Render its HTML page with fakelet report MERGED.js
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "merged.json", "where to write the merged report.json")
+	cmd.Flags().StringVarP(&out, "out", "o", "merged.json", "where to write the merged report.json")
+	aliasFlag(cmd.Flags(), "output", "out")
 	return cmd
 }

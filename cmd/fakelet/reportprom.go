@@ -30,7 +30,8 @@ func (p *promFlags) register(cmd *cobra.Command) {
 	f.StringVar(&p.to, "to", "", "with --prometheus: the run's end, RFC 3339 or Unix seconds (default: the end of --phases-from's report)")
 	f.DurationVar(&p.step, "step", 0, "with --prometheus: resolution of the timelines, at least twice Prometheus's scrape interval (default 30s, longer to keep 100 steps)")
 	f.StringVar(&p.phasesFrom, "phases-from", "", "with --prometheus: take the phases, profile and parameters from this report.json of the run (one shard's will do) instead of fakelet_profile_info")
-	f.StringVar(&p.dir, "report-dir", "", "with --prometheus: where to write report.json, report.html, perfdata.json and summary.txt (default reports/prometheus-<from>)")
+	f.StringVar(&p.dir, "out", "", "with --prometheus: where to write report.json, report.html, perfdata.json and summary.txt (default reports/prometheus-<from>)")
+	aliasFlag(f, "report-dir", "out")
 }
 
 // timeFlag parses a time as Prometheus's API does: RFC 3339 or Unix seconds.

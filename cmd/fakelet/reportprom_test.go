@@ -29,7 +29,7 @@ func TestReportFromPrometheusRefusesBadInput(t *testing.T) {
 		{[]string{"--prometheus", "http://127.0.0.1:9", "--from", "1", "--to", "2", "--html", "r.html"}, "--html is for a report.json"},
 		{[]string{"--prometheus", closed.URL, "--from", "1", "--to", "2"}, "Prometheus at " + closed.URL + " does not answer"},
 	} {
-		out, err := runFakelet(t, append([]string{"report", "--report-dir", dir}, tc.args...)...)
+		out, err := runFakelet(t, append([]string{"report", "--out", dir}, tc.args...)...)
 		if tc.args[0] != "--prometheus" {
 			out, err = runFakelet(t, append([]string{"report"}, tc.args...)...)
 		}

@@ -160,7 +160,7 @@ func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*tar
 		if _, lerr := cp.Leave(context.WithoutCancel(ctx)); lerr != nil {
 			fmt.Fprintln(progress, lerr)
 		}
-		return nil, fmt.Errorf("a control plane already runs in %s, so the component arguments cannot apply: stop it first (fakelet controlplane down --dir %s)", cp.Dir, cp.Dir)
+		return nil, fmt.Errorf("a control plane already runs in %s, so the component arguments cannot apply: stop it first (fakelet controlplane down --controlplane-dir %s)", cp.Dir, cp.Dir)
 	case err != nil:
 		fmt.Fprintln(progress, "starting the local control plane in", f.controlPlaneDir)
 		if cp, err = controlplane.Up(ctx, opts); err != nil {

@@ -10,7 +10,7 @@ import (
 	"fakelet.dev/fakelet/report"
 )
 
-// TestWriteReportNamesItsDirectory: without --report-dir a run's and a capacity run's reports go to
+// TestWriteReportNamesItsDirectory: without --out a run's and a capacity run's reports go to
 // reports/NAME-START; with it, where it says. Either way the table is printed and the page named.
 func TestWriteReportNamesItsDirectory(t *testing.T) {
 	t.Chdir(t.TempDir())

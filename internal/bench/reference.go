@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -17,6 +16,7 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fidelity"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/conditions"
 	"fakelet.dev/fakelet/internal/pause"
 )
 
@@ -326,7 +326,7 @@ func waitReady(ctx context.Context, c kubernetes.Interface, names []string, holl
 		var notReady []string
 		for _, n := range names {
 			node, err := c.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-			if err != nil || !nodeReady(node) {
+			if err != nil || !conditions.NodeReady(node) {
 				notReady = append(notReady, n)
 			}
 		}
@@ -340,13 +340,4 @@ func waitReady(ctx context.Context, c kubernetes.Interface, names []string, holl
 			return err
 		}
 	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -12,7 +12,7 @@ const module = "fakelet.dev/fakelet/"
 // its own tier or of a tier above it, never one below. A package missing here fails the test, so a new
 // package must be placed.
 var tiers = [][]string{
-	{"internal/headtail", "internal/pause", "internal/scheduler", "internal/fleettest", "internal/h2script", "internal/layout", "heartbeat", "nodeshape", "profiles"},
+	{"internal/headtail", "internal/pause", "internal/scheduler", "internal/conditions", "internal/fleettest", "internal/h2script", "internal/layout", "heartbeat", "nodeshape", "profiles"},
 	{"agent"},
 	{"wire"},
 	{"fleet"},

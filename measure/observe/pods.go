@@ -2,6 +2,8 @@ package observe
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // PodHandler returns a handler for fleet.Fleet.OnPod: it records the fleet's pods turning Ready and
@@ -30,7 +32,7 @@ func (r *Recorder) ObservePod(old, n *corev1.Pod) {
 		}
 		return
 	}
-	was, is := old != nil && podReady(old), podReady(n)
+	was, is := old != nil && conditions.PodReady(old), conditions.PodReady(n)
 	switch {
 	case is && !was:
 		r.addPod(Transition{At: at, Node: n.Spec.NodeName, Kind: PodReady, Type: n.Name})
@@ -45,15 +47,6 @@ func (r *Recorder) addPod(t Transition) {
 	t.Node, t.Reason = r.intern(t.Node), r.intern(t.Reason)
 	t.Type = string([]byte(t.Type))
 	r.keep(t)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // disruption is the reason of p's DisruptionTarget condition, "" if it has none.

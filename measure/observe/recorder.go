@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"fakelet.dev/fakelet/internal/conditions"
 	"fakelet.dev/fakelet/internal/headtail"
 )
 
@@ -102,7 +103,7 @@ func (r *Recorder) ObserveNode(old, n *corev1.Node) {
 		oldConds, oldTaints = old.Status.Conditions, old.Spec.Taints
 	}
 	for _, c := range n.Status.Conditions {
-		if prev := findCondition(oldConds, c.Type); prev != nil && prev.Status == c.Status {
+		if prev := conditions.Node(oldConds, c.Type); prev != nil && prev.Status == c.Status {
 			continue
 		}
 		r.add(Transition{At: at, Node: n.Name, Kind: Condition, Type: string(c.Type), Status: string(c.Status), Reason: c.Reason})
@@ -158,15 +159,6 @@ func (r *Recorder) intern(s string) string {
 	s = string([]byte(s)) // not a slice of a larger decoded buffer
 	r.strs[s] = s
 	return s
-}
-
-func findCondition(conds []corev1.NodeCondition, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {

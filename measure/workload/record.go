@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"fakelet.dev/fakelet/internal/conditions"
 	"fakelet.dev/fakelet/internal/headtail"
 )
 
@@ -216,7 +217,7 @@ func (r *Recorder) ObservePod(old, n *corev1.Pod) {
 			}
 		}
 	}
-	if ready := podReady(n); ready != p.ready {
+	if ready := conditions.PodReady(n); ready != p.ready {
 		p.ready = ready
 		if ready {
 			p.add(at, evReady)
@@ -312,15 +313,6 @@ func (r *Recorder) ObserveDeployment(_, n *appsv1.Deployment) {
 	}
 	d.known, d.available = true, available
 	d.transitions.Add(Transition{At: at, Available: available})
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func disrupted(p *corev1.Pod) bool {
