@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -209,7 +210,7 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 			if lease.Annotations == nil {
 				lease.Annotations = map[string]string{}
 			}
-			lease.Annotations[RunAnnotation] = run
+			lease.Annotations[fleetname.RunAnnotation] = run
 		}
 	}
 	lease.Spec.LeaseDurationSeconds = ptr.To(a.cfg.Heartbeat.LeaseDurationSeconds)

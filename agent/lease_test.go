@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/fleetname"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,7 +65,7 @@ func TestDeletedLeaseIsRecreated(t *testing.T) {
 // reimplementation cannot drift from component-helpers.
 func TestLeaseLoopMatchesUpstreamController(t *testing.T) {
 	const name = "fakelet-00000"
-	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "node-uid", Labels: map[string]string{FleetLabel: "test"}}}
+	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "node-uid", Labels: map[string]string{fleetname.Label: "test"}}}
 	owned := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "node-uid"}}
 	leaseOwnedBy := func(owners []metav1.OwnerReference) *coordinationv1.Lease {
 		return &coordinationv1.Lease{

@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"fakelet.dev/fakelet/fleetname"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"fakelet.dev/fakelet/fleet"
 )
 
 // RBAC writes deploy/rbac/fakelet.yaml for a fleet of nodes named prefix-00000 up to nodes-1: the
@@ -60,7 +59,7 @@ func KubeletRBAC(w io.Writer, prefix string, first, nodes int) error {
 }
 
 // ClaimsRBAC writes the Role, bound to the ServiceAccount fakelet/fakelet, that lets the fleet whose
-// nodes are named with prefix renew and delete its runs' claims on their shards (fleet.ClaimName),
+// nodes are named with prefix renew and delete its runs' claims on their shards (fleetname.ClaimName),
 // and no other Lease. RBAC writes it for its fleet; a fleet of another prefix whose kubelets are
 // granted with KubeletRBAC alone needs it too.
 func ClaimsRBAC(w io.Writer, prefix string) error {
@@ -79,7 +78,7 @@ func ClaimsRBAC(w io.Writer, prefix string) error {
 const MaxClaimShards = 16
 
 // claims writes the Role that lets the fleet's credential renew and delete its runs' claims on their
-// shards (fleet.ClaimName), and no other Lease; creating one cannot be limited by name (rbacBase).
+// shards (fleetname.ClaimName), and no other Lease; creating one cannot be limited by name (rbacBase).
 func claims(b *strings.Builder, prefix string) {
 	name := "fakelet-claims-" + prefix
 	fmt.Fprintf(b, `---
@@ -98,7 +97,7 @@ rules:
 `, prefix, MaxClaimShards, name)
 	for n := 1; n <= MaxClaimShards; n++ {
 		for i := range n {
-			b.WriteString("  - " + fleet.ClaimName(prefix, fleet.Shard{Index: i, Count: n}) + "\n")
+			b.WriteString("  - " + fleetname.ClaimName(prefix, fleetname.Shard{Index: i, Count: n}) + "\n")
 		}
 	}
 	roleBinding(b, name, "kube-node-lease")
@@ -130,19 +129,19 @@ func byName(w io.Writer, prefix string, first, nodes int, chunk func(b *strings.
 
 // chunkName names the roles of kind for the nodes lo to hi: fakelet-KIND-PREFIX-LO-HI.
 func chunkName(kind, prefix string, lo, hi int) string {
-	return "fakelet-" + kind + "-" + fleet.NodeName(prefix, lo) + strings.TrimPrefix(fleet.NodeName(prefix, hi), prefix)
+	return "fakelet-" + kind + "-" + fleetname.NodeName(prefix, lo) + strings.TrimPrefix(fleetname.NodeName(prefix, hi), prefix)
 }
 
 // names writes one resourceNames item a line for the nodes lo to hi, each with namePrefix.
 func names(b *strings.Builder, namePrefix, prefix string, lo, hi int) {
 	for i := lo; i <= hi; i++ {
-		b.WriteString("  - " + namePrefix + fleet.NodeName(prefix, i) + "\n")
+		b.WriteString("  - " + namePrefix + fleetname.NodeName(prefix, i) + "\n")
 	}
 }
 
 // kubeletChunk writes KubeletRBAC's roles for the nodes lo to hi.
 func kubeletChunk(b *strings.Builder, prefix string, lo, hi int) {
-	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
+	from, to := fleetname.NodeName(prefix, lo), fleetname.NodeName(prefix, hi)
 	nodeRole(b, "Impersonation of the kubelets of nodes "+from+" to "+to+", and of no other user.",
 		chunkName("kubelets", prefix, lo, hi), "", "users", "impersonate", "system:node:", prefix, lo, hi)
 	nodeRole(b, "The cleanup and churn delete the Nodes "+from+" to "+to+", and no other Node.",
@@ -153,7 +152,7 @@ func kubeletChunk(b *strings.Builder, prefix string, lo, hi int) {
 
 // fleetIdentityChunk writes FleetIdentityRBAC's roles for the nodes lo to hi.
 func fleetIdentityChunk(b *strings.Builder, prefix string, lo, hi int) {
-	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
+	from, to := fleetname.NodeName(prefix, lo), fleetname.NodeName(prefix, hi)
 	nodeRole(b, "The kubelets of nodes "+from+" to "+to+" patch their Nodes' status, and no other Node's.",
 		chunkName("fleet-identity-nodes", prefix, lo, hi), "", "nodes/status", "patch", "", prefix, lo, hi)
 	nodeRole(b, "... and renew their Leases, and no other Lease.",

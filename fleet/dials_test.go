@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/fleetname"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
@@ -54,7 +55,7 @@ func TestASetDialsOnlyTheConnectionsItsRequestsNeed(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = clients[0].Main.Nodes().Get(context.Background(), NodeName("fakelet", i), metav1.GetOptions{})
+			_, _ = clients[0].Main.Nodes().Get(context.Background(), fleetname.NodeName("fakelet", i), metav1.GetOptions{})
 		}()
 	}
 	wg.Wait()

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/scheduler"
 )
 
@@ -159,7 +160,7 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 	}
 	for i := range f.agents {
 		index := cfg.FirstIndex + i
-		name := NodeName(cfg.NamePrefix, index)
+		name := fleetname.NodeName(cfg.NamePrefix, index)
 		a := agent.New(f.acfg, heartbeat[i%len(heartbeat)], name, index, cfg.zone(index))
 		f.agents[i] = a
 		f.byName[name] = a

@@ -4,19 +4,18 @@ import (
 	"context"
 	"testing"
 
+	"fakelet.dev/fakelet/fleetname"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
-
-	"fakelet.dev/fakelet/agent"
 )
 
 func fleetNode(name string, ready corev1.ConditionStatus) *corev1.Node {
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{agent.FleetLabel: "fakelet"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fleetname.Label: "fakelet"}},
 		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}},
 	}
 }

@@ -12,12 +12,12 @@ const module = "fakelet.dev/fakelet/"
 // its own tier or of a tier above it, never one below. A package missing here fails the test, so a new
 // package must be placed.
 var tiers = [][]string{
-	{"internal/headtail", "internal/pause", "internal/scheduler", "internal/fleettest", "internal/h2script", "internal/layout", "heartbeat", "nodeshape", "profiles"},
+	{"internal/headtail", "internal/pause", "internal/scheduler", "internal/fleettest", "internal/h2script", "internal/layout", "heartbeat", "nodeshape", "profiles", "fleetname", "access"},
 	{"agent"},
 	{"wire"},
 	{"fleet"},
 	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
-	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm", "measure/storm", "measure/workload"},
+	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm", "measure/storm", "measure/workload", "measure/source"},
 	{"report"},
 	{"measure", "measure/promrecord", "capacity", "compare"},
 	{"cmd/fakelet", "e2e"},

@@ -1,4 +1,4 @@
-package fleet
+package fleetname
 
 import (
 	"fmt"
@@ -100,4 +100,13 @@ func (s Shard) Validate(total int) error {
 		return fmt.Errorf("shard %d/%d: %d nodes cannot be split into %d shards of at least one node", s.Index, s.Count, total, s.Count)
 	}
 	return nil
+}
+
+// ClaimName is the name of the claim Lease of shard s of the fleet whose nodes are named with
+// prefix: the names are what two runs must not share, and the deploy RBAC grants the claims' renewals
+// by name for a prefix (deploy/rbac.go). Its dots keep it from ever being a Node's Lease, since node
+// names (PREFIX-NNNNN) have none.
+func ClaimName(prefix string, s Shard) string {
+	count := max(1, s.Count)
+	return fmt.Sprintf("fakelet-claim.%s.%d-of-%d", prefix, s.Index, count)
 }

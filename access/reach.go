@@ -1,4 +1,4 @@
-package fleet
+package access
 
 import (
 	"context"
@@ -11,15 +11,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// checkTimeout bounds each request of the checks before a run or a cleanup: a server that accepts
+// CheckTimeout bounds each request of the checks before a run or a cleanup: a server that accepts
 // connections and never answers must not hold fakelet forever (the admin client has no timeout of
-// its own, since it also carries the fleet's long-lived watch).
-var checkTimeout = 30 * time.Second
+// its own, since it also carries the fleet's long-lived watch). A variable, so that a test can
+// shorten it.
+var CheckTimeout = 30 * time.Second
 
-// explainUnreachable adds to err what a user can do about the usual reasons a cluster cannot be
+// ExplainUnreachable adds to err what a user can do about the usual reasons a cluster cannot be
 // talked to at all: nothing listening, a certificate from another CA, a credential the server does
 // not know, no answer.
-func explainUnreachable(err error) error {
+func ExplainUnreachable(err error) error {
 	var (
 		unknownCA x509.UnknownAuthorityError
 		hostname  x509.HostnameError
@@ -35,7 +36,7 @@ func explainUnreachable(err error) error {
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the apiserver does not accept the kubeconfig's credential (expired, or another cluster's): %w", err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("the apiserver did not answer within %v: %w", checkTimeout, err)
+		return fmt.Errorf("the apiserver did not answer within %v: %w", CheckTimeout, err)
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return fmt.Errorf("cannot reach the apiserver (is it running, and is this the right address?): %w", err)
 	}
