@@ -15,6 +15,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/transport"
 	"fakelet.dev/fakelet/wire"
 )
 
@@ -42,7 +43,7 @@ type Config struct {
 	Connections int
 	// NodeCredentials, if set, gives every node a client certificate of its own over its per-node
 	// connection, with IdentityNode; without it a per-node connection impersonates its node.
-	NodeCredentials NodeCredentials
+	NodeCredentials transport.NodeCredentials
 	RegisterQPS     float64 // agents started per second
 	Keep            bool    // leave Nodes and Leases behind on shutdown
 	Clock           clock.Clock

@@ -29,11 +29,12 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"fidelity":           {},
 	"profiles":           {imports: []string{"heartbeat", "nodeshape"}},
 
-	// One fake kubelet, and many.
-	"agent": {imports: []string{"fleetname", "heartbeat", "internal/scheduler", "nodeshape"}},
+	// One fake kubelet, its transport, and many.
+	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/scheduler", "nodeshape"}},
+	"transport": {imports: []string{"agent", "internal/pause", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
 	"fleet": {
-		imports: []string{"access", "agent", "fleetname", "heartbeat", "internal/pause", "internal/scheduler", "wire"},
-		tests:   []string{"internal/fleettest", "internal/h2script"},
+		imports: []string{"access", "agent", "fleetname", "heartbeat", "internal/pause", "internal/scheduler", "transport", "wire"},
+		tests:   []string{"internal/fleettest"},
 	},
 	"scenario": {
 		imports: []string{"access", "agent", "fleet", "fleetname", "heartbeat", "internal/headtail", "internal/scheduler", "profiles"},
@@ -99,6 +100,8 @@ var forbidden = []struct {
 	{"measure/scrape", "controlplane", true, "the metrics endpoints of a target are measure/source's"},
 	{"agent", "fleet", true, "one agent knows nothing of the many"},
 	{"agent", "wire", true, "an agent sends through the clients it is given"},
+	{"agent", "transport", true, "an agent sends through the clients it is given"},
+	{"transport", "fleet", true, "the transport carries agents' requests and knows nothing of the fleet"},
 }
 
 func TestImportsAreTheAllowedOnes(t *testing.T) {

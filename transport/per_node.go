@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"fmt"
@@ -13,14 +13,14 @@ import (
 	"fakelet.dev/fakelet/agent"
 )
 
-// perNodeTransport sends each agent's requests over a transport of the agent's node alone, so over
+// PerNode sends each agent's requests over a transport of the agent's node alone, so over
 // connections of its own: one client-go clientset, one watcher and one heartbeat sender serve the
 // whole fleet, and only this router's entries grow with it. A node's transport is made on its
 // first request, as a kubelet dials when it starts, so nodes added later get theirs too.
-type perNodeTransport struct {
+type PerNode struct {
 	base    *rest.Config    // the nodes' configuration, without wrappers; its credential unless creds
 	creds   NodeCredentials // nil: the base credential, impersonating each node above this router
-	counter *connCounter
+	counter *Counter
 
 	mu     sync.Mutex
 	nodes  map[string]*nodeTransport // by node name
@@ -33,7 +33,7 @@ type nodeTransport struct {
 	err  error
 }
 
-func newPerNodeTransport(base *rest.Config, creds NodeCredentials, counter *connCounter) (*perNodeTransport, error) {
+func newPerNode(base *rest.Config, creds NodeCredentials, counter *Counter) (*PerNode, error) {
 	base = rest.CopyConfig(base)
 	// A certificate file would start a goroutine per transport that watches it for rotation: read
 	// it once into the configuration instead.
@@ -41,10 +41,10 @@ func newPerNodeTransport(base *rest.Config, creds NodeCredentials, counter *conn
 		return nil, fmt.Errorf("per-node connections: read TLS files: %w", err)
 	}
 	base.CAFile, base.CertFile, base.KeyFile = "", "", ""
-	return &perNodeTransport{base: base, creds: creds, counter: counter, nodes: map[string]*nodeTransport{}, shared: &nodeTransport{}}, nil
+	return &PerNode{base: base, creds: creds, counter: counter, nodes: map[string]*nodeTransport{}, shared: &nodeTransport{}}, nil
 }
 
-func (p *perNodeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (p *PerNode) RoundTrip(req *http.Request) (*http.Response, error) {
 	node := ""
 	if user, _, ok := agent.IdentityFrom(req.Context()); ok {
 		node = strings.TrimPrefix(user, agent.NodeUserPrefix)
@@ -60,7 +60,7 @@ func (p *perNodeTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 // transport is node's own transport, made on first use; "" is the one for requests of no agent.
-func (p *perNodeTransport) transport(node string) (http.RoundTripper, error) {
+func (p *PerNode) transport(node string) (http.RoundTripper, error) {
 	p.mu.Lock()
 	nt := p.shared
 	if node != "" {
@@ -77,7 +77,7 @@ func (p *perNodeTransport) transport(node string) (http.RoundTripper, error) {
 // newTransport is node's own HTTP/2 transport. x/net's http2.Transport dials once for requests
 // that arrive together, where net/http's would dial for each and keep one: a node starts its
 // requests at once (registration, watches) and must still make one handshake.
-func (p *perNodeTransport) newTransport(node string) (http.RoundTripper, error) {
+func (p *PerNode) newTransport(node string) (http.RoundTripper, error) {
 	cfg := rest.CopyConfig(p.base)
 	if p.creds != nil && node != "" {
 		cert, key, err := p.creds(node)
@@ -97,7 +97,7 @@ func (p *perNodeTransport) newTransport(node string) (http.RoundTripper, error) 
 }
 
 // close closes the connections of every node's transport.
-func (p *perNodeTransport) close() {
+func (p *PerNode) Close() {
 	p.mu.Lock()
 	all := append(make([]*nodeTransport, 0, len(p.nodes)+1), p.shared)
 	for _, nt := range p.nodes {

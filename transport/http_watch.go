@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -21,13 +21,13 @@ import (
 )
 
 // httpWatcher carries the agents' watches over the fleet's heartbeat connections (agent.Watcher),
-// with the kubelet's content type (protobuf), User-Agent and, through the connection's
+// with the kubelet's content type (Protobuf), User-Agent and, through the connection's
 // impersonateNode, the node's identity. It reads of each event only its type, its object's resource
 // version and the initial-events-end annotation, without decoding the object.
 //
 // Each stream has a goroutine of its own, reading its response body, whose cost grows with the
 // watches held (docs/performance.md): it carries the watches only where the wire package cannot
-// (--legacy-wire, a plain-HTTP server); otherwise the wireWatcher does (fleet/wirewatch.go).
+// (--legacy-wire, a plain-HTTP server); otherwise the wireWatcher does (transport/wire_watch.go).
 type httpWatcher struct {
 	client *http.Client // without a client timeout: a watch lasts as long as the server keeps it
 	base   url.URL
@@ -94,7 +94,7 @@ func (w *httpWatcher) stream(ctx context.Context, req agent.WatchRequest, h agen
 	defer resp.Body.Close()
 	h.Opened(nil)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	h.Ended(readEvents(resp.Body, &eventDecoder{h: h, json: mt != protobuf, pods: req.Pods}))
+	h.Ended(readEvents(resp.Body, &eventDecoder{h: h, json: mt != Protobuf, pods: req.Pods}))
 }
 
 // readEvents feeds a watch body to d until it ends.
@@ -124,7 +124,7 @@ func refusal(code int, contentType, retryAfter string, body []byte, resource str
 	mt, _, _ := mime.ParseMediaType(contentType)
 	var s *metav1.Status
 	switch mt {
-	case protobuf:
+	case Protobuf:
 		s, _ = decodeProtobufStatus(body)
 	case "application/json":
 		var js metav1.Status

@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,11 +26,11 @@ import (
 // package or the legacy path.
 func watchClients(t testing.TB, host string, ca []byte, legacy bool) agent.Clients {
 	t.Helper()
-	clients, err := heartbeatClients(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{legacy: legacy}, nil)
+	clients, err := SharedClients(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, 1, true, new(atomic.Int64), Path{Legacy: legacy}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeWire(clients) })
+	t.Cleanup(func() { CloseWire(clients) })
 	_, onWire := clients[0].Watches.(*wireWatcher)
 	if onWire == legacy {
 		t.Fatalf("legacy %v, but the watcher is a %T", legacy, clients[0].Watches)
@@ -117,7 +118,7 @@ func testWatcherMatchesClientGo(t *testing.T, legacy bool) {
 	big := events[0].DeepCopy()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "ns", ResourceVersion: "7",
 		Annotations: map[string]string{"big": strings.Repeat("x", 2<<20)}}}
-	big.Object = runtime.RawExtension{Raw: encode(t, protobuf, corev1.SchemeGroupVersion, pod)}
+	big.Object = runtime.RawExtension{Raw: encode(t, Protobuf, corev1.SchemeGroupVersion, pod)}
 	throttled := apierrors.NewTooManyRequests("too many requests, please try again later", 1)
 
 	for _, tc := range []struct {
@@ -131,12 +132,12 @@ func testWatcherMatchesClientGo(t *testing.T, legacy bool) {
 		{"answered in JSON", answer{code: 200, header: http.Header{"Content-Type": {"application/json;stream=watch"}}, body: jsonStream(t)}, 3},
 		{"event of 2 MB", answer{code: 200, header: pb, body: protobufStream(t, append([]metav1.WatchEvent{*big}, events...))}, 4},
 		{"closed at the server's timeout", answer{code: 200, header: pb, body: protobufStream(t, events[:3])}, 3},
-		{"throttled", answer{code: 429, header: http.Header{"Content-Type": {protobuf}},
-			body: encode(t, protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
+		{"throttled", answer{code: 429, header: http.Header{"Content-Type": {Protobuf}},
+			body: encode(t, Protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
 		{"throttled, text", answer{code: 429, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("slow down\n")}, 0},
 		// With Retry-After, client-go sends the watch again, 10 times at most, before it fails.
-		{"throttled with Retry-After", answer{code: 429, header: http.Header{"Content-Type": {protobuf}}, retryAfter: "0",
-			body: encode(t, protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
+		{"throttled with Retry-After", answer{code: 429, header: http.Header{"Content-Type": {Protobuf}}, retryAfter: "0",
+			body: encode(t, Protobuf, metav1.SchemeGroupVersion, &throttled.ErrStatus)}, 0},
 		{"unavailable with Retry-After", answer{code: 503, header: http.Header{"Content-Type": {"text/plain"}}, retryAfter: "0", body: []byte("shutting down\n")}, 0},
 		{"refused for an expired resource version", answer{code: 410, header: http.Header{"Content-Type": {"application/json"}},
 			body: encode(t, "application/json", metav1.SchemeGroupVersion, &apierrors.NewResourceExpired("too old resource version: 1 (2)").ErrStatus)}, 0},

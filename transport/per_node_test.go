@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +57,7 @@ func newConnServer(t *testing.T) *connServer {
 		s.byConn[seen.conn][seen.cn+seen.impersonated] = true
 		s.mu.Unlock()
 		if r.URL.Query().Get("watch") == "true" {
-			w.Header().Set("Content-Type", protobuf+";stream=watch")
+			w.Header().Set("Content-Type", Protobuf+";stream=watch")
 			w.WriteHeader(http.StatusOK) // and the stream ends at once, as at its timeout
 			return
 		}
@@ -164,18 +163,18 @@ func TestPerNodeConnectionsCarryOneNodeEach(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newConnServer(t)
-			counter := &connCounter{}
+			counter := &Counter{}
 			var c agent.Clients
 			if tc.perNode {
-				var router *perNodeTransport
+				var router *PerNode
 				var err error
-				if c, router, err = perNodeClients(srv.restConfig(), IdentityNode, tc.creds, nil, counter); err != nil {
+				if c, router, err = PerNodeClients(srv.restConfig(), true, tc.creds, nil, counter); err != nil {
 					t.Fatal(err)
 				}
-				defer router.close()
+				defer router.Close()
 			} else {
 				// The legacy way keeps every request on the one net/http connection, to count.
-				clients, err := heartbeatClients(srv.restConfig(), 1, IdentityNode, nil, wirePath{legacy: true}, counter)
+				clients, err := SharedClients(srv.restConfig(), 1, true, nil, Path{Legacy: true}, counter)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -196,7 +195,7 @@ func TestPerNodeConnectionsCarryOneNodeEach(t *testing.T) {
 			if got := counter.dialed[connClientGo].Load(); got != int64(tc.wantConns) {
 				t.Errorf("the fleet counted %d connections dialed, want %d", got, tc.wantConns)
 			}
-			if got := counter.open.Load(); got != int64(tc.wantConns) {
+			if got := counter.Open(); got != int64(tc.wantConns) {
 				t.Errorf("the fleet counts %d connections open, want %d", got, tc.wantConns)
 			}
 			paths := map[string]int{}
@@ -221,26 +220,17 @@ func TestPerNodeConnectionsCarryOneNodeEach(t *testing.T) {
 // closes them.
 func TestPerNodeConnectionsCloseWithTheFleet(t *testing.T) {
 	srv := newConnServer(t)
-	counter := &connCounter{}
-	c, router, err := perNodeClients(srv.restConfig(), IdentityNode, nil, nil, counter)
+	counter := &Counter{}
+	c, router, err := PerNodeClients(srv.restConfig(), true, nil, nil, counter)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sendAsNodes(t, c, []string{"fakelet-00000", "fakelet-00001"})
-	if got := counter.open.Load(); got != 2 {
+	if got := counter.Open(); got != 2 {
 		t.Fatalf("%d connections open, want 2", got)
 	}
-	router.close()
-	if got := counter.open.Load(); got != 0 {
+	router.Close()
+	if got := counter.Open(); got != 0 {
 		t.Errorf("%d connections open after close, want 0", got)
-	}
-}
-
-// TestPerNodeConnectionsNeedTLS: a per-node connection is a kubelet's TLS connection; over plain
-// HTTP net/http would open several per node, so the fleet is refused before it is built.
-func TestPerNodeConnectionsNeedTLS(t *testing.T) {
-	_, err := New(Config{Nodes: 2, ConnectionMode: ConnectionsPerNode}, &rest.Config{Host: "http://127.0.0.1:1"})
-	if err == nil || !strings.Contains(err.Error(), "reached without TLS") {
-		t.Errorf("per-node connections over plain HTTP: %v, want a refusal", err)
 	}
 }

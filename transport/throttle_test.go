@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // TestThrottledAnswersAreCounted: an apiserver under overload answers 429 with a Retry-After, as API
 // Priority and Fairness does; client-go waits and retries, as the kubelet's client does, and the
-// tally counts every 429 although the agent sees only the final success.
+// counter counts every 429 although the agent sees only the final success.
 func TestThrottledAnswersAreCounted(t *testing.T) {
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -28,15 +28,15 @@ func TestThrottledAnswersAreCounted(t *testing.T) {
 		_, _ = w.Write([]byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"fakelet-00000","namespace":"kube-node-lease"}}`))
 	}))
 	defer srv.Close()
-	tally := NewTally(0)
-	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityNode, tally, wirePath{}, nil)
+	var throttled atomic.Int64
+	clients, err := SharedClients(&rest.Config{Host: srv.URL}, 1, true, &throttled, Path{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := clients[0].Coordination.Leases(agent.LeaseNamespace).Get(context.Background(), "fakelet-00000", metav1.GetOptions{}); err != nil {
 		t.Fatalf("after three 429s with Retry-After, the request should succeed: %v", err)
 	}
-	if got := tally.Throttled(); got != 3 {
-		t.Errorf("tally counted %d throttled answers, want 3", got)
+	if got := throttled.Load(); got != 3 {
+		t.Errorf("counted %d throttled answers, want 3", got)
 	}
 }

@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -22,9 +22,9 @@ func BenchmarkLeasePut(b *testing.B) {
 		ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00007", Namespace: agent.LeaseNamespace, ResourceVersion: "41", UID: "lease-uid"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fakelet-00007"), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: ptr.To(metav1.NowMicro())},
 	}
-	answer := encode(b, protobuf, coordinationv1.SchemeGroupVersion, lease)
+	answer := encode(b, Protobuf, coordinationv1.SchemeGroupVersion, lease)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", protobuf)
+		w.Header().Set("Content-Type", Protobuf)
 		_, _ = w.Write(answer)
 	})
 	legacy, wired := leaseClients(b, h, true), leaseClients(b, h, false)

@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -19,15 +19,15 @@ func TestMainClientHasNoTimeout(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		srv := &scriptServer{}
 		ts := serveTLS(t, srv)
-		clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, IdentityNode, nil, wirePath{legacy: legacy}, nil)
+		clients, err := SharedClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, true, nil, Path{Legacy: legacy}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { closeWire(clients) })
+		t.Cleanup(func() { CloseWire(clients) })
 		c := clients[0]
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00007"}}
-		srv.play(answer{code: http.StatusCreated, header: http.Header{"Content-Type": {protobuf}},
-			body: encode(t, protobuf, corev1.SchemeGroupVersion, node)})
+		srv.play(answer{code: http.StatusCreated, header: http.Header{"Content-Type": {Protobuf}},
+			body: encode(t, Protobuf, corev1.SchemeGroupVersion, node)})
 		ctx := context.Background()
 		_, _ = c.Core.Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		_, _ = c.Main.Nodes().Create(ctx, node, metav1.CreateOptions{})

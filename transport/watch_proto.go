@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 )
 
-// A protobuf watch event is read field by field, as far as an agent needs it, without decoding the
+// A Protobuf watch event is read field by field, as far as an agent needs it, without decoding the
 // object: the fields below are from k8s.io/apimachinery's generated.proto files.
 const (
 	watchEventType   = 1 // metav1.WatchEvent.type
@@ -25,7 +25,7 @@ const (
 	mapKey, mapValue = 1, 2
 )
 
-var errBadEvent = errors.New("undecodable protobuf watch event")
+var errBadEvent = errors.New("undecodable Protobuf watch event")
 
 // decodeProtobufEvent reads one event's type, resource version and initial-events-end annotation,
 // and with pods the whole object as a pod (its managed fields dropped); for
@@ -110,7 +110,7 @@ func decodeProtobufEvent(b []byte, pods bool) (agent.WatchEvent, *metav1.Status,
 	return e, nil, err
 }
 
-// decodeProtobufStatus reads the Status of a refused request's protobuf body.
+// decodeProtobufStatus reads the Status of a refused request's Protobuf body.
 func decodeProtobufStatus(body []byte) (*metav1.Status, error) {
 	raw, err := unwrap(body)
 	if err != nil {
@@ -123,7 +123,7 @@ func decodeProtobufStatus(body []byte) (*metav1.Status, error) {
 	return &s, nil
 }
 
-// unwrap returns the object inside a protobuf envelope: the magic, then a runtime.Unknown.
+// unwrap returns the object inside a Protobuf envelope: the magic, then a runtime.Unknown.
 func unwrap(b []byte) ([]byte, error) {
 	rest, ok := bytes.CutPrefix(b, protobufMagic)
 	if !ok {

@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -32,24 +33,24 @@ import (
 // are full, up to wire.DefaultMaxConnections, so no watch waits for another to end
 // (docs/performance.md).
 type wireWatcher struct {
-	client *wire.Client
-	prefix string       // the server's path prefix, if its URL has one
-	header []wire.Field // Accept and User-Agent
-	node   bool         // impersonate the agent of each watch (IdentityNode)
-	tally  *Tally       // nil counts no 429s
+	client    *wire.Client
+	prefix    string        // the server's path prefix, if its URL has one
+	header    []wire.Field  // Accept and User-Agent
+	node      bool          // impersonate the agent of each watch (IdentityNode)
+	throttled *atomic.Int64 // nil counts no 429s
 }
 
-func newWireWatcher(wc *wire.Client, cfg *rest.Config, node bool, tally *Tally) (*wireWatcher, error) {
+func newWireWatcher(wc *wire.Client, cfg *rest.Config, node bool, throttled *atomic.Int64) (*wireWatcher, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("watch client: %w", err)
 	}
 	return &wireWatcher{
-		client: wc,
-		prefix: strings.TrimSuffix(u.Path, "/"),
-		header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}},
-		node:   node,
-		tally:  tally,
+		client:    wc,
+		prefix:    strings.TrimSuffix(u.Path, "/"),
+		header:    []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}},
+		node:      node,
+		throttled: throttled,
 	}, nil
 }
 
@@ -108,8 +109,8 @@ type refused struct {
 const maxRefusalBody = 1 << 16
 
 func (s *wireWatch) response(r *wire.Response) error {
-	if r.Status == http.StatusTooManyRequests && s.w.tally != nil {
-		s.w.tally.throttled.Add(1)
+	if r.Status == http.StatusTooManyRequests && s.w.throttled != nil {
+		s.w.throttled.Add(1)
 	}
 	if r.Status != http.StatusOK {
 		s.state = watchRefused
@@ -124,7 +125,7 @@ func (s *wireWatch) response(r *wire.Response) error {
 	}
 	s.state = watchOpen
 	mt, _, _ := mime.ParseMediaType(r.ContentType)
-	s.dec.json = mt != protobuf
+	s.dec.json = mt != Protobuf
 	s.dec.gzip = r.ContentEncoding == "gzip"
 	s.dec.h.Opened(nil)
 	return nil

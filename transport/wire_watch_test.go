@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -184,7 +184,7 @@ func TestWatchesBeyondMaxConcurrentStreams(t *testing.T) {
 	const limit, watches = 2, 5
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00001", Namespace: agent.LeaseNamespace, ResourceVersion: "2"},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("fakelet-00001")}}
-	leaseBody := encode(t, protobuf, coordinationv1.SchemeGroupVersion, lease)
+	leaseBody := encode(t, Protobuf, coordinationv1.SchemeGroupVersion, lease)
 	var mu sync.Mutex
 	open := map[*h2script.Conn]int{}
 	var refused atomic.Int32
@@ -200,7 +200,7 @@ func TestWatchesBeyondMaxConcurrentStreams(t *testing.T) {
 				open[fc]--
 				mu.Unlock()
 			case e.Get(":method") == http.MethodPut:
-				fc.Respond(e.StreamID, 200, protobuf, leaseBody)
+				fc.Respond(e.StreamID, 200, Protobuf, leaseBody)
 			default:
 				mu.Lock()
 				full := open[fc] == limit

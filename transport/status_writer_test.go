@@ -1,9 +1,10 @@
-package fleet
+package transport
 
 import (
 	"context"
 	"net/http"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,11 +24,11 @@ import (
 func TestStatusPatchMatchesClientGo(t *testing.T) {
 	srv := &scriptServer{}
 	ts := serveTLS(t, srv)
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{}, nil)
+	clients, err := SharedClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, true, new(atomic.Int64), Path{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeWire(clients) })
+	t.Cleanup(func() { CloseWire(clients) })
 	lean, ok := clients[0].Core.(leanCore)
 	if !ok {
 		t.Fatalf("the heartbeat clients' Core is a %T, not the lean one", clients[0].Core)
@@ -39,9 +40,9 @@ func TestStatusPatchMatchesClientGo(t *testing.T) {
 	stored := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "node-uid", ResourceVersion: "42"},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
 			LastHeartbeatTime: metav1.NewTime(time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC))}}}}
-	pb := http.Header{"Content-Type": {protobuf}}
+	pb := http.Header{"Content-Type": {Protobuf}}
 	status := func(err *apierrors.StatusError) []byte {
-		return encode(t, protobuf, schema.GroupVersion{Version: "v1"}, &err.ErrStatus)
+		return encode(t, Protobuf, schema.GroupVersion{Version: "v1"}, &err.ErrStatus)
 	}
 	nodes := schema.GroupResource{Resource: "nodes"}
 	throttled := apierrors.NewTooManyRequests("too many requests, please try again later", 0)
@@ -49,11 +50,11 @@ func TestStatusPatchMatchesClientGo(t *testing.T) {
 		name   string
 		script []answer
 	}{
-		{"patched", []answer{{code: 200, header: pb, body: encode(t, protobuf, corev1.SchemeGroupVersion, stored)}}},
+		{"patched", []answer{{code: 200, header: pb, body: encode(t, Protobuf, corev1.SchemeGroupVersion, stored)}}},
 		{"not found", []answer{{code: 404, header: pb, body: status(apierrors.NewNotFound(nodes, name))}}},
 		{"another uid", []answer{{code: 422, header: pb, body: status(apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, name, nil))}}},
 		{"throttled, then patched", []answer{{code: 429, header: pb, body: status(throttled), retryAfter: "0"},
-			{code: 200, header: pb, body: encode(t, protobuf, corev1.SchemeGroupVersion, stored)}}},
+			{code: 200, header: pb, body: encode(t, Protobuf, corev1.SchemeGroupVersion, stored)}}},
 		{"text error", []answer{{code: 500, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("etcd is down\n")}}},
 		{"reset stream", []answer{{action: "reset"}}},
 	} {

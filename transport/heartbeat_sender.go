@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,14 +23,14 @@ import (
 // count). It retries an answer that carries Retry-After (a 429 of API Priority and Fairness, a 5xx)
 // as client-go does: up to 10 times, within the client timeout.
 type heartbeatSender struct {
-	http    *http.Client // the legacy path
-	wire    *wire.Client // nil: the legacy path
-	host    string       // scheme://host[:port], for the legacy path's URLs
-	query   string       // "?timeout=10s", as client-go adds its client timeout to every URL
-	timeout time.Duration
-	header  []wire.Field // Accept, User-Agent and the protobuf Content-Type
-	node    bool         // impersonate the agent of each request (IdentityNode)
-	tally   *Tally       // nil counts no 429s
+	http      *http.Client // the legacy path
+	wire      *wire.Client // nil: the legacy path
+	host      string       // scheme://host[:port], for the legacy path's URLs
+	query     string       // "?timeout=10s", as client-go adds its client timeout to every URL
+	timeout   time.Duration
+	header    []wire.Field  // Accept, User-Agent and the Protobuf Content-Type
+	node      bool          // impersonate the agent of each request (IdentityNode)
+	throttled *atomic.Int64 // nil counts no 429s
 }
 
 // exchange is one request's wire-level outcome.
@@ -83,7 +84,7 @@ func (s *heartbeatSender) send(ctx context.Context, method, path, contentType st
 
 func (s *heartbeatSender) overWire(ctx context.Context, method, path, contentType string, body []byte) (exchange, error) {
 	h := s.header
-	if contentType != protobuf {
+	if contentType != Protobuf {
 		var fields [4]wire.Field
 		h = append(fields[:0], s.header...)
 		for i := range h {
@@ -111,8 +112,8 @@ func (s *heartbeatSender) overWire(ctx context.Context, method, path, contentTyp
 	if m != nil {
 		m.Count(0, resp.WireBytes)
 	}
-	if resp.Status == http.StatusTooManyRequests && s.tally != nil {
-		s.tally.throttled.Add(1)
+	if resp.Status == http.StatusTooManyRequests && s.throttled != nil {
+		s.throttled.Add(1)
 	}
 	return exchange{code: resp.Status, contentType: resp.ContentType, retryAfter: resp.RetryAfter, body: resp.Body}, nil
 }

@@ -1,13 +1,18 @@
-package fleet
+// Package transport carries the agents' requests to the apiserver: their client sets over a few
+// shared connections or one per node, the lean Lease and status writers and the heartbeat sender over
+// wire, and the agents' watches with their decoders (the wire watcher, and the legacy HTTP one).
+// An agent sends through the agent.Clients it is given; the fleet builds them here, once for all
+// its agents: agent -> transport -> wire.
+package transport
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
@@ -18,81 +23,61 @@ import (
 	"fakelet.dev/fakelet/wire"
 )
 
-// Identity is whose credential a fake kubelet's requests carry.
-type Identity string
-
-const (
-	// IdentityNode impersonates system:node:<name> in group system:nodes, as a kubelet's client
-	// certificate would: the Node authorizer, NodeRestriction admission and API Priority and Fairness
-	// (priority level node-high) treat the requests as a kubelet's.
-	IdentityNode Identity = "node"
-	// IdentityFleet sends everything as the fleet's own credential, for raw throughput: an admin
-	// credential lands in the exempt priority level and skips node authorization.
-	IdentityFleet Identity = "fleet"
-)
-
-// ParseIdentity checks an identity given by a user.
-func ParseIdentity(s string) (Identity, error) {
-	switch Identity(s) {
-	case IdentityNode, IdentityFleet:
-		return Identity(s), nil
-	}
-	return "", fmt.Errorf("unknown identity %q (want %q or %q)", s, IdentityNode, IdentityFleet)
-}
-
 // UserAgent names fakelet the way a kubelet names itself.
 var UserAgent = "kubelet/" + agent.KubeletVersion + " (linux/amd64) fakelet"
 
-const protobuf = "application/vnd.kubernetes.protobuf"
+// Protobuf is the content type of the Kubernetes Protobuf encoding.
+const Protobuf = "application/vnd.kubernetes.protobuf"
 
-// heartbeatClients returns n sets of agent clients, each over its own HTTP/2 connection: protobuf, no
+// SharedClients returns n sets of agent clients, each over its own HTTP/2 connection: Protobuf, no
 // client-side rate limit (the kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout. If
-// tally is not nil, it counts the 429 answers they get, client-go's own retries of them included.
+// throttled is not nil, it counts the 429 answers they get, client-go's own retries of them included.
 // Lease renewals and status patches go over a wire.Client of their own (one per set) when the
 // server speaks TLS, and the agents' watches over another (wireWatcher), unless legacy: then over
 // net/http (renewals, watches) and client-go (patches), as before the wire package, for comparison.
 // counter counts their connections.
 //
-// wirePath says which way, and the wire connections' flush window (Config.FlushWindow).
-func heartbeatClients(base *rest.Config, n int, id Identity, tally *Tally, path wirePath, counter *connCounter) ([]agent.Clients, error) {
+// path says which way, and the wire connections' flush window; impersonate makes each request
+// impersonate its agent (IdentityNode).
+func SharedClients(base *rest.Config, n int, impersonate bool, throttled *atomic.Int64, path Path, counter *Counter) ([]agent.Clients, error) {
 	out := make([]agent.Clients, n)
 	for i := range out {
 		cfg := agentConfig(base)
 		var wc, watchWire *wire.Client
-		if !path.legacy {
+		if !path.Legacy {
 			var err error
-			if wc, err = wireClient(cfg, path.flushWindow, counter.dialer(connHeartbeat)); err != nil {
+			if wc, err = wireClient(cfg, path.FlushWindow, counter.dialer(connHeartbeat)); err != nil {
 				return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 			}
 			// The watches' own connections (wireWatcher says why), dialled at the first watch.
-			if watchWire, err = wireClient(cfg, path.flushWindow, counter.dialer(connWatch)); err != nil {
+			if watchWire, err = wireClient(cfg, path.FlushWindow, counter.dialer(connWatch)); err != nil {
 				return nil, fmt.Errorf("build watch client %d: %w", i, err)
 			}
 		}
-		if id == IdentityNode {
+		if impersonate {
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNode{rt} })
 		}
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countWire{rt, tally} })
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countWire{rt, throttled} })
 		// The legacy path's renewals and watches go over these too.
 		hc, err := sharedHTTPClient(cfg, counter.dialer(connClientGo))
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
-		if out[i], err = clientSet(cfg, hc, wc, watchWire, id == IdentityNode, tally); err != nil {
+		if out[i], err = clientSet(cfg, hc, wc, watchWire, impersonate, throttled); err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
 	}
 	return out, nil
 }
 
-// perNodeClients returns the agents' one set of clients over connections of each node's own
-// (perNodeTransport), everything included: the renewals and patches take the net/http way there,
+// PerNodeClients returns the agents' one set of clients over connections of each node's own
+// (PerNode), everything included: the renewals and patches take the net/http way there,
 // since a wire.Client holds a connection and two goroutines of its own. With creds, each node
 // authenticates with its own client certificate; else with base's credential, impersonating the
-// node if id is IdentityNode.
-func perNodeClients(base *rest.Config, id Identity, creds NodeCredentials, tally *Tally, counter *connCounter) (agent.Clients, *perNodeTransport, error) {
+// node if impersonate.
+func PerNodeClients(base *rest.Config, impersonate bool, creds NodeCredentials, throttled *atomic.Int64, counter *Counter) (agent.Clients, *PerNode, error) {
 	cfg := agentConfig(base)
-	router, err := newPerNodeTransport(cfg, creds, counter)
+	router, err := newPerNode(cfg, creds, counter)
 	if err != nil {
 		return agent.Clients{}, nil, err
 	}
@@ -100,23 +85,23 @@ func perNodeClients(base *rest.Config, id Identity, creds NodeCredentials, tally
 	switch {
 	case creds != nil:
 		rt = revokedNode{rt}
-	case id == IdentityNode:
+	case impersonate:
 		rt = impersonateNode{rt}
 	}
-	hc := &http.Client{Transport: countWire{rt, tally}, Timeout: cfg.Timeout}
-	c, err := clientSet(cfg, hc, nil, nil, false, tally)
+	hc := &http.Client{Transport: countWire{rt, throttled}, Timeout: cfg.Timeout}
+	c, err := clientSet(cfg, hc, nil, nil, false, throttled)
 	if err != nil {
 		return agent.Clients{}, nil, fmt.Errorf("build per-node clients: %w", err)
 	}
 	return c, router, nil
 }
 
-// agentConfig is base as the agents' clients send: protobuf, no client-side rate limit (the
+// agentConfig is base as the agents' clients send: Protobuf, no client-side rate limit (the
 // kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout and user agent.
 func agentConfig(base *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(base)
-	cfg.ContentType = protobuf
-	cfg.AcceptContentTypes = protobuf + ",application/json"
+	cfg.ContentType = Protobuf
+	cfg.AcceptContentTypes = Protobuf + ",application/json"
 	cfg.QPS = -1
 	cfg.Timeout = agent.RequestTimeout
 	cfg.UserAgent = UserAgent
@@ -126,7 +111,7 @@ func agentConfig(base *rest.Config) *rest.Config {
 // clientSet is a set of agent clients over hc, and wc for the renewals and patches and watchWire for
 // the watches if not nil; impersonate makes wc's and watchWire's requests impersonate their agent
 // (hc's transport does it for its own).
-func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, impersonate bool, tally *Tally) (agent.Clients, error) {
+func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, impersonate bool, throttled *atomic.Int64) (agent.Clients, error) {
 	core, err := corev1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return agent.Clients{}, err
@@ -137,14 +122,14 @@ func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, im
 	}
 	u := coord.RESTClient().Put().URL()
 	s := &heartbeatSender{http: hc, wire: wc, host: u.Scheme + "://" + u.Host, timeout: cfg.Timeout,
-		header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}, {Name: "content-type", Value: protobuf}},
-		node:   impersonate, tally: tally}
+		header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}, {Name: "content-type", Value: Protobuf}},
+		node:   impersonate, throttled: throttled}
 	if u.RawQuery != "" {
 		s.query = "?" + u.RawQuery
 	}
 	var watches agent.Watcher
 	if watchWire != nil {
-		watches, err = newWireWatcher(watchWire, cfg, impersonate, tally)
+		watches, err = newWireWatcher(watchWire, cfg, impersonate, throttled)
 	} else {
 		watches, err = newHTTPWatcher(hc, cfg)
 	}
@@ -169,15 +154,19 @@ func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, im
 	return c, nil
 }
 
-// wirePath is how heartbeat requests reach the apiserver.
-type wirePath struct {
-	legacy      bool          // Config.LegacyWire
-	flushWindow time.Duration // Config.FlushWindow
+// Path is how heartbeat requests reach the apiserver.
+type Path struct {
+	// Legacy sends the renewals and watches over net/http and the patches through client-go, as
+	// before the wire package (fleet.Config.LegacyWire).
+	Legacy bool
+	// FlushWindow is each wire connection's flush window (wire.Config.FlushWindow): 0 is
+	// wire.MaxFlushWindow, negative none (fleet.Config.FlushWindow).
+	FlushWindow time.Duration
 }
 
-// closeWire closes the wire.Clients of heartbeat clients, the watches' too: their connections'
+// CloseWire closes the wire.Clients of heartbeat clients, the watches' too: their connections'
 // goroutines end with the run.
-func closeWire(clients []agent.Clients) {
+func CloseWire(clients []agent.Clients) {
 	for _, c := range clients {
 		if lean, ok := c.Coordination.(leanCoordination); ok && lean.w.s.wire != nil {
 			lean.w.s.wire.Close()
@@ -207,21 +196,6 @@ func wireClient(cfg *rest.Config, flushWindow time.Duration, dial func(ctx conte
 		wc.FlushWindow = wire.MaxFlushWindow
 	}
 	return wire.New(wc)
-}
-
-// AdminUserAgent is the user agent of the fleet's own client (adminClient), by which an audit log
-// tells the fleet's shared requests from its agents' (UserAgent) and anyone else's.
-const AdminUserAgent = "fakelet"
-
-// adminClient is the fleet's own client, for what no kubelet does: the shared watch, checks and
-// cleanup.
-func adminClient(base *rest.Config) (kubernetes.Interface, error) {
-	cfg := rest.CopyConfig(base)
-	cfg.ContentType = protobuf
-	cfg.AcceptContentTypes = protobuf + ",application/json"
-	cfg.QPS, cfg.Burst = 200, 400
-	cfg.UserAgent = AdminUserAgent
-	return kubernetes.NewForConfig(cfg)
 }
 
 // impersonateNode sets the impersonation headers of the agent that makes the request, read from its
@@ -254,8 +228,8 @@ func (rt impersonateNode) WrappedRoundTripper() http.RoundTripper { return rt.ne
 // itself after the Retry-After the apiserver sends (API Priority and Fairness rejections carry one),
 // as the kubelet's client does, so most never reach an agent as an error: only here are they all seen.
 type countWire struct {
-	next  http.RoundTripper
-	tally *Tally // nil counts no 429s
+	next      http.RoundTripper
+	throttled *atomic.Int64 // nil counts no 429s
 }
 
 func (rt countWire) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -263,8 +237,8 @@ func (rt countWire) RoundTrip(req *http.Request) (*http.Response, error) {
 	if m := agent.MeterFrom(req.Context()); m != nil {
 		m.Exchange(req, resp)
 	}
-	if err == nil && resp.StatusCode == http.StatusTooManyRequests && rt.tally != nil {
-		rt.tally.throttled.Add(1)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests && rt.throttled != nil {
+		rt.throttled.Add(1)
 	}
 	return resp, err
 }

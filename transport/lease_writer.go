@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"bytes"
@@ -38,10 +38,10 @@ func newLeaseWriter(s *heartbeatSender, coord coordinationv1client.CoordinationV
 	return &leaseWriter{s: s, prefix: u.EscapedPath() + "/"}
 }
 
-// leaseTypeMeta is what the protobuf envelope of a Lease names.
+// leaseTypeMeta is what the Protobuf envelope of a Lease names.
 var leaseTypeMeta = runtime.TypeMeta{APIVersion: coordinationv1.SchemeGroupVersion.String(), Kind: "Lease"}
 
-// protobufMagic starts every Kubernetes protobuf body.
+// protobufMagic starts every Kubernetes Protobuf body.
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
 // update PUTs lease and returns the server's copy.
@@ -51,7 +51,7 @@ func (w *leaseWriter) update(ctx context.Context, lease *coordinationv1.Lease) (
 		return nil, err
 	}
 	out := &coordinationv1.Lease{}
-	if err := w.s.send(ctx, http.MethodPut, w.prefix+lease.Name, protobuf, body, leasesResource, lease.Name, protoLease{out}); err != nil {
+	if err := w.s.send(ctx, http.MethodPut, w.prefix+lease.Name, Protobuf, body, leasesResource, lease.Name, protoLease{out}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -71,7 +71,7 @@ func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
 	return body, nil
 }
 
-// protoObject is an object decode fills: from its protobuf envelope directly when the answer is
+// protoObject is an object decode fills: from its Protobuf envelope directly when the answer is
 // the expected kind, else through the scheme's decoders.
 type protoObject interface {
 	object() runtime.Object
@@ -98,7 +98,7 @@ func decode(x exchange, method string, gr schema.GroupResource, name string, out
 	}
 	contentType := x.contentType
 	if contentType == "" {
-		contentType = protobuf
+		contentType = Protobuf
 	}
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	if err != nil {

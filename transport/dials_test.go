@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -44,12 +44,12 @@ func TestASetDialsOnlyTheConnectionsItsRequestsNeed(t *testing.T) {
 	ts.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 100}
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	counter := &connCounter{}
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, IdentityNode, nil, wirePath{}, counter)
+	counter := &Counter{}
+	clients, err := SharedClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, true, nil, Path{}, counter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeWire(clients) })
+	t.Cleanup(func() { CloseWire(clients) })
 	var wg sync.WaitGroup
 	for i := range requests {
 		wg.Add(1)
@@ -62,7 +62,7 @@ func TestASetDialsOnlyTheConnectionsItsRequestsNeed(t *testing.T) {
 	if came != requests {
 		t.Fatalf("the server saw %d requests, want %d", came, requests)
 	}
-	total, by := counter.dials()
+	total, by := counter.Dials()
 	if by.ClientGo > 3 || total != by.ClientGo {
 		t.Errorf("%d connections dialed (%v) for %d requests at 100 streams a connection, want at most 3 (2 and one that raced)", total, by, requests)
 	}

@@ -1,4 +1,4 @@
-package fleet
+package transport
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ import (
 func leaseClients(tb testing.TB, h http.Handler, legacy bool) leanCoordination {
 	tb.Helper()
 	ts := serveTLS(tb, h)
-	clients, err := heartbeatClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, IdentityNode, NewTally(10*time.Second), wirePath{legacy: legacy}, nil)
+	clients, err := SharedClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, true, new(atomic.Int64), Path{Legacy: legacy}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func leaseClients(tb testing.TB, h http.Handler, legacy bool) leanCoordination {
 	if (lean.w.s.wire == nil) != legacy {
 		tb.Fatalf("legacy %v, but the wire client is %v", legacy, lean.w.s.wire)
 	}
-	tb.Cleanup(func() { closeWire(clients) })
+	tb.Cleanup(func() { CloseWire(clients) })
 	return lean
 }
 
@@ -81,9 +82,9 @@ func testLeasePutMatchesClientGo(t *testing.T, legacy bool) {
 	stored := sent.DeepCopy()
 	stored.ResourceVersion = "42"
 	stored.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1"}}
-	pb := http.Header{"Content-Type": {protobuf}}
+	pb := http.Header{"Content-Type": {Protobuf}}
 	status := func(err *apierrors.StatusError) []byte {
-		return encode(t, protobuf, schema.GroupVersion{Version: "v1"}, &err.ErrStatus)
+		return encode(t, Protobuf, schema.GroupVersion{Version: "v1"}, &err.ErrStatus)
 	}
 	conflict := apierrors.NewConflict(leasesResource, sent.Name, errFake("the object has been modified"))
 	throttled := apierrors.NewTooManyRequests("too many requests, please try again later", 0)
@@ -93,7 +94,7 @@ func testLeasePutMatchesClientGo(t *testing.T, legacy bool) {
 		script   []answer
 		requests int
 	}{
-		{"renewed", []answer{{code: 200, header: pb, body: encode(t, protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 1},
+		{"renewed", []answer{{code: 200, header: pb, body: encode(t, Protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 1},
 		{"answered in JSON", []answer{{code: 200, header: http.Header{"Content-Type": {"application/json"}}, body: encode(t, "application/json", coordinationv1.SchemeGroupVersion, stored)}}, 1},
 		{"conflict", []answer{{code: 409, header: pb, body: status(conflict)}}, 1},
 		{"not found", []answer{{code: 404, header: pb, body: status(apierrors.NewNotFound(leasesResource, sent.Name))}}, 1},
@@ -102,10 +103,10 @@ func testLeasePutMatchesClientGo(t *testing.T, legacy bool) {
 		{"throttled twice, then renewed", []answer{
 			{code: 429, header: pb, body: status(throttled), retryAfter: "0"},
 			{code: 429, header: pb, body: status(throttled), retryAfter: "0"},
-			{code: 200, header: pb, body: encode(t, protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 3},
+			{code: 200, header: pb, body: encode(t, Protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 3},
 		{"unavailable with Retry-After, then renewed", []answer{
 			{code: 503, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte("shutting down"), retryAfter: "0"},
-			{code: 200, header: pb, body: encode(t, protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 2},
+			{code: 200, header: pb, body: encode(t, Protobuf, coordinationv1.SchemeGroupVersion, stored)}}, 2},
 		{"throttled until client-go gives up", []answer{{code: 429, header: pb, body: status(throttled), retryAfter: "0"}}, 1 + maxRetries},
 		{"reset stream", []answer{{action: "reset"}}, 1},
 		{"dropped connection", []answer{{action: "drop"}}, 1},
