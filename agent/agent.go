@@ -90,12 +90,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fakelet.dev/fakelet/heartbeat"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
+
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // Clients are the API clients an agent calls. Agents of a fleet share them: whose identity a request

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/fleetname"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 var leasesGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}

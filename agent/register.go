@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // ForeignNodeError is why an agent refuses to run: a Node with its name exists and is not its fleet's.

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/fleetname"
-	"fakelet.dev/fakelet/heartbeat"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8stesting "k8s.io/client-go/testing"
+
+	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 func patchesOf(calls []call) []call {

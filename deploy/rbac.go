@@ -5,8 +5,9 @@ import (
 	"io"
 	"strings"
 
-	"fakelet.dev/fakelet/fleetname"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // RBAC writes deploy/rbac/fakelet.yaml for a fleet of nodes named prefix-00000 up to nodes-1: the

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // kustomizeBuild renders a kustomization with kustomize pinned in tools/kustomize, built into bin/

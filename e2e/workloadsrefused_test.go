@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/fleetname"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestRunWithWorkloadsIsRefusedWithoutTheirGrants: `fakelet run --profile notready` (a Deployment

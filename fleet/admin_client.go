@@ -1,9 +1,10 @@
 package fleet
 
 import (
-	"fakelet.dev/fakelet/transport"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"fakelet.dev/fakelet/transport"
 )
 
 // AdminUserAgent is the user agent of the fleet's own client (adminClient), by which an audit log

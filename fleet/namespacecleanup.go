@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"sort"
 
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // RunLabel names, with fleetname.Label, the run that created a namespace of workloads (and every

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // namespacesLeft adds to c the namespaces a --keep run of fleet blue left, and others that are not

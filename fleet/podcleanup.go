@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // fleetPods lists the pods in PodNamespace labelled with fleet and bound to one of nodes. A

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"time"
 
-	"fakelet.dev/fakelet/access"
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"fakelet.dev/fakelet/access"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // The fleet's pods live in a namespace of fakelet's own, PodNamespace, never in one that holds

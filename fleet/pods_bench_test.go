@@ -5,10 +5,11 @@ import (
 	"runtime"
 	"testing"
 
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // BenchmarkHeapPerFleetPod is what the fleet's pod watch keeps of each of the fleet's own pods

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"fakelet.dev/fakelet/access"
-	"fakelet.dev/fakelet/fleetname"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/access"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // Preflight fails, before anything is written, if the cluster cannot be reached, if the fleet's

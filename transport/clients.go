@@ -26,10 +26,10 @@ import (
 // UserAgent names fakelet the way a kubelet names itself.
 var UserAgent = "kubelet/" + agent.KubeletVersion + " (linux/amd64) fakelet"
 
-// Protobuf is the content type of the Kubernetes Protobuf encoding.
+// Protobuf is the content type of the Kubernetes protobuf encoding.
 const Protobuf = "application/vnd.kubernetes.protobuf"
 
-// SharedClients returns n sets of agent clients, each over its own HTTP/2 connection: Protobuf, no
+// SharedClients returns n sets of agent clients, each over its own HTTP/2 connection: protobuf, no
 // client-side rate limit (the kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout. If
 // throttled is not nil, it counts the 429 answers they get, client-go's own retries of them included.
 // Lease renewals and status patches go over a wire.Client of their own (one per set) when the
@@ -96,7 +96,7 @@ func PerNodeClients(base *rest.Config, impersonate bool, creds NodeCredentials, 
 	return c, router, nil
 }
 
-// agentConfig is base as the agents' clients send: Protobuf, no client-side rate limit (the
+// agentConfig is base as the agents' clients send: protobuf, no client-side rate limit (the
 // kubelet's heartbeat client has QPS -1), the kubelet's 10 s timeout and user agent.
 func agentConfig(base *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(base)

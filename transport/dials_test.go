@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/fleetname"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestASetDialsOnlyTheConnectionsItsRequestsNeed: 150 agents' requests arrive together on a set's

@@ -28,7 +28,7 @@ type heartbeatSender struct {
 	host      string       // scheme://host[:port], for the legacy path's URLs
 	query     string       // "?timeout=10s", as client-go adds its client timeout to every URL
 	timeout   time.Duration
-	header    []wire.Field  // Accept, User-Agent and the Protobuf Content-Type
+	header    []wire.Field  // Accept, User-Agent and the protobuf Content-Type
 	node      bool          // impersonate the agent of each request (IdentityNode)
 	throttled *atomic.Int64 // nil counts no 429s
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // httpWatcher carries the agents' watches over the fleet's heartbeat connections (agent.Watcher),
-// with the kubelet's content type (Protobuf), User-Agent and, through the connection's
+// with the kubelet's content type (protobuf), User-Agent and, through the connection's
 // impersonateNode, the node's identity. It reads of each event only its type, its object's resource
 // version and the initial-events-end annotation, without decoding the object.
 //

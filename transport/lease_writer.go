@@ -38,10 +38,10 @@ func newLeaseWriter(s *heartbeatSender, coord coordinationv1client.CoordinationV
 	return &leaseWriter{s: s, prefix: u.EscapedPath() + "/"}
 }
 
-// leaseTypeMeta is what the Protobuf envelope of a Lease names.
+// leaseTypeMeta is what the protobuf envelope of a Lease names.
 var leaseTypeMeta = runtime.TypeMeta{APIVersion: coordinationv1.SchemeGroupVersion.String(), Kind: "Lease"}
 
-// protobufMagic starts every Kubernetes Protobuf body.
+// protobufMagic starts every Kubernetes protobuf body.
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
 // update PUTs lease and returns the server's copy.
@@ -71,7 +71,7 @@ func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
 	return body, nil
 }
 
-// protoObject is an object decode fills: from its Protobuf envelope directly when the answer is
+// protoObject is an object decode fills: from its protobuf envelope directly when the answer is
 // the expected kind, else through the scheme's decoders.
 type protoObject interface {
 	object() runtime.Object

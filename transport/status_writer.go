@@ -37,7 +37,7 @@ type leanNodes struct {
 
 var nodesResource = schema.GroupResource{Resource: "nodes"}
 
-// nodeTypeMeta is what the Protobuf envelope of a Node names.
+// nodeTypeMeta is what the protobuf envelope of a Node names.
 var nodeTypeMeta = runtime.TypeMeta{APIVersion: "v1", Kind: "Node"}
 
 func (n leanNodes) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Node, error) {

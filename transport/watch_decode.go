@@ -257,7 +257,7 @@ func (d *eventDecoder) jsonEvent(b []byte) error {
 }
 
 // buffer returns the incomplete event's buffer, taking one from the pool when there is none. It
-// grows as the event's bytes arrive, never to the length a Protobuf event claims before they have:
+// grows as the event's bytes arrive, never to the length a protobuf event claims before they have:
 // that length is the server's word, and a stream could otherwise hold maxWatchEvent for ten bytes.
 func (d *eventDecoder) buffer() *[]byte {
 	if d.partial == nil {

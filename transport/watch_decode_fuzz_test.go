@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzEventDecoder feeds the watch decoder arbitrary bodies, cut in pieces of every size, as
-// Protobuf, JSON and gzipped protobuf: no panic, no buffer or inflater left once the body ends, and
+// protobuf, JSON and gzipped protobuf: no panic, no buffer or inflater left once the body ends, and
 // no more allocated than a constant times the body (times what it could inflate to, gzipped) beyond
 // a fixed budget: a length the server only claims costs nothing. Its seeds run in every go test.
 func FuzzEventDecoder(f *testing.F) {

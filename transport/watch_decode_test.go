@@ -43,7 +43,7 @@ func watchEvents(t testing.TB) []metav1.WatchEvent {
 	}
 }
 
-// protobufStream frames events as a Protobuf watch body: each a length, then the event.
+// protobufStream frames events as a protobuf watch body: each a length, then the event.
 func protobufStream(t testing.TB, events []metav1.WatchEvent) []byte {
 	t.Helper()
 	var out []byte
@@ -212,7 +212,7 @@ func (discard) Opened(error)           {}
 func (discard) Event(agent.WatchEvent) {}
 func (discard) Ended(error)            {}
 
-// The pod watch's events are decoded into pods, in Protobuf and JSON, without their managed fields;
+// The pod watch's events are decoded into pods, in protobuf and JSON, without their managed fields;
 // bookmarks carry none.
 func TestDecoderDecodesPods(t *testing.T) {
 	for _, format := range []struct {

@@ -28,7 +28,7 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// TestDecoderAllocatesWhatArrivesNotWhatIsClaimed: a Protobuf event's length is the server's word;
+// TestDecoderAllocatesWhatArrivesNotWhatIsClaimed: a protobuf event's length is the server's word;
 // the decoder's buffer grows with the bytes that come, so ten bytes of a claimed 15 MiB event cost
 // kilobytes, not 15 MiB, and a stream of such claims cannot hold 15 MiB per stream.
 func TestDecoderAllocatesWhatArrivesNotWhatIsClaimed(t *testing.T) {

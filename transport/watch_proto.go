@@ -12,7 +12,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 )
 
-// A Protobuf watch event is read field by field, as far as an agent needs it, without decoding the
+// A protobuf watch event is read field by field, as far as an agent needs it, without decoding the
 // object: the fields below are from k8s.io/apimachinery's generated.proto files.
 const (
 	watchEventType   = 1 // metav1.WatchEvent.type
@@ -110,7 +110,7 @@ func decodeProtobufEvent(b []byte, pods bool) (agent.WatchEvent, *metav1.Status,
 	return e, nil, err
 }
 
-// decodeProtobufStatus reads the Status of a refused request's Protobuf body.
+// decodeProtobufStatus reads the Status of a refused request's protobuf body.
 func decodeProtobufStatus(body []byte) (*metav1.Status, error) {
 	raw, err := unwrap(body)
 	if err != nil {
@@ -123,7 +123,7 @@ func decodeProtobufStatus(body []byte) (*metav1.Status, error) {
 	return &s, nil
 }
 
-// unwrap returns the object inside a Protobuf envelope: the magic, then a runtime.Unknown.
+// unwrap returns the object inside a protobuf envelope: the magic, then a runtime.Unknown.
 func unwrap(b []byte) ([]byte, error) {
 	rest, ok := bytes.CutPrefix(b, protobufMagic)
 	if !ok {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // handedOver reports whether a peer has taken n fleet Nodes over: each of their Leases held by

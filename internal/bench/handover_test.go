@@ -4,13 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"fakelet.dev/fakelet/fleetname"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 func fleetNode(name string, ready corev1.ConditionStatus) *corev1.Node {

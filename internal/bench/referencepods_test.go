@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/fleetname"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 func TestReferencePodIsTheSchedulers(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 	"net/http"
 	"strings"
 
+	"k8s.io/client-go/rest"
+
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/measure/scrape"
-	"k8s.io/client-go/rest"
 )
 
 // Target returns every metrics endpoint a measurement can read on the cluster of restConfig:
