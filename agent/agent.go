@@ -73,9 +73,9 @@
 //
 // Where the requests go: an agent sends every request through the Clients it is given, after its
 // faults apply (request.go, caller), and knows nothing of what is behind them. Its timing is a
-// resolved heartbeat.Config (Config.Heartbeat). In a fleet, Clients.Coordination is the fleet's
-// leanCoordination (fleet/leaseput.go, handed out by fleet/clients.go): a lease renewal's Update is
-// not client-go's but the fleet's leaseWriter (fleet/leaseput.go), which encodes the Lease as
+// resolved heartbeat.Config (Config.Heartbeat). In a fleet, Clients.Coordination is the transport's
+// leanCoordination (transport/lease_writer.go, handed out by transport/clients.go): a lease renewal's
+// Update is not client-go's but the transport's leaseWriter, which encodes the Lease as
 // protobuf and PUTs it over the fleet's own HTTP/2 client (package wire), impersonating the node
 // unless the fleet runs as its own identity; the status PATCH goes the same way; everything else,
 // the Lease's GET and POST included, goes through client-go. Tests give an agent client-go's fake
@@ -90,12 +90,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fakelet.dev/fakelet/heartbeat"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
+
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // Clients are the API clients an agent calls. Agents of a fleet share them: whose identity a request

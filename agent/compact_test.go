@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/scheduler"
 )
@@ -70,7 +71,7 @@ func TestCompactLeaseSharesCommonStrings(t *testing.T) {
 	name := "fakelet-00003"
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: LeaseNamespace, UID: "u",
-			Annotations:     map[string]string{RunAnnotation: "run-1"},
+			Annotations:     map[string]string{fleetname.RunAnnotation: "run-1"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "n"}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "coordination.k8s.io/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
@@ -84,7 +85,7 @@ func TestCompactLeaseSharesCommonStrings(t *testing.T) {
 	if err := json.Unmarshal(b, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	runAnnotations := map[string]string{RunAnnotation: "run-1"}
+	runAnnotations := map[string]string{fleetname.RunAnnotation: "run-1"}
 	got := compactLease(&decoded, name, runAnnotations)
 	if !equality.Semantic.DeepEqual(got, l) {
 		t.Fatalf("compactLease changed the Lease:\n%+v\nwant\n%+v", got, l)

@@ -6,13 +6,15 @@ import (
 	"maps"
 	"time"
 
-	"fakelet.dev/fakelet/heartbeat"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/heartbeat"
 )
 
 // leaseLoop renews the node's Lease. It is the lease controller of k8s.io/component-helpers v0.37.2
@@ -209,7 +211,7 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 			if lease.Annotations == nil {
 				lease.Annotations = map[string]string{}
 			}
-			lease.Annotations[RunAnnotation] = run
+			lease.Annotations[fleetname.RunAnnotation] = run
 		}
 	}
 	lease.Spec.LeaseDurationSeconds = ptr.To(a.cfg.Heartbeat.LeaseDurationSeconds)

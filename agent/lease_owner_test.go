@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 func leaseOwnedBy(name string, uid types.UID) *coordinationv1.Lease {
@@ -43,7 +45,7 @@ func writesTo(calls []call, resource string) []string {
 func TestAnotherFleetsLeaseIsNeverRenewed(t *testing.T) {
 	const name = "fakelet-00000"
 	h := newHarness(t)
-	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-uid", Labels: map[string]string{FleetLabel: "other"}}}
+	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-uid", Labels: map[string]string{fleetname.Label: "other"}}}
 	seed(t, h.client, theirs, leaseOwnedBy(name, "their-uid"))
 	h.take()
 	var failed error
@@ -67,7 +69,7 @@ func TestAnotherFleetsLeaseIsNeverRenewed(t *testing.T) {
 func TestLeaseOfAnEarlierNodeIsLeftToTheGarbageCollector(t *testing.T) {
 	const name = "fakelet-00000"
 	h := newHarness(t)
-	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "new-uid", Labels: map[string]string{FleetLabel: "test"}}}
+	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "new-uid", Labels: map[string]string{fleetname.Label: "test"}}}
 	seed(t, h.client, ours, leaseOwnedBy(name, "old-uid"))
 	h.take()
 	a := h.agent(name, 0)
@@ -103,7 +105,7 @@ func TestLeaseWithoutOwnerIsNeverAdopted(t *testing.T) {
 	h := newHarness(t)
 	unowned := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: LeaseNamespace, UID: "their-lease"},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("someone")}}
-	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "our-uid", Labels: map[string]string{FleetLabel: "test"}}}
+	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "our-uid", Labels: map[string]string{fleetname.Label: "test"}}}
 	seed(t, h.client, ours, unowned)
 	h.take()
 	a := h.agent(name, 0)
@@ -134,9 +136,9 @@ func TestRunAnnotationOnCreatedAndAdoptedObjects(t *testing.T) {
 	}
 	h := newHarness(t, withRun)
 	left := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00001", UID: "left-node",
-		Labels: map[string]string{FleetLabel: "test"}, Annotations: map[string]string{RunAnnotation: "run-a"}}}
+		Labels: map[string]string{fleetname.Label: "test"}, Annotations: map[string]string{fleetname.RunAnnotation: "run-a"}}}
 	leftLease := leaseOwnedBy("fakelet-00001", "left-node")
-	leftLease.UID, leftLease.Annotations = "left-lease", map[string]string{RunAnnotation: "run-a"}
+	leftLease.UID, leftLease.Annotations = "left-lease", map[string]string{fleetname.RunAnnotation: "run-a"}
 	seed(t, h.client, left, leftLease)
 	fresh, adopted := h.agent("fakelet-00000", 0), h.agent("fakelet-00001", 1)
 	fresh.Start(h.ctx)
@@ -188,9 +190,9 @@ func TestNodeOfAnotherLiveRunIsLeftAlone(t *testing.T) {
 			}
 		})
 		theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-node",
-			Labels: map[string]string{FleetLabel: "test"}, Annotations: map[string]string{RunAnnotation: "run-a"}}}
+			Labels: map[string]string{fleetname.Label: "test"}, Annotations: map[string]string{fleetname.RunAnnotation: "run-a"}}}
 		lease := leaseOwnedBy(name, "their-node")
-		lease.Annotations = map[string]string{RunAnnotation: "run-a"}
+		lease.Annotations = map[string]string{fleetname.RunAnnotation: "run-a"}
 		lease.Spec.LeaseDurationSeconds = ptr.To[int32](40)
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(-tc.renewed)}
 		seed(t, h.client, theirs, lease)
@@ -238,9 +240,9 @@ func TestAnAgentThatLosesItsNodeGivesItUp(t *testing.T) {
 		c.Adoptable = func(_, run string, _ time.Time) bool { return run == "run-a" }
 	})
 	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "their-node",
-		Labels: map[string]string{FleetLabel: "test"}, Annotations: map[string]string{RunAnnotation: "run-a"}}}
+		Labels: map[string]string{fleetname.Label: "test"}, Annotations: map[string]string{fleetname.RunAnnotation: "run-a"}}}
 	lease := leaseOwnedBy(name, "their-node")
-	lease.Annotations = map[string]string{RunAnnotation: "run-a"}
+	lease.Annotations = map[string]string{fleetname.RunAnnotation: "run-a"}
 	lease.Spec.LeaseDurationSeconds = ptr.To[int32](40)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(-time.Minute)}
 	seed(t, h.client, theirs, lease)
@@ -256,7 +258,7 @@ func TestAnAgentThatLosesItsNodeGivesItUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got.Annotations = map[string]string{RunAnnotation: "run-c"}
+	got.Annotations = map[string]string{fleetname.RunAnnotation: "run-c"}
 	got.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(5 * time.Second)}
 	if _, err := h.client.CoordinationV1().Leases(LeaseNamespace).Update(h.ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 var leasesGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -64,7 +66,7 @@ func TestDeletedLeaseIsRecreated(t *testing.T) {
 // reimplementation cannot drift from component-helpers.
 func TestLeaseLoopMatchesUpstreamController(t *testing.T) {
 	const name = "fakelet-00000"
-	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "node-uid", Labels: map[string]string{FleetLabel: "test"}}}
+	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "node-uid", Labels: map[string]string{fleetname.Label: "test"}}}
 	owned := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "node-uid"}}
 	leaseOwnedBy := func(owners []metav1.OwnerReference) *coordinationv1.Lease {
 		return &coordinationv1.Lease{

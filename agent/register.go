@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // ForeignNodeError is why an agent refuses to run: a Node with its name exists and is not its fleet's.
@@ -17,8 +19,8 @@ type ForeignNodeError struct {
 
 func (e *ForeignNodeError) Error() string {
 	owner := "no fleet label"
-	if f, ok := e.Labels[FleetLabel]; ok {
-		owner = fmt.Sprintf("%s=%s", FleetLabel, f)
+	if f, ok := e.Labels[fleetname.Label]; ok {
+		owner = fmt.Sprintf("%s=%s", fleetname.Label, f)
 	}
 	return fmt.Sprintf("node %s already exists and is not fleet %q's (%s): refusing to touch it", e.Node, e.Fleet, owner)
 }
@@ -95,7 +97,7 @@ func (s *statusLoop) tryRegister() bool {
 // (updateDefaultLabels), plus the fleet label, which fakelet relies on.
 var reconciledLabels = []string{
 	corev1.LabelHostname, corev1.LabelOSStable, corev1.LabelArchStable,
-	"beta.kubernetes.io/os", "beta.kubernetes.io/arch", corev1.LabelTopologyZone, FleetLabel,
+	"beta.kubernetes.io/os", "beta.kubernetes.io/arch", corev1.LabelTopologyZone, fleetname.Label,
 }
 
 // reconcileRegistered sets existing's default labels and attach-detach annotation to initial's and

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/nodeshape"
 )
 
@@ -20,8 +21,8 @@ type shape struct {
 // checkShape refuses labels and taints a kubelet could not register with (package nodeshape).
 func checkShape(labels map[string]string, taints []corev1.Taint, allocatable corev1.ResourceList) error {
 	for k, v := range labels {
-		if k == FleetLabel {
-			return fmt.Errorf("label %s is set by fakelet itself from the fleet name", FleetLabel)
+		if k == fleetname.Label {
+			return fmt.Errorf("label %s is set by fakelet itself from the fleet name", fleetname.Label)
 		}
 		if err := nodeshape.CheckLabel(k, v); err != nil {
 			return err

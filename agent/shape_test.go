@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/nodeshape"
 )
 
@@ -52,7 +53,7 @@ func TestNodesRegisterWithTheirShape(t *testing.T) {
 	h.advance(time.Second)
 
 	n := h.node("fakelet-00000")
-	if n.Labels["example.com/pool"] != "general" || n.Labels["example.com/team"] != "a" || n.Labels[FleetLabel] != "test" {
+	if n.Labels["example.com/pool"] != "general" || n.Labels["example.com/team"] != "a" || n.Labels[fleetname.Label] != "test" {
 		t.Errorf("labels %v, want the fleet's and fakelet's", n.Labels)
 	}
 	if !reflect.DeepEqual(n.Spec.Taints, []corev1.Taint{noSchedule}) {
@@ -117,7 +118,7 @@ func TestTemplateRefusesWhatAKubeletCannotRegister(t *testing.T) {
 		o       TemplateOptions
 		wantErr string
 	}{
-		{"fleet label", TemplateOptions{Labels: map[string]string{FleetLabel: "x"}}, "set by fakelet itself"},
+		{"fleet label", TemplateOptions{Labels: map[string]string{fleetname.Label: "x"}}, "set by fakelet itself"},
 		{"kubernetes.io label", TemplateOptions{Labels: map[string]string{"node-role.kubernetes.io/worker": ""}}, "NodeRestriction"},
 		{"bad taint", TemplateOptions{Taints: []corev1.Taint{{Key: "a", Effect: "Sometimes"}}}, `effect "Sometimes"`},
 		{"group without GroupOf", TemplateOptions{Groups: []nodeshape.Shape{{}}}, "no GroupOf"},

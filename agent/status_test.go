@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/heartbeat"
-	"fakelet.dev/fakelet/internal/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8stesting "k8s.io/client-go/testing"
+
+	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 func patchesOf(calls []call) []call {
@@ -137,7 +139,7 @@ func TestRegisteredNodeLooksLikeAKubeletsNode(t *testing.T) {
 	n := h.node("fakelet-00007")
 	for k, v := range map[string]string{
 		"kubernetes.io/hostname": "fakelet-00007", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", FleetLabel: "test",
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", fleetname.Label: "test",
 		ZoneLabel: "zone-2", "example.com/pool": "",
 	} {
 		if got, ok := n.Labels[k]; !ok || got != v {
@@ -197,7 +199,7 @@ func TestReplacedNodeIsNeverPatched(t *testing.T) {
 	if err := h.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "theirs", Labels: map[string]string{FleetLabel: "test"}}}
+	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "theirs", Labels: map[string]string{fleetname.Label: "test"}}}
 	if _, err := h.client.CoreV1().Nodes().Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,17 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/nodeshape"
 )
-
-// FleetLabel marks every Node fakelet creates with its fleet's name. fakelet only ever adopts, changes
-// or deletes objects that carry it with its own fleet's value.
-const FleetLabel = "fakelet.dev/fleet"
-
-// RunAnnotation names the run that created or last adopted an object: every Node, Lease and pod
-// fakelet writes carries its run's ID. The fleet label says which fleet an object belongs to; this
-// says which run holds it, so that two runs of one fleet can tell each other apart.
-const RunAnnotation = "fakelet.dev/run"
 
 // KubeletVersion is the kubelet release whose behaviour agents reproduce.
 const KubeletVersion = "v1.37.2"
@@ -140,7 +132,7 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 	}
 	t.annotations = t.registrationAnnotations()
 	if t.RunID != "" {
-		t.leaseAnnotations = map[string]string{RunAnnotation: t.RunID}
+		t.leaseAnnotations = map[string]string{fleetname.RunAnnotation: t.RunID}
 	}
 	t.labelText = map[string]string{}
 	for _, s := range t.shapes {
@@ -154,7 +146,7 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 
 // Owns reports whether node carries this fleet's label.
 func (t *Template) Owns(node *corev1.Node) bool {
-	return node != nil && node.Labels[FleetLabel] == t.Fleet
+	return node != nil && node.Labels[fleetname.Label] == t.Fleet
 }
 
 // labels are the kubelet's own labels for a node, the fleet label, the zone and the extra labels
@@ -169,7 +161,7 @@ func (t *Template) labels(s *shape, name, zone string) map[string]string {
 	l[corev1.LabelArchStable] = "amd64"
 	l["beta.kubernetes.io/os"] = "linux"
 	l["beta.kubernetes.io/arch"] = "amd64"
-	l[FleetLabel] = t.Fleet
+	l[fleetname.Label] = t.Fleet
 	if zone != "" {
 		l[ZoneLabel] = zone
 	}
@@ -183,13 +175,13 @@ const attachDetachAnnotation = "volumes.kubernetes.io/controller-managed-attach-
 func (t *Template) registrationAnnotations() map[string]string {
 	m := map[string]string{attachDetachAnnotation: "true"}
 	if t.RunID != "" {
-		m[RunAnnotation] = t.RunID
+		m[fleetname.RunAnnotation] = t.RunID
 	}
 	return m
 }
 
 // HeldBy is the run that created or last adopted an object, from its RunAnnotation ("" for none).
-func HeldBy(m metav1.Object) string { return m.GetAnnotations()[RunAnnotation] }
+func HeldBy(m metav1.Object) string { return m.GetAnnotations()[fleetname.RunAnnotation] }
 
 // initialNode is the Node a kubelet POSTs at registration: metadata, spec and full status.
 func (t *Template) initialNode(a *Agent, now metav1.Time, conds []corev1.NodeCondition) *corev1.Node {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,25 +65,4 @@ type WatchHandler interface {
 	// *errors.StatusError for an ERROR event (410 Gone for an expired resource version), another error
 	// for a broken connection or an undecodable stream.
 	Ended(err error)
-}
-
-// Footprint is which of a kubelet's requests an agent makes.
-type Footprint string
-
-const (
-	// FootprintKubelet makes every request a v1.37 kubelet makes: the heartbeats, the watches its
-	// reflectors open, its startup requests and Events, and the status manager's pod requests.
-	FootprintKubelet Footprint = "kubelet"
-	// FootprintHeartbeat makes the heartbeat requests only (registration, Lease, node status) and
-	// reports the fleet's pods, as fakelet did before the kubelet footprint.
-	FootprintHeartbeat Footprint = "heartbeat"
-)
-
-// ParseFootprint checks a footprint given by a user.
-func ParseFootprint(s string) (Footprint, error) {
-	switch Footprint(s) {
-	case FootprintKubelet, FootprintHeartbeat:
-		return Footprint(s), nil
-	}
-	return "", fmt.Errorf("unknown footprint %q (want %q or %q)", s, FootprintKubelet, FootprintHeartbeat)
 }

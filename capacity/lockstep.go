@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -25,7 +25,7 @@ const verdictPoll = time.Second
 // reads the others', all due by the step's Due, when the next step begins. Every shard checks the
 // levels of the fleet (report.MergeLevels of every shard's verdict), so all stop at the same step.
 type Lockstep struct {
-	Shard fleet.Shard
+	Shard fleetname.Shard
 	// Start is when the first step's settle begins in every shard; its nodes register before it.
 	Start time.Time
 	// VerdictTimeout is how long after each hold every shard's verdict is due: the next step begins
@@ -65,7 +65,7 @@ func (l Lockstep) Validate(c Config) error {
 	sizes := c.Sizes()
 	for k := 1; k < len(sizes); k++ {
 		for i := range l.Shard.Count {
-			s := Lockstep{Shard: fleet.Shard{Index: i, Count: l.Shard.Count}}
+			s := Lockstep{Shard: fleetname.Shard{Index: i, Count: l.Shard.Count}}
 			if before, after := s.Nodes(sizes[k-1]), s.Nodes(sizes[k]); after < before {
 				return fmt.Errorf("--step %d: with %d shards, shard %d/%d would run %d nodes at the step of %d and %d at the step of %d, and a shard's slice only grows: "+
 					"give a --step of at least %d (the shard count), and a --max at least that many past a step, or none past it",
@@ -86,7 +86,7 @@ func (l Lockstep) Schedule(c Config) []StepTimes {
 		if k > 0 {
 			most := 0
 			for i := range l.Shard.Count {
-				s := Lockstep{Shard: fleet.Shard{Index: i, Count: l.Shard.Count}}
+				s := Lockstep{Shard: fleetname.Shard{Index: i, Count: l.Shard.Count}}
 				most = max(most, s.Nodes(n)-s.Nodes(prev))
 			}
 			grow = time.Duration(math.Ceil(float64(most)/l.RegisterQPS)) * time.Second

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/internal/lockstep"
 	"fakelet.dev/fakelet/measure/load"
@@ -115,7 +115,7 @@ func (f *shardFleet) Measure(_ context.Context, from, to time.Time) (Measured, [
 func board(t *testing.T, client *fake.Clientset, i, n int) *lockstep.Board {
 	t.Helper()
 	b, err := lockstep.OpenBoard(context.Background(), lockstep.BoardOptions{
-		Client: client, Namespace: "fakelet", Fleet: "big", Shard: fleet.Shard{Index: i, Count: n}, Holder: "test",
+		Client: client, Namespace: "fakelet", Fleet: "big", Shard: fleetname.Shard{Index: i, Count: n}, Holder: "test",
 		Run: lockstep.Run{What: "capacity", Nodes: 4000, Shards: n, Hash: "0123456789abcdef"}, Start: t0, Log: io.Discard,
 	})
 	if err != nil {
@@ -157,7 +157,7 @@ func runShards(t *testing.T, c Config, client *fake.Clientset, fleets []*shardFl
 		}
 		b := board(t, client, i, len(fleets))
 		f.clock = clock
-		f.l = Lockstep{Shard: fleet.Shard{Index: i, Count: len(fleets)}, Start: t0.Add(time.Minute), VerdictTimeout: 30 * time.Second,
+		f.l = Lockstep{Shard: fleetname.Shard{Index: i, Count: len(fleets)}, Start: t0.Add(time.Minute), VerdictTimeout: 30 * time.Second,
 			RegisterQPS: 100, Verdicts: BoardVerdicts{Board: b}}
 		wg.Add(1)
 		go func() {
@@ -263,7 +263,7 @@ func TestLockstepValidation(t *testing.T) {
 		{config(5, 5, 12), 5, time.Second, ""}, // steps of at least the shard count only grow each slice
 		{config(3, 3, 9), 3, 0, "--verdict-timeout must be positive"},
 	} {
-		l := Lockstep{Shard: fleet.Shard{Index: 0, Count: tc.shards}, Start: t0, VerdictTimeout: tc.timeout, RegisterQPS: 10}
+		l := Lockstep{Shard: fleetname.Shard{Index: 0, Count: tc.shards}, Start: t0, VerdictTimeout: tc.timeout, RegisterQPS: 10}
 		err := l.Validate(tc.c)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%+v in %d shards: %v, want %q", tc.c, tc.shards, err, tc.want)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/report"
 )
@@ -32,8 +32,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--step must be positive, got %d", c.Step)
 	case c.Max < c.Start:
 		return fmt.Errorf("--max (%d) must be at least --start (%d)", c.Max, c.Start)
-	case c.Max > fleet.MaxNodes:
-		return fmt.Errorf("--max %d is more than the largest fleet fakelet runs (%d nodes)", c.Max, fleet.MaxNodes)
+	case c.Max > fleetname.MaxNodes:
+		return fmt.Errorf("--max %d is more than the largest fleet fakelet runs (%d nodes)", c.Max, fleetname.MaxNodes)
 	case c.Settle < 0:
 		return fmt.Errorf("--settle must not be negative, got %v", c.Settle)
 	case c.RenewInterval <= 0:

@@ -10,8 +10,8 @@ import (
 
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
-	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/scrape"
+	"fakelet.dev/fakelet/measure/source"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -26,7 +26,7 @@ type Cluster struct {
 // ClusterOf is the cluster cfg reaches, with every metrics endpoint it has: all of local's, the
 // control plane fakelet runs (nil for another cluster), else the apiserver's.
 func ClusterOf(cfg *rest.Config, local *controlplane.ControlPlane, description string) (*Cluster, error) {
-	sources, err := measure.TargetSources(cfg, local)
+	sources, err := source.Target(cfg, local)
 	if err != nil {
 		return nil, err
 	}

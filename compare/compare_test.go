@@ -16,6 +16,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/measure/load"
@@ -134,9 +135,9 @@ func TestCompareOnOneClusterRunsTheModesOneAfterTheOther(t *testing.T) {
 // before it writes anything, naming the fleet and how to delete them.
 func TestCompareRefusesLeftoverFleets(t *testing.T) {
 	left := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "compare-status-00007",
-		Labels: map[string]string{agent.FleetLabel: "compare-status"}}}
+		Labels: map[string]string{fleetname.Label: "compare-status"}}}
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "compare-lease-00000",
-		Labels: map[string]string{agent.FleetLabel: "someone-else"}}}
+		Labels: map[string]string{fleetname.Label: "someone-else"}}}
 	client := fake.NewClientset(left, other)
 	err := NoFleetsLeft(context.Background(), client, Modes)
 	if err == nil || !strings.Contains(err.Error(), "1 Node(s) of fleet compare-status") ||

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 )
 
@@ -37,7 +37,7 @@ func NoFleetsLeft(ctx context.Context, c kubernetes.Interface, modes []heartbeat
 
 func fleetNodes(ctx context.Context, c kubernetes.Interface, name string) (int, error) {
 	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{agent.FleetLabel: name}).String()})
+		LabelSelector: labels.SelectorFromSet(labels.Set{fleetname.Label: name}).String()})
 	if err != nil {
 		return 0, fmt.Errorf("list the Nodes of fleet %s: %w", name, err)
 	}

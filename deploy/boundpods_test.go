@@ -4,13 +4,14 @@ import (
 	"slices"
 	"testing"
 
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 )
 
 // heldTo checks that files grant every one of perms (a ClusterRole in any namespace, a Role in its
 // own), and that every rule of the last of them is one of perms or of also.
-func heldTo(t *testing.T, files []string, perms, also []fleet.Permission) {
+func heldTo(t *testing.T, files []string, perms, also []access.Permission) {
 	t.Helper()
 	var roles []object
 	for _, f := range files {
@@ -55,7 +56,7 @@ func TestBoundPodsRBAC(t *testing.T) {
 	perms := fleet.Permissions(fleet.Config{Nodes: 1000, Footprint: agent.FootprintHeartbeat})
 	heldTo(t, []string{"rbac/fakelet.yaml", "rbac/bound-pods.yaml"}, perms, nil)
 	for _, p := range fleet.BoundPodPermissions() {
-		if !slices.ContainsFunc(perms, func(q fleet.Permission) bool { return q.String() == p.String() }) {
+		if !slices.ContainsFunc(perms, func(q access.Permission) bool { return q.String() == p.String() }) {
 			t.Errorf("the heartbeat footprint's preflight does not check %s", p)
 		}
 	}

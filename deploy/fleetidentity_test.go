@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 )
@@ -62,7 +63,7 @@ func TestFleetIdentityRBAC(t *testing.T) {
 
 // grantsSub is grants for a permission that may be of a subresource, which RBAC writes
 // "resource/subresource".
-func grantsSub(role object, p fleet.Permission) bool {
+func grantsSub(role object, p access.Permission) bool {
 	if p.Subresource != "" {
 		p.Resource += "/" + p.Subresource
 	}

@@ -15,8 +15,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
 )
 
@@ -209,7 +211,7 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 		byNamespace[r.Metadata.Namespace] = append(byNamespace[r.Metadata.Namespace], r)
 	}
 	perms := slices.Concat(fleet.RunPermissions(fleet.IdentityNode, "fakelet-00000"), fleet.RunPermissions(fleet.IdentityNode, "fakelet-00999"),
-		fleet.CleanupPermissions(), lockstep.Permissions(lockstep.DefaultNamespace), fleet.ClaimPermissions(fleet.ClaimName(fleet.DefaultNamePrefix, fleet.Shard{})))
+		fleet.CleanupPermissions(), lockstep.Permissions(lockstep.DefaultNamespace), fleet.ClaimPermissions(fleetname.ClaimName(fleetname.DefaultNamePrefix, fleetname.Shard{})))
 	used := map[string]bool{} // namespace/group/resource/verb
 	for _, p := range perms {
 		roles, ok := byNamespace[p.Namespace]
@@ -237,7 +239,7 @@ func TestKubernetesRBACIsDeployRBAC(t *testing.T) {
 }
 
 // grants says whether one of role's rules allows p.
-func grants(role object, p fleet.Permission) bool {
+func grants(role object, p access.Permission) bool {
 	for _, r := range role.Rules {
 		if slices.Contains(r.APIGroups, p.Group) && slices.Contains(r.Resources, p.Resource) && slices.Contains(r.Verbs, p.Verb) &&
 			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, p.Name)) {
@@ -351,22 +353,22 @@ func TestKustomizations(t *testing.T) {
 					}
 					var shard string
 					for _, e := range c.Env {
-						if e.Name == fleet.ShardEnv {
+						if e.Name == fleetname.ShardEnv {
 							shard = e.Value
 						}
 					}
 					if want := "auto/" + strconv.Itoa(tc.shards); shard != want {
-						t.Errorf("%s=%q, want %q", fleet.ShardEnv, shard, want)
+						t.Errorf("%s=%q, want %q", fleetname.ShardEnv, shard, want)
 					}
 					if !slices.Contains(c.Args, "--in-cluster") || c.Args[0] != "run" {
 						t.Errorf("args %q, want run --in-cluster", c.Args)
 					}
 					for _, a := range c.Args {
 						if n, ok := strings.CutPrefix(a, "--nodes="); ok {
-							if err := (fleet.Shard{Index: 0, Count: tc.shards}).Validate(atoi(t, n)); err != nil {
+							if err := (fleetname.Shard{Index: 0, Count: tc.shards}).Validate(atoi(t, n)); err != nil {
 								t.Error(err)
 							}
-							_, perShard := (fleet.Shard{Index: 0, Count: tc.shards}).Slice(atoi(t, n))
+							_, perShard := (fleetname.Shard{Index: 0, Count: tc.shards}).Slice(atoi(t, n))
 							if sized := atoi(t, o.Metadata.Annotations[sizedForAnnotation]); perShard > sized {
 								t.Errorf("%s nodes in %d shards is %d per shard; the requests are sized for %d (%s)", n, tc.shards, perShard, sized, sizedForAnnotation)
 							}
@@ -375,7 +377,7 @@ func TestKustomizations(t *testing.T) {
 					if !slices.Contains(c.Args, "--start-at=auto") || !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--profile=") }) {
 						t.Errorf("args %q, want a --profile played in lockstep with --start-at=auto", c.Args)
 					}
-					prefix := fleet.DefaultNamePrefix
+					prefix := fleetname.DefaultNamePrefix
 					for _, a := range c.Args {
 						if p, ok := strings.CutPrefix(a, "--name-prefix="); ok {
 							prefix = p
@@ -384,7 +386,7 @@ func TestKustomizations(t *testing.T) {
 					for _, a := range c.Args {
 						if n, ok := strings.CutPrefix(a, "--nodes="); ok {
 							for i := range atoi(t, n) {
-								wantUsers = append(wantUsers, "system:node:"+fleet.NodeName(prefix, i))
+								wantUsers = append(wantUsers, "system:node:"+fleetname.NodeName(prefix, i))
 							}
 						}
 					}

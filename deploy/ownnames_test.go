@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestWritesAreLimitedToTheFleetsNames: no rule of deploy/rbac's files, nor of the large overlay's
@@ -21,7 +21,7 @@ func TestWritesAreLimitedToTheFleetsNames(t *testing.T) {
 	} {
 		var own []string
 		for i := range nodes {
-			own = append(own, fleet.NodeName(fleet.DefaultNamePrefix, i))
+			own = append(own, fleetname.NodeName(fleetname.DefaultNamePrefix, i))
 		}
 		for _, o := range readObjects(t, file) {
 			for _, r := range o.Rules {
@@ -51,12 +51,12 @@ func TestWritesAreLimitedToTheFleetsNames(t *testing.T) {
 	}
 }
 
-// isClaim says whether name is one of the fleet's claims on its shards (fleet.ClaimName), which the
+// isClaim says whether name is one of the fleet's claims on its shards (fleetname.ClaimName), which the
 // fleet renews and deletes by name beside its nodes' Leases.
 func isClaim(name string) bool {
 	for n := 1; n <= MaxClaimShards; n++ {
 		for i := range n {
-			if name == fleet.ClaimName(fleet.DefaultNamePrefix, fleet.Shard{Index: i, Count: n}) {
+			if name == fleetname.ClaimName(fleetname.DefaultNamePrefix, fleetname.Shard{Index: i, Count: n}) {
 				return true
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestPodGrantsStayInThePodsNamespace: deploy's RBAC grants pods, ConfigMaps and tokens in the
@@ -13,8 +13,8 @@ import (
 // default mounting any Secret there, bind them to a fleet node and read the Secret as that node, and
 // create a token for any ServiceAccount of default.
 func TestPodGrantsStayInThePodsNamespace(t *testing.T) {
-	if fleet.PodNamespace == "default" || fleet.PodNamespace == "kube-system" {
-		t.Fatalf("the fleet's pods are in %s", fleet.PodNamespace)
+	if fleetname.PodNamespace == "default" || fleetname.PodNamespace == "kube-system" {
+		t.Fatalf("the fleet's pods are in %s", fleetname.PodNamespace)
 	}
 	// bound-pods.yaml and workloads.yaml read pods in every namespace (the heartbeat footprint's
 	// watch of bound pods, the report's of the workloads' pods, whose namespace has no name before
@@ -38,11 +38,11 @@ func TestPodGrantsStayInThePodsNamespace(t *testing.T) {
 						// span them.
 						t.Errorf("%s: ClusterRole %s grants %v %s in every namespace", file, o.Metadata.Name, r.Verbs, res)
 					}
-					if o.Kind == "Role" && o.Metadata.Namespace != fleet.PodNamespace {
-						t.Errorf("%s: Role %s grants %v %s in namespace %s, not the pods' %s", file, o.Metadata.Name, r.Verbs, res, o.Metadata.Namespace, fleet.PodNamespace)
+					if o.Kind == "Role" && o.Metadata.Namespace != fleetname.PodNamespace {
+						t.Errorf("%s: Role %s grants %v %s in namespace %s, not the pods' %s", file, o.Metadata.Name, r.Verbs, res, o.Metadata.Namespace, fleetname.PodNamespace)
 					}
-					if res == "serviceaccounts/token" && !slices.Equal(r.ResourceNames, []string{fleet.PodServiceAccount}) {
-						t.Errorf("%s: %s %s grants tokens of ServiceAccounts %q, want only the pods' %s", file, o.Kind, o.Metadata.Name, r.ResourceNames, fleet.PodServiceAccount)
+					if res == "serviceaccounts/token" && !slices.Equal(r.ResourceNames, []string{fleetname.PodServiceAccount}) {
+						t.Errorf("%s: %s %s grants tokens of ServiceAccounts %q, want only the pods' %s", file, o.Kind, o.Metadata.Name, r.ResourceNames, fleetname.PodServiceAccount)
 					}
 					if res == "secrets" || res == "serviceaccounts" {
 						t.Errorf("%s: %s %s grants %v %s", file, o.Kind, o.Metadata.Name, r.Verbs, res)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestPodsRBAC: the pods component is deploy/rbac/pods.yaml; it creates the pods' own namespace and
@@ -28,20 +29,20 @@ func TestPodsRBAC(t *testing.T) {
 	for _, o := range readObjects(t, "rbac/pods.yaml") {
 		switch o.Kind {
 		case "Namespace":
-			namespace = namespace || o.Metadata.Name == fleet.PodNamespace
+			namespace = namespace || o.Metadata.Name == fleetname.PodNamespace
 		case "Role", "ClusterRole":
 			roles = append(roles, o)
-			if o.Kind == "Role" && o.Metadata.Namespace != fleet.PodNamespace {
-				t.Errorf("Role %s in namespace %q, want %q", o.Metadata.Name, o.Metadata.Namespace, fleet.PodNamespace)
+			if o.Kind == "Role" && o.Metadata.Namespace != fleetname.PodNamespace {
+				t.Errorf("Role %s in namespace %q, want %q", o.Metadata.Name, o.Metadata.Namespace, fleetname.PodNamespace)
 			}
 		}
 	}
 	if !namespace {
-		t.Errorf("deploy/rbac/pods.yaml does not create namespace %s", fleet.PodNamespace)
+		t.Errorf("deploy/rbac/pods.yaml does not create namespace %s", fleetname.PodNamespace)
 	}
 	used := map[string]bool{}
 	for _, p := range fleet.PodPermissions() {
-		if p.Namespace != fleet.PodNamespace && !(p.Resource == "namespaces" && p.Name == fleet.PodNamespace) {
+		if p.Namespace != fleetname.PodNamespace && !(p.Resource == "namespaces" && p.Name == fleetname.PodNamespace) {
 			t.Errorf("permission %s outside the pods' namespace", p)
 		}
 		granted := false

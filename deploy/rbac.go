@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // RBAC writes deploy/rbac/fakelet.yaml for a fleet of nodes named prefix-00000 up to nodes-1: the
@@ -66,7 +66,7 @@ func KubeletRBAC(w io.Writer, prefix string, first, nodes int) error {
 }
 
 // ClaimsRBAC writes the Role, bound to the ServiceAccount fakelet/fakelet, that lets the fleet whose
-// nodes are named with prefix renew and delete its runs' claims on their shards (fleet.ClaimName),
+// nodes are named with prefix renew and delete its runs' claims on their shards (fleetname.ClaimName),
 // and no other Lease. RBAC writes it for its fleet; a fleet of another prefix whose kubelets are
 // granted with KubeletRBAC alone needs it too.
 func ClaimsRBAC(w io.Writer, prefix string) error {
@@ -85,12 +85,12 @@ func ClaimsRBAC(w io.Writer, prefix string) error {
 const MaxClaimShards = 16
 
 // claims writes the Role that lets the fleet's credential renew and delete its runs' claims on their
-// shards (fleet.ClaimName), and no other Lease; creating one cannot be limited by name (rbacHeader, baseRoles).
+// shards (fleetname.ClaimName), and no other Lease; creating one cannot be limited by name (rbacHeader, baseRoles).
 func claims(b *strings.Builder, prefix string) {
 	var names []string
 	for n := 1; n <= MaxClaimShards; n++ {
 		for i := range n {
-			names = append(names, fleet.ClaimName(prefix, fleet.Shard{Index: i, Count: n}))
+			names = append(names, fleetname.ClaimName(prefix, fleetname.Shard{Index: i, Count: n}))
 		}
 	}
 	role{
@@ -126,12 +126,12 @@ func byName(w io.Writer, prefix string, first, nodes int, chunk func(b *strings.
 
 // chunkName names the roles of kind for the nodes lo to hi: fakelet-KIND-PREFIX-LO-HI.
 func chunkName(kind, prefix string, lo, hi int) string {
-	return "fakelet-" + kind + "-" + fleet.NodeName(prefix, lo) + strings.TrimPrefix(fleet.NodeName(prefix, hi), prefix)
+	return "fakelet-" + kind + "-" + fleetname.NodeName(prefix, lo) + strings.TrimPrefix(fleetname.NodeName(prefix, hi), prefix)
 }
 
 // kubeletChunk writes KubeletRBAC's roles for the nodes lo to hi.
 func kubeletChunk(b *strings.Builder, prefix string, lo, hi int) {
-	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
+	from, to := fleetname.NodeName(prefix, lo), fleetname.NodeName(prefix, hi)
 	nodeRole(b, "Impersonation of the kubelets of nodes "+from+" to "+to+", and of no other user.",
 		chunkName("kubelets", prefix, lo, hi), "", "users", "impersonate", "system:node:", prefix, lo, hi)
 	nodeRole(b, "The cleanup and churn delete the Nodes "+from+" to "+to+", and no other Node.",
@@ -142,7 +142,7 @@ func kubeletChunk(b *strings.Builder, prefix string, lo, hi int) {
 
 // fleetIdentityChunk writes FleetIdentityRBAC's roles for the nodes lo to hi.
 func fleetIdentityChunk(b *strings.Builder, prefix string, lo, hi int) {
-	from, to := fleet.NodeName(prefix, lo), fleet.NodeName(prefix, hi)
+	from, to := fleetname.NodeName(prefix, lo), fleetname.NodeName(prefix, hi)
 	nodeRole(b, "The kubelets of nodes "+from+" to "+to+" patch their Nodes' status, and no other Node's.",
 		chunkName("fleet-identity-nodes", prefix, lo, hi), "", "nodes/status", "patch", "", prefix, lo, hi)
 	nodeRole(b, "... and renew their Leases, and no other Lease.",
@@ -159,7 +159,7 @@ func nodeRole(b *strings.Builder, comment, name, group, resource, verb, namePref
 	}
 	names := make([]string, 0, hi-lo+1)
 	for i := lo; i <= hi; i++ {
-		names = append(names, namePrefix+fleet.NodeName(prefix, i))
+		names = append(names, namePrefix+fleetname.NodeName(prefix, i))
 	}
 	role{comment: comment, name: name, namespace: namespace,
 		rules: []rule{{group: group, resources: []string{resource}, verbs: []string{verb}, names: names, listed: true}},

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 var updateRBAC = flag.Bool("update-rbac", false, "rewrite the generated RBAC files (deploy/rbac.go)")
@@ -18,13 +18,13 @@ var updateRBAC = flag.Bool("update-rbac", false, "rewrite the generated RBAC fil
 func generatedRBAC(t *testing.T) map[string][]byte {
 	t.Helper()
 	var small, large, fleetIdentity bytes.Buffer
-	if err := RBAC(&small, fleet.DefaultNamePrefix, 1000); err != nil {
+	if err := RBAC(&small, fleetname.DefaultNamePrefix, 1000); err != nil {
 		t.Fatal(err)
 	}
-	if err := FleetIdentityRBAC(&fleetIdentity, fleet.DefaultNamePrefix, 1000); err != nil {
+	if err := FleetIdentityRBAC(&fleetIdentity, fleetname.DefaultNamePrefix, 1000); err != nil {
 		t.Fatal(err)
 	}
-	if err := KubeletRBAC(&large, fleet.DefaultNamePrefix, 0, 50000); err != nil {
+	if err := KubeletRBAC(&large, fleetname.DefaultNamePrefix, 0, 50000); err != nil {
 		t.Fatal(err)
 	}
 	return map[string][]byte{
@@ -91,7 +91,7 @@ func TestImpersonationIsLimitedToTheFleet(t *testing.T) {
 	}
 	var want []string
 	for i := range 1000 {
-		want = append(want, "system:node:"+fleet.NodeName(fleet.DefaultNamePrefix, i))
+		want = append(want, "system:node:"+fleetname.NodeName(fleetname.DefaultNamePrefix, i))
 	}
 	slices.Sort(users)
 	if !slices.Equal(users, want) {

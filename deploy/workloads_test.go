@@ -8,8 +8,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestWorkloadsRBAC: deploy/rbac/fakelet.yaml with workloads.yaml grants what a run of a profile with
@@ -17,7 +18,7 @@ import (
 // fakelet cleanup lists to find what such runs left (fleet.WorkloadCleanupPermissions), and
 // workloads.yaml grants nothing else.
 func TestWorkloadsRBAC(t *testing.T) {
-	kinds := []fleet.Permission{{Group: "apps", Resource: "deployments"}, {Resource: "services"}, {Group: "batch", Resource: "jobs"}, {Group: "apps", Resource: "daemonsets"}}
+	kinds := []access.Permission{{Group: "apps", Resource: "deployments"}, {Resource: "services"}, {Group: "batch", Resource: "jobs"}, {Group: "apps", Resource: "daemonsets"}}
 	perms := fleet.Permissions(fleet.Config{Nodes: 1000, RunID: "20260301-120000-abcdef", Workloads: &fleet.WorkloadAccess{Creates: kinds}})
 	heldTo(t, []string{"rbac/fakelet.yaml", "rbac/workloads.yaml"}, perms, fleet.WorkloadCleanupPermissions())
 }
@@ -64,7 +65,7 @@ func TestWorkloadsPolicyHoldsTheWrites(t *testing.T) {
 				matched = matched || strings.Contains(c.Expression, "'system:serviceaccount:fakelet:fakelet'")
 			}
 			for _, v := range policy.Spec.Validations {
-				checked = checked || strings.Contains(v.Expression, "'"+agent.FleetLabel+"'") && strings.Contains(v.Expression, "'fakelet.dev/run'")
+				checked = checked || strings.Contains(v.Expression, "'"+fleetname.Label+"'") && strings.Contains(v.Expression, "'fakelet.dev/run'")
 			}
 		case "ValidatingAdmissionPolicyBinding":
 			bound = policy.Spec.PolicyName == "fakelet-workloads" && slices.Equal(policy.Spec.ValidationActions, []string{"Deny"})

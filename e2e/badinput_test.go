@@ -36,6 +36,7 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
 )
 
@@ -67,7 +68,7 @@ func nothingWritten(t *testing.T, c kubernetes.Interface, prefix string) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		if strings.HasPrefix(n.Name, prefix+"-") && n.Labels[agent.FleetLabel] != "" {
+		if strings.HasPrefix(n.Name, prefix+"-") && n.Labels[fleetname.Label] != "" {
 			t.Errorf("node %s was created", n.Name)
 		}
 	}
@@ -442,8 +443,8 @@ func applyFakeletRBAC(c kubernetes.Interface) (string, error) {
 	for {
 		allowed := true
 		for _, attrs := range []authorizationv1.ResourceAttributes{
-			{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, Name: fleet.NodeName(last.prefix, last.nodes-1)},
-			{Verb: "impersonate", Resource: "users", Name: controlplane.NodeUser(fleet.NodeName(last.prefix, last.nodes-1))},
+			{Verb: "delete", Group: "coordination.k8s.io", Resource: "leases", Namespace: agent.LeaseNamespace, Name: fleetname.NodeName(last.prefix, last.nodes-1)},
+			{Verb: "impersonate", Resource: "users", Name: controlplane.NodeUser(fleetname.NodeName(last.prefix, last.nodes-1))},
 		} {
 			r, rerr := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: sa, Groups: []string{"system:serviceaccounts"}, ResourceAttributes: &attrs,
@@ -514,7 +515,7 @@ func TestForeignNodeWithOurNameIsRefusedAndUntouched(t *testing.T) {
 	}
 	t.Cleanup(func() { c.CoreV1().Nodes().Delete(context.Background(), squatter.Name, metav1.DeleteOptions{}) })
 	other, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: "squat-00002", Labels: map[string]string{agent.FleetLabel: "someone-else"}}}, metav1.CreateOptions{})
+		Name: "squat-00002", Labels: map[string]string{fleetname.Label: "someone-else"}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +532,7 @@ func TestForeignNodeWithOurNameIsRefusedAndUntouched(t *testing.T) {
 	for _, before := range []*corev1.Node{squatter, other} {
 		untouchedByFakelet(t, c, before)
 	}
-	sel := labels.SelectorFromSet(labels.Set{agent.FleetLabel: "squat"}).String()
+	sel := labels.SelectorFromSet(labels.Set{fleetname.Label: "squat"}).String()
 	if nodes, _ := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel}); len(nodes.Items) != 0 {
 		t.Errorf("the refused run registered %d nodes", len(nodes.Items))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestCleanupAtScale times `fakelet cleanup` of FAKELET_CLEANUP_NODES Nodes (default 200) with a
@@ -80,10 +81,10 @@ func seedStoppedFleet(t *testing.T, c kubernetes.Interface, fleetName string, n 
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				name := fleet.NodeName(fleetName, i)
+				name := fleetname.NodeName(fleetName, i)
 				node, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-					Labels:      map[string]string{agent.FleetLabel: fleetName},
-					Annotations: map[string]string{agent.RunAnnotation: "seeded"}}}, metav1.CreateOptions{})
+					Labels:      map[string]string{fleetname.Label: fleetName},
+					Annotations: map[string]string{fleetname.RunAnnotation: "seeded"}}}, metav1.CreateOptions{})
 				if err == nil {
 					_, err = c.CoordinationV1().Leases(agent.LeaseNamespace).Create(ctx, &coordinationv1.Lease{
 						ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agent.LeaseNamespace,

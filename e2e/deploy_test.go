@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // kustomizeBuild renders a kustomization with kustomize pinned in tools/kustomize, built into bin/
@@ -129,13 +129,13 @@ func TestDeployKubernetesDryRun(t *testing.T) {
 		for _, o := range decodeAll(t, kustomizeBuild(t, "deploy/testdata/pods")) {
 			if o.GetName() == "fakelet-pods" && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
 				roles++
-				if o.GetNamespace() != fleet.PodNamespace {
-					t.Errorf("%s fakelet-pods in namespace %q, want the pods' own, %s", o.GetKind(), o.GetNamespace(), fleet.PodNamespace)
+				if o.GetNamespace() != fleetname.PodNamespace {
+					t.Errorf("%s fakelet-pods in namespace %q, want the pods' own, %s", o.GetKind(), o.GetNamespace(), fleetname.PodNamespace)
 				}
 			}
 			// A dry run creates no namespace: the Role and RoleBinding in the component's own
 			// namespace cannot be checked against it, only their rendering above.
-			if err := apply(t, o); err != nil && !(o.GetNamespace() == fleet.PodNamespace && apierrors.IsNotFound(err)) {
+			if err := apply(t, o); err != nil && !(o.GetNamespace() == fleetname.PodNamespace && apierrors.IsNotFound(err)) {
 				t.Errorf("dry-run apply %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 			}
 		}

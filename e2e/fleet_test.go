@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // runningFleet is a fleet running in the background of a test, stopped (and cleaned up) at its end
@@ -91,7 +91,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 
 func fleetNodes(t *testing.T, c kubernetes.Interface, fleetName string) []corev1.Node {
 	t.Helper()
-	list, err := c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: agent.FleetLabel + "=" + fleetName})
+	list, err := c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: fleetname.Label + "=" + fleetName})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // kubeletWatches are the resources every kubelet watches (agent/watches.go).
@@ -44,7 +45,7 @@ func TestKubeletFootprintHoldsWatches(t *testing.T) {
 	c := admin(t, cp)
 	eventually(t, 30*time.Second, "each node's CSINode and startup Events", func() (bool, error) {
 		for i := range nodes {
-			name := fleet.NodeName("footprint", i)
+			name := fleetname.NodeName("footprint", i)
 			n, err := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
 				return false, nil

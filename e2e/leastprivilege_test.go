@@ -19,6 +19,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // deployedRBAC applies every file of deploy/rbac (fakelet.yaml, fleet-identity.yaml, pods.yaml,
@@ -208,31 +209,31 @@ func TestDeployRBACReadsNoSecretThroughAFleetPod(t *testing.T) {
 	}
 	// In the fleet's own namespace the pod is created (once its default ServiceAccount exists), and
 	// its node may read only what is there: no Secret of that name.
-	eventually(t, time.Minute, "a pod in "+fleet.PodNamespace, func() (bool, error) {
-		_, err := sa.CoreV1().Pods(fleet.PodNamespace).Create(ctx, pod(fleet.PodNamespace), metav1.CreateOptions{})
+	eventually(t, time.Minute, "a pod in "+fleetname.PodNamespace, func() (bool, error) {
+		_, err := sa.CoreV1().Pods(fleetname.PodNamespace).Create(ctx, pod(fleetname.PodNamespace), metav1.CreateOptions{})
 		return err == nil || apierrors.IsAlreadyExists(err), nil
 	})
 	t.Cleanup(func() {
-		c.CoreV1().Pods(fleet.PodNamespace).Delete(context.Background(), bait, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		c.CoreV1().Pods(fleetname.PodNamespace).Delete(context.Background(), bait, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
-	if _, err := asNode.CoreV1().Secrets(fleet.PodNamespace).Get(ctx, bait, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the fleet's kubelet reads Secret %s/%s of its pod: %v, want not found (it may read it, and there is none)", fleet.PodNamespace, bait, err)
+	if _, err := asNode.CoreV1().Secrets(fleetname.PodNamespace).Get(ctx, bait, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the fleet's kubelet reads Secret %s/%s of its pod: %v, want not found (it may read it, and there is none)", fleetname.PodNamespace, bait, err)
 	}
 	for _, attrs := range []authorizationv1.ResourceAttributes{
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: metav1.NamespaceDefault, Name: "default"},
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: metav1.NamespaceSystem, Name: "default"},
-		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: fleet.PodNamespace, Name: "other"},
+		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: fleetname.PodNamespace, Name: "other"},
 		{Verb: "create", Resource: "pods", Namespace: metav1.NamespaceDefault},
-		{Verb: "get", Resource: "secrets", Namespace: fleet.PodNamespace},
-		{Verb: "create", Resource: "secrets", Namespace: fleet.PodNamespace},
-		{Verb: "create", Resource: "serviceaccounts", Namespace: fleet.PodNamespace},
+		{Verb: "get", Resource: "secrets", Namespace: fleetname.PodNamespace},
+		{Verb: "create", Resource: "secrets", Namespace: fleetname.PodNamespace},
+		{Verb: "create", Resource: "serviceaccounts", Namespace: fleetname.PodNamespace},
 	} {
 		if allowed(t, sa, attrs) {
 			t.Errorf("the ServiceAccount may %s %s/%s %q in %s", attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Name, attrs.Namespace)
 		}
 	}
 	if !allowed(t, sa, authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token",
-		Namespace: fleet.PodNamespace, Name: fleet.PodServiceAccount}) {
+		Namespace: fleetname.PodNamespace, Name: fleetname.PodServiceAccount}) {
 		t.Errorf("the ServiceAccount may not request its pods' tokens (--identity=fleet)")
 	}
 }

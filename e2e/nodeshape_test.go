@@ -13,6 +13,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/nodeshape"
 )
 
@@ -80,7 +81,7 @@ func TestShapedNodesRegisterAndSteerPods(t *testing.T) {
 		Tolerations: []corev1.Toleration{{Key: fake.Key, Operator: corev1.TolerationOpExists}, {Key: dedicated.Key, Operator: corev1.TolerationOpExists}},
 	}}
 	kept := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shape-kept-off"}, Spec: corev1.PodSpec{
-		Containers: pause, NodeSelector: map[string]string{agent.FleetLabel: "shape"},
+		Containers: pause, NodeSelector: map[string]string{fleetname.Label: "shape"},
 	}}
 	for _, p := range []*corev1.Pod{steered, kept} {
 		eventually(t, 30*time.Second, "create pod "+p.Name, func() (bool, error) {

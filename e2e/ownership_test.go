@@ -14,6 +14,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestForeignObjectsSurviveRunChurnAndCleanup puts Nodes and Leases that are not the fleet's beside
@@ -27,7 +28,7 @@ func TestForeignObjectsSurviveRunChurnAndCleanup(t *testing.T) {
 	ctx := context.Background()
 	const prefix = "own"
 	unlabelled := foreignNode(t, c, "own-00042", map[string]string{"team": "prod"})
-	otherFleet := foreignNode(t, c, "own-00005", map[string]string{agent.FleetLabel: "other"})
+	otherFleet := foreignNode(t, c, "own-00005", map[string]string{fleetname.Label: "other"})
 	unownedLease := foreignLease(t, c, "own-00042", "")
 	otherNode, err := c.CoreV1().Nodes().Get(ctx, "own-00005", metav1.GetOptions{})
 	if err != nil {

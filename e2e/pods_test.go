@@ -12,6 +12,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/profiles"
@@ -82,7 +83,7 @@ spec:
 	}
 	session.Observe(f)
 	t.Cleanup(func() { // after the fleet's stop and cleanup: cleanups run last first
-		if pods, err := c.CoreV1().Pods(fleet.PodNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: agent.FleetLabel + "=pods"}); err != nil || len(pods.Items) != 0 {
+		if pods, err := c.CoreV1().Pods(fleetname.PodNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: fleetname.Label + "=pods"}); err != nil || len(pods.Items) != 0 {
 			t.Errorf("%d of the fleet's pods left after its cleanup (%v)", len(pods.Items), err)
 		}
 	})
@@ -110,7 +111,7 @@ spec:
 	session.Stop()
 
 	pod := func(node, i int) (*corev1.Pod, error) {
-		return c.CoreV1().Pods(fleet.PodNamespace).Get(context.Background(), fleet.PodName(fleet.NodeName("pods", node), i), metav1.GetOptions{})
+		return c.CoreV1().Pods(fleetname.PodNamespace).Get(context.Background(), fleet.PodName(fleetname.NodeName("pods", node), i), metav1.GetOptions{})
 	}
 	// The pods that kept running, and the short outage's, are Running and Ready; the evicted ones stay gone.
 	eventually(t, 30*time.Second, "the pods of nodes 2 and 4-9 Running and Ready", func() (bool, error) {

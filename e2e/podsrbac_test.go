@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestPodsNeedDeployRBACPods: with deploy/rbac/fakelet.yaml alone a fleet with pods is refused before
@@ -45,12 +45,12 @@ func TestPodsNeedDeployRBACPods(t *testing.T) {
 	if err := rf.stop(); err != nil {
 		t.Errorf("run and cleanup with pods.yaml's credential: %v", err)
 	}
-	pods, err := c.CoreV1().Pods(fleet.PodNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: agent.FleetLabel + "=rbacpods"})
+	pods, err := c.CoreV1().Pods(fleetname.PodNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: fleetname.Label + "=rbacpods"})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("%d pods left after the cleanup (%v)", len(pods.Items), err)
 	}
-	if ns, err := c.CoreV1().Namespaces().Get(context.Background(), fleet.PodNamespace, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
-		t.Errorf("namespace %s of deploy/rbac/pods.yaml after the cleanup: %v, %v; want it left", fleet.PodNamespace, err, ns.DeletionTimestamp)
+	if ns, err := c.CoreV1().Namespaces().Get(context.Background(), fleetname.PodNamespace, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("namespace %s of deploy/rbac/pods.yaml after the cleanup: %v, %v; want it left", fleetname.PodNamespace, err, ns.DeletionTimestamp)
 	}
 }
 
@@ -88,7 +88,7 @@ func applyPodsRBAC(t *testing.T, c kubernetes.Interface) {
 	eventually(t, 30*time.Second, "RBAC of deploy/rbac/pods.yaml applied", func() (bool, error) {
 		r, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "system:serviceaccount:fakelet:fakelet", Groups: []string{"system:serviceaccounts"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: fleet.PodNamespace},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: fleetname.PodNamespace},
 		}}, metav1.CreateOptions{})
 		return err == nil && r.Status.Allowed, nil
 	})

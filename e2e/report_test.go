@@ -16,7 +16,7 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
-	"fakelet.dev/fakelet/measure/scrape"
+	"fakelet.dev/fakelet/measure/source"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
@@ -312,7 +312,7 @@ func measuredFleet(t *testing.T, cp *controlplane.ControlPlane, prof *profiles.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Sources, err = scrape.ControlPlaneSources(cp)
+	opts.Sources, err = source.ControlPlane(cp)
 	if err != nil {
 		t.Fatal(err)
 	}

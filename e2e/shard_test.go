@@ -17,9 +17,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -67,11 +66,11 @@ func TestThreeShardsInLockstep(t *testing.T) {
 	// While they run, the fleet's Nodes are exactly e2eshard-00000..00011.
 	want := make([]string, 12)
 	for i := range want {
-		want[i] = fleet.NodeName("e2eshard", i)
+		want[i] = fleetname.NodeName("e2eshard", i)
 	}
 	var names []string
 	for deadline := time.Now().Add(time.Until(startAt)); time.Now().Before(deadline); time.Sleep(time.Second) {
-		list, err := cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: agent.FleetLabel + "=e2e-shards"})
+		list, err := cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: fleetname.Label + "=e2e-shards"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestASecondRunLeavesALiveRunsNodes is the scenario, small: run A of a fleet heartbeats, and
@@ -90,7 +91,7 @@ func TestASecondRunLeavesALiveRunsNodes(t *testing.T) {
 func TestStatusPatchWithAnotherUIDIsRefused(t *testing.T) {
 	cp := controlPlane(t)
 	c := admin(t, cp)
-	foreignNode(t, c, "uidpatch-00000", map[string]string{agent.FleetLabel: "uidpatch"})
+	foreignNode(t, c, "uidpatch-00000", map[string]string{fleetname.Label: "uidpatch"})
 	ctx := context.Background()
 	n, err := c.CoreV1().Nodes().Get(ctx, "uidpatch-00000", metav1.GetOptions{})
 	if err != nil {

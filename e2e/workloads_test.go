@@ -23,6 +23,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/measure/workload"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
@@ -55,7 +56,7 @@ func podsOfAnyoneRun(t *testing.T, fp agent.Footprint) {
 		return err == nil, nil
 	})
 	pods := c.CoreV1().Pods(metav1.NamespaceDefault)
-	node := fleet.NodeName(prefix, 1)
+	node := fleetname.NodeName(prefix, 1)
 	create := func(name string, mutate func(*corev1.Pod)) {
 		name = prefix + name
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -137,7 +138,7 @@ func onFleet(fleetName, name string, restart corev1.RestartPolicy) corev1.PodTem
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{
-			NodeSelector:                 map[string]string{agent.FleetLabel: fleetName},
+			NodeSelector:                 map[string]string{fleetname.Label: fleetName},
 			RestartPolicy:                restart,
 			AutomountServiceAccountToken: new(bool),
 			Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
@@ -287,7 +288,7 @@ func TestDaemonSetCoversTheFleet(t *testing.T) {
 		on[p.Spec.NodeName] = true
 	}
 	for i := range nodes {
-		if name := fleet.NodeName("wlds", i); !on[name] {
+		if name := fleetname.NodeName("wlds", i); !on[name] {
 			t.Errorf("no DaemonSet pod on %s (pods on %v)", name, on)
 		}
 	}
@@ -390,7 +391,7 @@ spec:
 		"--images", "5", "--metrics-addr", "", "--out", reportDir)
 	victim := map[string]bool{}
 	for i := range victims {
-		victim[fleet.NodeName("wlmove", i)] = true
+		victim[fleetname.NodeName("wlmove", i)] = true
 	}
 
 	// While the run lasts: every replica Running and Ready first, then, in the outage, the pods of the
@@ -398,7 +399,7 @@ spec:
 	ctx := context.Background()
 	var ns string
 	eventually(t, 90*time.Second, "the run's workload namespace", func() (bool, error) {
-		l, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: agent.FleetLabel + "=wlmove"})
+		l, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: fleetname.Label + "=wlmove"})
 		if err != nil || len(l.Items) == 0 {
 			return false, err
 		}

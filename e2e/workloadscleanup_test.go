@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestCleanupDeletesAKilledRunsWorkloadNamespace: with the deployed grants (fakelet.yaml, pods.yaml,
@@ -27,11 +27,11 @@ func TestCleanupDeletesAKilledRunsWorkloadNamespace(t *testing.T) {
 	applyWorkloadsPolicy(t, c, "system:serviceaccount:fakelet:"+sa)
 	cfg := rbacFor(t, cp, sa, rbacFile(t, "fakelet.yaml"), rbacFile(t, "pods.yaml"), rbacFile(t, "workloads.yaml"))
 	kubeconfig := writeKubeconfig(t, cfg, cfg.CAData)
-	left := fleet.WorkloadNamespace("nscleanup", "20261201-120000-abcdef")
+	left := fleetname.WorkloadNamespace("nscleanup", "20261201-120000-abcdef")
 	for name, labels := range map[string]map[string]string{
-		left:                         {agent.FleetLabel: "nscleanup", fleet.RunLabel: "20261201-120000-abcdef"},
-		"nscleanup-team":             {agent.FleetLabel: "nscleanup"},
-		"fakelet-other-20261201-run": {agent.FleetLabel: "other", fleet.RunLabel: "20261201-run"},
+		left:                         {fleetname.Label: "nscleanup", fleet.RunLabel: "20261201-120000-abcdef"},
+		"nscleanup-team":             {fleetname.Label: "nscleanup"},
+		"fakelet-other-20261201-run": {fleetname.Label: "other", fleet.RunLabel: "20261201-run"},
 	} {
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}},
 			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -61,7 +61,7 @@ func TestCleanupDeletesAKilledRunsWorkloadNamespace(t *testing.T) {
 		ns, err := c.CoreV1().Namespaces().Get(ctx, left, metav1.GetOptions{})
 		return apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp != nil, nil
 	})
-	for _, name := range []string{"nscleanup-team", "fakelet-other-20261201-run", fleet.PodNamespace} {
+	for _, name := range []string{"nscleanup-team", "fakelet-other-20261201-run", fleetname.PodNamespace} {
 		if ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
 			t.Errorf("namespace %s after the cleanup: %v, %v; want it untouched", name, err, ns.DeletionTimestamp)
 		}

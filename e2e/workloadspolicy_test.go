@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestWorkloadsPolicyHoldsTheServiceAccount: with deploy/rbac/workloads.yaml, whose ClusterRole lets
@@ -71,8 +71,8 @@ func TestWorkloadsPolicyHoldsTheServiceAccount(t *testing.T) {
 		t.Errorf("deleting someone else's namespace: %v, want it refused", err)
 	}
 
-	ours := fleet.WorkloadNamespace("blue", "e2e-policy")
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ours, Labels: map[string]string{agent.FleetLabel: "blue", fleet.RunLabel: "e2e-policy"}}}
+	ours := fleetname.WorkloadNamespace("blue", "e2e-policy")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ours, Labels: map[string]string{fleetname.Label: "blue", fleet.RunLabel: "e2e-policy"}}}
 	if _, err := s.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the run's own namespace: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestRunWithWorkloadsIsRefusedWithoutTheirGrants: `fakelet run --profile notready` (a Deployment
@@ -38,7 +38,7 @@ func TestRunWithWorkloadsIsRefusedWithoutTheirGrants(t *testing.T) {
 		t.Errorf("the refusal asks for kinds the profile does not create")
 	}
 	ctx := context.Background()
-	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: agent.FleetLabel + "=" + fleetName})
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleetname.Label + "=" + fleetName})
 	if err != nil || len(nodes.Items) != 0 {
 		t.Errorf("the refused run's nodes: %d, %v; want none", len(nodes.Items), err)
 	}

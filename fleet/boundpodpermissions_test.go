@@ -7,6 +7,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestPreflightNamesBoundPodsFile(t *testing.T) {
 	client := fake.NewClientset()
 	reviewer(client, "erin", func(r *authorizationv1.ResourceAttributes) bool { return r.Resource != "pods" })
-	err := CheckPermissions(t.Context(), client, Permissions(Config{Nodes: 3, Footprint: agent.FootprintHeartbeat}))
+	err := access.Check(t.Context(), client, Permissions(Config{Nodes: 3, Footprint: agent.FootprintHeartbeat}))
 	for _, want := range []string{"missing 2 permission(s): list pods (the fleet's watch of the pods bound to its nodes (heartbeat footprint)), watch pods",
 		"deploy/rbac/bound-pods.yaml for --footprint heartbeat"} {
 		if err == nil || !strings.Contains(err.Error(), want) {

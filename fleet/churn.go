@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // What a running fleet lets a profile do beyond its agents' own controls: start a stopped agent
@@ -34,7 +35,7 @@ func (f *Fleet) StartNode(index int) error {
 	}
 	a := f.agentLocked(index)
 	if a == nil {
-		return fmt.Errorf("start node %s: %w", NodeName(f.cfg.NamePrefix, index), errNoSuchNode)
+		return fmt.Errorf("start node %s: %w", fleetname.NodeName(f.cfg.NamePrefix, index), errNoSuchNode)
 	}
 	a.Start(f.runCtx)
 	return nil
@@ -48,7 +49,7 @@ var errNoSuchNode = errors.New("not in the fleet")
 func (f *Fleet) RestartNode(index int, downtime time.Duration) error {
 	a := f.Agent(index)
 	if a == nil {
-		return fmt.Errorf("restart node %s: %w", NodeName(f.cfg.NamePrefix, index), errNoSuchNode)
+		return fmt.Errorf("restart node %s: %w", fleetname.NodeName(f.cfg.NamePrefix, index), errNoSuchNode)
 	}
 	a.Stop()
 	if downtime <= 0 {
@@ -81,7 +82,7 @@ func (f *Fleet) AddNodes(indexes []int) error {
 		if index != next {
 			return fmt.Errorf("add node %d: the fleet's next node number is %d", index, next)
 		}
-		name := NodeName(f.cfg.NamePrefix, index)
+		name := fleetname.NodeName(f.cfg.NamePrefix, index)
 		a := agent.New(f.acfg, f.heartbeat[len(f.agents)%len(f.heartbeat)], name, index, f.cfg.zone(index))
 		f.agents = append(f.agents, a)
 		f.byName[name] = a
@@ -106,7 +107,7 @@ func (f *Fleet) RemoveNodes(ctx context.Context, indexes []int) error {
 			f.removed[a] = true
 		}
 		f.mu.Unlock()
-		name := NodeName(f.cfg.NamePrefix, index)
+		name := fleetname.NodeName(f.cfg.NamePrefix, index)
 		if a == nil {
 			errs = append(errs, fmt.Errorf("remove node %s: %w", name, errNoSuchNode))
 			continue
@@ -160,7 +161,7 @@ func (f *Fleet) deleteNode(ctx context.Context, a *agent.Agent) error {
 // error wraps ErrNotOwned.
 func (f *Fleet) DeleteLease(ctx context.Context, index int) error {
 	a := f.Agent(index)
-	name := NodeName(f.cfg.NamePrefix, index)
+	name := fleetname.NodeName(f.cfg.NamePrefix, index)
 	if a == nil {
 		return fmt.Errorf("delete lease of node %s: %w", name, errNoSuchNode)
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 func (tf *testFleet) lease(t *testing.T, name string) *coordinationv1.Lease {
@@ -38,7 +39,7 @@ func TestAddNodesContinuesTheNumberingAndIsCleanedUp(t *testing.T) {
 		if err != nil {
 			t.Fatalf("added node %s not registered: %v", name, err)
 		}
-		if n.Labels[agent.FleetLabel] != "fakelet" {
+		if n.Labels[fleetname.Label] != "fakelet" {
 			t.Errorf("added node %s labels %v", name, n.Labels)
 		}
 		tf.lease(t, name)
@@ -142,19 +143,6 @@ func TestDeleteLeaseOnlyDeletesALeaseOurNodeOwns(t *testing.T) {
 	tf.lease(t, "fakelet-00001")
 }
 
-func TestNodeIndexInvertsNodeName(t *testing.T) {
-	for _, i := range []int{0, 7, 42, 99999, 100000, 1234567} {
-		if got, ok := NodeIndex("fk", NodeName("fk", i)); !ok || got != i {
-			t.Errorf("NodeIndex(NodeName(%d)) = %d, %v", i, got, ok)
-		}
-	}
-	for _, name := range []string{"fk-0001", "fk-000001", "fk--0001", "fk-+0001", "fk-0000x", "other-00001", "fk00001", "fk-"} {
-		if i, ok := NodeIndex("fk", name); ok {
-			t.Errorf("NodeIndex(%q) = %d, want no index", name, i)
-		}
-	}
-}
-
 // TestChurnLeavesANodeReplacedMidRun: node 1's Node and Lease are deleted mid-run and recreated by
 // run B of the same fleet, with its label and annotation and a Lease its new Node owns. A churn
 // removal of node 1, and an admin's DeleteLease of it, leave both alone: they are not the ones the
@@ -173,12 +161,12 @@ func TestChurnLeavesANodeReplacedMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "run-b-node",
-		Labels: map[string]string{agent.FleetLabel: DefaultFleet}, Annotations: map[string]string{agent.RunAnnotation: "run-b"}}}
+		Labels: map[string]string{fleetname.Label: fleetname.DefaultFleet}, Annotations: map[string]string{fleetname.RunAnnotation: "run-b"}}}
 	if _, err := tf.client.CoreV1().Nodes().Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agent.LeaseNamespace, UID: "run-b-lease",
-		Annotations:     map[string]string{agent.RunAnnotation: "run-b"},
+		Annotations:     map[string]string{fleetname.RunAnnotation: "run-b"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "run-b-node"}}}}
 	if _, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

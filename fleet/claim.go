@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // A run holds its whole shard of a fleet or none of it: before any agent adopts a Node, the run
@@ -25,19 +26,10 @@ import (
 // holder crashed is taken over once it has stayed unchanged for a lease duration on the taker's
 // clock (holders.go).
 
-// ClaimName is the name of the claim Lease of shard s of the fleet whose nodes are named with
-// prefix: the names are what two runs must not share, and the deploy RBAC grants the claims' renewals
-// by name for a prefix (deploy/rbac.go). Its dots keep it from ever being a Node's Lease, since node
-// names (PREFIX-NNNNN) have none.
-func ClaimName(prefix string, s Shard) string {
-	count := max(1, s.Count)
-	return fmt.Sprintf("fakelet-claim.%s.%d-of-%d", prefix, s.Index, count)
-}
-
 // ClaimHeldError is why a run refuses to start: another run holds its shard's claim.
 type ClaimHeldError struct {
 	Fleet, Lease, Run string
-	Shard             Shard
+	Shard             fleetname.Shard
 	// Renewed says the holder renewed or took the claim while this run looked; else the claim was
 	// taken between this run's read and its own take.
 	Renewed bool
@@ -57,7 +49,7 @@ type claim struct {
 	client   kubernetes.Interface
 	name     string
 	fleet    string
-	shard    Shard
+	shard    fleetname.Shard
 	run      string
 	duration time.Duration
 	// latest is the claim as the server last returned it to this run; nil while it has none.
@@ -66,7 +58,7 @@ type claim struct {
 }
 
 func newClaim(client kubernetes.Interface, cfg Config) *claim {
-	return &claim{client: client, name: ClaimName(cfg.NamePrefix, cfg.Shard), fleet: cfg.Fleet, shard: cfg.Shard, run: cfg.RunID,
+	return &claim{client: client, name: fleetname.ClaimName(cfg.NamePrefix, cfg.Shard), fleet: cfg.Fleet, shard: cfg.Shard, run: cfg.RunID,
 		duration: time.Duration(cfg.Heartbeat.LeaseDurationSeconds) * time.Second}
 }
 
@@ -88,9 +80,9 @@ func (c *claim) read(ctx context.Context) (*coordinationv1.Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the claim Lease %s/%s: %w", agent.LeaseNamespace, c.name, err)
 	}
-	if l.Labels[agent.FleetLabel] != c.fleet {
+	if l.Labels[fleetname.Label] != c.fleet {
 		return nil, fmt.Errorf("Lease %s/%s exists and is not fleet %s's claim (no %s=%s label): fakelet leaves it alone and will not run this fleet's shard",
-			agent.LeaseNamespace, c.name, c.fleet, agent.FleetLabel, c.fleet)
+			agent.LeaseNamespace, c.name, c.fleet, fleetname.Label, c.fleet)
 	}
 	return l, nil
 }
@@ -118,7 +110,7 @@ func (c *claim) take(ctx context.Context, seen *coordinationv1.Lease, now time.T
 	var err error
 	if seen == nil {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: agent.LeaseNamespace,
-			Labels: map[string]string{agent.FleetLabel: c.fleet}}}
+			Labels: map[string]string{fleetname.Label: c.fleet}}}
 		c.stamp(l, now)
 		got, err = c.leases().Create(ctx, l, metav1.CreateOptions{})
 	} else {
@@ -146,7 +138,7 @@ func (c *claim) stamp(l *coordinationv1.Lease, now time.Time) {
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
-	l.Annotations[agent.RunAnnotation] = c.run
+	l.Annotations[fleetname.RunAnnotation] = c.run
 	l.Spec.HolderIdentity = ptr.To(c.run)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(c.duration / time.Second))
 	l.Spec.RenewTime = &metav1.MicroTime{Time: now}

@@ -18,12 +18,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 )
 
 // Cleanup deletes what this run created or adopted and nothing else: each agent's Node and Lease and
 // the fleet's pods, each on the UID the run saw and only while it still carries this run's
-// agent.RunAnnotation, deleted at the resource version read just before, so an object someone else
+// fleetname.RunAnnotation, deleted at the resource version read just before, so an object someone else
 // created in the meantime under the same name, or another run adopted, is never deleted. What an
 // agent gave up (another run holds it) is not the run's any more. It sends CleanupQPS deletions a
 // second, node by node (its pods, its Lease, the Node), within CleanupDeadline; what it could not
@@ -261,7 +262,7 @@ func claimBeat(c *coordinationv1.Lease) beat {
 
 // fleetClaims lists the claim Leases of fleet's shards.
 func fleetClaims(ctx context.Context, client kubernetes.Interface, fleet string) ([]*coordinationv1.Lease, error) {
-	list, err := client.CoordinationV1().Leases(agent.LeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: agent.FleetLabel + "=" + fleet})
+	list, err := client.CoordinationV1().Leases(agent.LeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: fleetname.Label + "=" + fleet})
 	if err != nil {
 		return nil, fmt.Errorf("list fleet %s's claim Leases: %w", fleet, err)
 	}

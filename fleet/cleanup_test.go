@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // TestDeleteFleetReportsWhatItDeletedAndNothingElse: of Nodes sharing a name prefix, only those
@@ -28,12 +29,12 @@ func TestDeleteFleetReportsWhatItDeletedAndNothingElse(t *testing.T) {
 		}
 		return l
 	}
-	ours := map[string]string{agent.FleetLabel: "blue"}
+	ours := map[string]string{fleetname.Label: "blue"}
 	client := fake.NewClientset(
 		node("fakelet-00000", "u0", ours), lease("fakelet-00000", "u0"),
 		node("fakelet-00001", "u1", ours),                              // its lease not created yet
 		node("fakelet-00002", "u2", nil), lease("fakelet-00002", "u2"), // same prefix, no label
-		node("fakelet-00003", "u3", map[string]string{agent.FleetLabel: "green"}), lease("fakelet-00003", "u3"),
+		node("fakelet-00003", "u3", map[string]string{fleetname.Label: "green"}), lease("fakelet-00003", "u3"),
 		lease("fakelet-00004", ""), // a lease with our prefix and no owner
 	)
 	deleted, err := DeleteFleet(context.Background(), client, CleanupOptions{Fleet: "blue"})

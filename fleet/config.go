@@ -4,21 +4,18 @@
 package fleet
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/transport"
 	"fakelet.dev/fakelet/wire"
 )
 
@@ -46,7 +43,7 @@ type Config struct {
 	Connections int
 	// NodeCredentials, if set, gives every node a client certificate of its own over its per-node
 	// connection, with IdentityNode; without it a per-node connection impersonates its node.
-	NodeCredentials NodeCredentials
+	NodeCredentials transport.NodeCredentials
 	RegisterQPS     float64 // agents started per second
 	Keep            bool    // leave Nodes and Leases behind on shutdown
 	Clock           clock.Clock
@@ -81,12 +78,12 @@ type Config struct {
 	// Workloads, if set, is what the run does with its profile's workloads in its own namespace,
 	// WorkloadNamespace(Fleet, RunID): the preflight checks it (WorkloadPermissions).
 	Workloads *WorkloadAccess
-	// RunID names this run on every object it creates or adopts (agent.RunAnnotation); empty picks
+	// RunID names this run on every object it creates or adopts (fleetname.RunAnnotation); empty picks
 	// a new one (NewRunID).
 	RunID string
 	// Shard is which of the fleet's shards this run is (the zero Shard: the whole fleet), for its
 	// claim (ClaimName): a run holds its shard of the fleet or refuses to start.
-	Shard Shard
+	Shard fleetname.Shard
 	// Log, if set, receives what the checks before the run wait for (another run's heartbeats).
 	Log io.Writer
 	// CleanupQPS is how many deletions a second the cleanup at the end of the run sends.
@@ -97,8 +94,6 @@ type Config struct {
 
 // Defaults for a Config's zero fields.
 const (
-	DefaultNamePrefix  = "fakelet"
-	DefaultFleet       = "fakelet"
 	DefaultRegisterQPS = 100
 	DefaultPodQPS      = 100
 	// DefaultCleanupQPS sends the 20,000 deletions of 10,000 Nodes and their Leases in 200 s, a
@@ -107,16 +102,10 @@ const (
 	DefaultCleanupQPS = 100
 	// MaxPodsPerNode is the pod capacity the nodes report.
 	MaxPodsPerNode = 110
-	// MaxNodes bounds a fleet's node numbers, as a profile's spec.nodes is bounded: group selection and
-	// the schedule are sized for 100,000 nodes, and ten times that is a typo that would exhaust memory.
-	MaxNodes = 1_000_000
 	// MaxCoalesce bounds Config.Coalesce: a longer step would hold heartbeats back by more than their
 	// timing is meant to vary.
 	MaxCoalesce = time.Second
 )
-
-// dnsLabel is what a node name prefix and a label value must look like.
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Resolve returns c with its defaults, or the first setting that cannot work: the one check of a
 // fleet's configuration, its heartbeat's included (heartbeat.Config.Resolve).
@@ -128,10 +117,10 @@ func (c Config) Resolve() (Config, error) {
 // WithDefaults returns c with zero fields set.
 func (c Config) WithDefaults() Config {
 	if c.NamePrefix == "" {
-		c.NamePrefix = DefaultNamePrefix
+		c.NamePrefix = fleetname.DefaultNamePrefix
 	}
 	if c.Fleet == "" {
-		c.Fleet = DefaultFleet
+		c.Fleet = fleetname.DefaultFleet
 	}
 	if c.Footprint == "" {
 		c.Footprint = DefaultFootprint
@@ -155,7 +144,7 @@ func (c Config) WithDefaults() Config {
 		c.Clock = clock.RealClock{}
 	}
 	if c.RunID == "" {
-		c.RunID = NewRunID(c.Clock.Now())
+		c.RunID = fleetname.NewRunID(c.Clock.Now())
 	}
 	if c.CleanupQPS == 0 {
 		c.CleanupQPS = DefaultCleanupQPS
@@ -174,12 +163,12 @@ func (c Config) Validate() error {
 		return fieldError("Nodes", "nodes", "must be positive, got %d", c.Nodes)
 	case c.FirstIndex < 0:
 		return fmt.Errorf("first node index must not be negative, got %d", c.FirstIndex)
-	case c.Nodes > MaxNodes || c.FirstIndex > MaxNodes-c.Nodes:
-		return fmt.Errorf("node numbers %d..%d go beyond the largest fleet fakelet runs (%d nodes)", c.FirstIndex, c.FirstIndex+min(c.Nodes, MaxNodes)-1, MaxNodes)
-	case CheckNamePrefix(c.NamePrefix) != nil:
-		return CheckNamePrefix(c.NamePrefix)
-	case CheckFleetName(c.Fleet) != nil:
-		return CheckFleetName(c.Fleet)
+	case c.Nodes > fleetname.MaxNodes || c.FirstIndex > fleetname.MaxNodes-c.Nodes:
+		return fmt.Errorf("node numbers %d..%d go beyond the largest fleet fakelet runs (%d nodes)", c.FirstIndex, c.FirstIndex+min(c.Nodes, fleetname.MaxNodes)-1, fleetname.MaxNodes)
+	case fleetname.CheckNamePrefix(c.NamePrefix) != nil:
+		return fleetname.CheckNamePrefix(c.NamePrefix)
+	case fleetname.CheckFleet(c.Fleet) != nil:
+		return fleetname.CheckFleet(c.Fleet)
 	case c.Zones < 0:
 		return fieldError("Zones", "zones", "must not be negative, got %d", c.Zones)
 	case c.Connections < 0:
@@ -212,8 +201,8 @@ func (c Config) Validate() error {
 		return fieldError("PodTiming.RunDuration", "pod run duration", "must not be negative, got %v", c.PodTiming.RunDuration)
 	case CheckCleanupQPS(c.CleanupQPS) != nil:
 		return fieldError("CleanupQPS", "cleanup QPS", "%v", CheckCleanupQPS(c.CleanupQPS))
-	case len(c.RunID) > 63 || !dnsLabel.MatchString(c.RunID):
-		return fmt.Errorf("run ID %q must be a lower-case DNS label", c.RunID)
+	case fleetname.CheckRunID(c.RunID) != nil:
+		return fleetname.CheckRunID(c.RunID)
 	}
 	if _, err := agent.ParseFootprint(string(c.Footprint)); err != nil {
 		return err
@@ -243,40 +232,6 @@ func fieldError(field, name, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, name: name, Problem: fmt.Sprintf(format, args...)}
 }
 
-// CheckNamePrefix reports why prefix cannot begin the names of a fleet's nodes.
-func CheckNamePrefix(prefix string) error {
-	if len(prefix) > 40 || !dnsLabel.MatchString(prefix) {
-		return fmt.Errorf("name prefix %q must be a lower-case DNS label of at most 40 characters", prefix)
-	}
-	return nil
-}
-
-// CheckFleetName reports why name cannot name a fleet.
-func CheckFleetName(name string) error {
-	if len(name) > 63 || !dnsLabel.MatchString(name) {
-		return fmt.Errorf("fleet name %q must be a lower-case DNS label (it is a label value)", name)
-	}
-	return nil
-}
-
-// NodeName is the name of node number index.
-func NodeName(prefix string, index int) string {
-	return fmt.Sprintf("%s-%05d", prefix, index)
-}
-
-// NodeIndex is the node number of a name NodeName gave with prefix, and false for any other name.
-func NodeIndex(prefix, name string) (int, bool) {
-	digits, ok := strings.CutPrefix(name, prefix+"-")
-	if !ok || len(digits) < 5 || (len(digits) > 5 && digits[0] == '0') {
-		return 0, false
-	}
-	index, err := strconv.Atoi(digits)
-	if err != nil || index < 0 || digits[0] == '+' || digits[0] == '-' {
-		return 0, false
-	}
-	return index, true
-}
-
 func (c *Config) zone(index int) string {
 	if c.Zones <= 0 {
 		return ""
@@ -284,13 +239,5 @@ func (c *Config) zone(index int) string {
 	if c.ZoneOf != nil {
 		return c.ZoneOf(index, c.Zones)
 	}
-	return fmt.Sprintf("zone-%d", index%c.Zones+1)
-}
-
-// NewRunID returns a new run's ID: when it started, to the second, and random hex against two runs
-// started in one second.
-func NewRunID(now time.Time) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	return fleetname.Zone(index, c.Zones)
 }

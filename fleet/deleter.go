@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // objectKind is what a deletion deletes.
@@ -43,11 +44,11 @@ type deletion struct {
 	kind objectKind
 	name string
 	uid  types.UID
-	// run is the agent.RunAnnotation the object must still carry, the run that created or adopted it
+	// run is the fleetname.RunAnnotation the object must still carry, the run that created or adopted it
 	// ("" for none); holdsRun says whether it is checked (a pod keeps the run that created it).
 	run      string
 	holdsRun bool
-	// fleet is the agent.FleetLabel a Node or pod must still carry.
+	// fleet is the fleetname.Label a Node or pod must still carry.
 	fleet string
 	// owner, if set, is the Node UID a Lease must still be owned by.
 	owner types.UID
@@ -97,7 +98,7 @@ func (d deletion) send(ctx context.Context, client kubernetes.Interface) error {
 		switch d.kind {
 		case kindPod:
 			opts.GracePeriodSeconds = ptr.To[int64](0)
-			err = client.CoreV1().Pods(PodNamespace).Delete(ctx, d.name, opts)
+			err = client.CoreV1().Pods(fleetname.PodNamespace).Delete(ctx, d.name, opts)
 		case kindLease:
 			err = client.CoordinationV1().Leases(agent.LeaseNamespace).Delete(ctx, d.name, opts)
 		default:
@@ -113,7 +114,7 @@ func (d deletion) send(ctx context.Context, client kubernetes.Interface) error {
 func (d deletion) get(ctx context.Context, client kubernetes.Interface) (metav1.Object, error) {
 	switch d.kind {
 	case kindPod:
-		return client.CoreV1().Pods(PodNamespace).Get(ctx, d.name, metav1.GetOptions{})
+		return client.CoreV1().Pods(fleetname.PodNamespace).Get(ctx, d.name, metav1.GetOptions{})
 	case kindLease:
 		return client.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, d.name, metav1.GetOptions{})
 	default:
@@ -126,7 +127,7 @@ func (d deletion) matches(obj metav1.Object) bool {
 	if obj.GetUID() != d.uid || d.holdsRun && agent.HeldBy(obj) != d.run {
 		return false
 	}
-	if d.kind != kindLease && obj.GetLabels()[agent.FleetLabel] != d.fleet {
+	if d.kind != kindLease && obj.GetLabels()[fleetname.Label] != d.fleet {
 		return false
 	}
 	if d.owner != "" && !slices.ContainsFunc(obj.GetOwnerReferences(), func(o metav1.OwnerReference) bool {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/fleettest"
 )
 
@@ -32,18 +33,18 @@ import (
 func leftFleet(n int, renewed time.Time) *fake.Clientset {
 	var objs []runtime.Object
 	for i := range n {
-		name := NodeName(DefaultNamePrefix, i)
+		name := fleetname.NodeName(fleetname.DefaultNamePrefix, i)
 		uid := types.UID("node-" + name)
 		objs = append(objs,
-			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Labels: map[string]string{agent.FleetLabel: "blue"},
-				Annotations: map[string]string{agent.RunAnnotation: "run-a"}}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Labels: map[string]string{fleetname.Label: "blue"},
+				Annotations: map[string]string{fleetname.RunAnnotation: "run-a"}}},
 			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agent.LeaseNamespace, UID: types.UID("lease-" + name),
-				Annotations:     map[string]string{agent.RunAnnotation: "run-a"},
+				Annotations:     map[string]string{fleetname.RunAnnotation: "run-a"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}}},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40),
 					RenewTime: &metav1.MicroTime{Time: renewed}}},
-			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: PodName(name, 0), Namespace: PodNamespace, UID: types.UID("pod-" + name),
-				Labels: map[string]string{agent.FleetLabel: "blue"}}, Spec: corev1.PodSpec{NodeName: name}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: PodName(name, 0), Namespace: fleetname.PodNamespace, UID: types.UID("pod-" + name),
+				Labels: map[string]string{fleetname.Label: "blue"}}, Spec: corev1.PodSpec{NodeName: name}},
 		)
 	}
 	return fake.NewClientset(objs...)
@@ -53,7 +54,7 @@ func count(t *testing.T, c *fake.Clientset) (nodes, leases, pods int) {
 	t.Helper()
 	n, err1 := c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	l, err2 := c.CoordinationV1().Leases(agent.LeaseNamespace).List(context.Background(), metav1.ListOptions{})
-	p, err3 := c.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{})
+	p, err3 := c.CoreV1().Pods(fleetname.PodNamespace).List(context.Background(), metav1.ListOptions{})
 	if err := errors.Join(err1, err2, err3); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestCleanupLeavesWhatARunAdoptsMeanwhile(t *testing.T) {
 				return
 			}
 			l := o.(*coordinationv1.Lease)
-			l.Annotations[agent.RunAnnotation] = "run-b"
+			l.Annotations[fleetname.RunAnnotation] = "run-b"
 			l.Spec.RenewTime = &metav1.MicroTime{Time: t0}
 			l.ResourceVersion = "adopted-lease"
 			if o, err = c.Tracker().Get(nodeGVR, "", "fakelet-00002"); err != nil {
@@ -191,7 +192,7 @@ func TestCleanupLeavesWhatARunAdoptsMeanwhile(t *testing.T) {
 				return
 			}
 			n := o.(*corev1.Node)
-			n.Annotations[agent.RunAnnotation] = "run-b"
+			n.Annotations[fleetname.RunAnnotation] = "run-b"
 			n.ResourceVersion = "adopted-node"
 			if err := errors.Join(c.Tracker().Update(leaseGVR, l, l.Namespace), c.Tracker().Update(nodeGVR, n, "")); err != nil {
 				t.Error(err)
@@ -320,7 +321,7 @@ func TestCleanupDeadlineScalesWithTheFleet(t *testing.T) {
 // pods, gives a deadline longer than the rate needs, not a negative one that ends the cleanup at once;
 // a rate below CheckCleanupQPS's bound (a caller other than the flags) saturates instead of wrapping.
 func TestCleanupDeadlineNeverWraps(t *testing.T) {
-	objects := MaxNodes * (2 + MaxPodsPerNode)
+	objects := fleetname.MaxNodes * (2 + MaxPodsPerNode)
 	for _, qps := range []float64{MinCleanupQPS, 1e-9, math.SmallestNonzeroFloat64} {
 		d := CleanupDeadline(objects, qps)
 		if need := float64(objects) / qps; d <= 0 || d.Seconds() < min(need, maxCleanupDeadline.Seconds()) {

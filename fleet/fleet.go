@@ -16,7 +16,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/scheduler"
+	"fakelet.dev/fakelet/transport"
 )
 
 // Fleet is many fake kubelets sharing clients, a scheduler and a watch.
@@ -63,22 +65,22 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
 	}
 	tally := NewTally(cfg.Heartbeat.RenewInterval)
-	conns := &fleetConns{counter: &connCounter{}, info: Connections{Mode: cfg.ConnectionMode, Identity: IdentityOf(cfg)}}
+	conns := &fleetConns{counter: &transport.Counter{}, info: Connections{Mode: cfg.ConnectionMode, Identity: IdentityOf(cfg)}}
 	var clients []agent.Clients
 	if cfg.ConnectionMode == ConnectionsPerNode {
 		if u, _, err := rest.DefaultServerUrlFor(restConfig); err != nil || u.Scheme != "https" {
 			return nil, fmt.Errorf("per-node connections are a kubelet's TLS connections, and the apiserver at %s is reached without TLS", restConfig.Host)
 		}
-		var creds NodeCredentials
+		var creds transport.NodeCredentials
 		if cfg.Identity == IdentityNode {
 			creds = cfg.NodeCredentials
 		}
 		var c agent.Clients
-		if c, conns.perNode, err = perNodeClients(restConfig, cfg.Identity, creds, tally, conns.counter); err != nil {
+		if c, conns.perNode, err = transport.PerNodeClients(restConfig, cfg.Identity == IdentityNode, creds, tally.throttledCounter(), conns.counter); err != nil {
 			return nil, err
 		}
 		clients = []agent.Clients{c}
-	} else if clients, err = heartbeatClients(restConfig, cfg.Connections, cfg.Identity, tally, wirePath{cfg.LegacyWire, cfg.FlushWindow}, conns.counter); err != nil {
+	} else if clients, err = transport.SharedClients(restConfig, cfg.Connections, cfg.Identity == IdentityNode, tally.throttledCounter(), transport.Path{Legacy: cfg.LegacyWire, FlushWindow: cfg.FlushWindow}, conns.counter); err != nil {
 		return nil, err
 	}
 	f, err := newFleet(cfg, admin, clients, tally)
@@ -92,9 +94,9 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 
 // fleetConns are the connections of the agents' clients.
 type fleetConns struct {
-	info    Connections       // without the counts
-	counter *connCounter      // counts them
-	perNode *perNodeTransport // per-node connections' router, or nil
+	info    Connections        // without the counts
+	counter *transport.Counter // counts them
+	perNode *transport.PerNode // per-node connections' router, or nil
 }
 
 // Connections says how the agents reach the apiserver and how many connections they hold. A fleet
@@ -104,8 +106,8 @@ func (f *Fleet) Connections() Connections {
 		return Connections{Mode: f.cfg.ConnectionMode, Identity: IdentityOf(f.cfg)}
 	}
 	c := f.conns.info
-	c.Open = f.conns.counter.open.Load()
-	c.Dialed, c.DialedBy = f.conns.counter.dials()
+	c.Open = f.conns.counter.Open()
+	c.Dialed, c.DialedBy = f.conns.counter.Dials()
 	return c
 }
 
@@ -159,7 +161,7 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 	}
 	for i := range f.agents {
 		index := cfg.FirstIndex + i
-		name := NodeName(cfg.NamePrefix, index)
+		name := fleetname.NodeName(cfg.NamePrefix, index)
 		a := agent.New(f.acfg, heartbeat[i%len(heartbeat)], name, index, cfg.zone(index))
 		f.agents[i] = a
 		f.byName[name] = a
@@ -291,9 +293,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	lost := context.Cause(runCtx)
 	cancel(nil)
 	<-schedDone
-	closeWire(f.heartbeat)
+	transport.CloseWire(f.heartbeat)
 	if f.conns != nil && f.conns.perNode != nil {
-		f.conns.perNode.close()
+		f.conns.perNode.Close()
 	}
 	if errors.Is(lost, errClaimLost) {
 		return fmt.Errorf("fleet %s: %w; stopped, and deleted nothing", f.cfg.Fleet, lost)

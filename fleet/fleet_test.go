@@ -19,6 +19,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/fleettest"
 )
@@ -126,7 +127,7 @@ func TestCoalescedTimersKeepTheRegisterRate(t *testing.T) {
 
 func TestShutdownDeletesOnlyWhatTheFleetCreated(t *testing.T) {
 	neighbour := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00099", Labels: map[string]string{"team": "prod"}}}
-	otherFleet := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00098", Labels: map[string]string{agent.FleetLabel: "other"}}}
+	otherFleet := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00098", Labels: map[string]string{fleetname.Label: "other"}}}
 	tf := startFleet(t, Config{Nodes: 5}, neighbour, otherFleet)
 	tf.advance(t, 30*time.Second)
 	foreignLease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00099", Namespace: agent.LeaseNamespace}}
@@ -165,7 +166,7 @@ func TestKeepLeavesNodesAndLeases(t *testing.T) {
 		t.Errorf("%d node leases kept, want 3", n)
 	}
 	// The claim stays, released: the next run adopts the kept nodes at once.
-	claim, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Get(context.Background(), ClaimName(DefaultNamePrefix, Shard{}), metav1.GetOptions{})
+	claim, err := tf.client.CoordinationV1().Leases(agent.LeaseNamespace).Get(context.Background(), fleetname.ClaimName(fleetname.DefaultNamePrefix, fleetname.Shard{}), metav1.GetOptions{})
 	if err != nil || holder(claim) != "" || stoppedRun(claim) != tf.Config().RunID {
 		t.Errorf("claim after a --keep run: %+v, %v; want it released by run %s", claim, err, tf.Config().RunID)
 	}

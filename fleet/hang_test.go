@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/transport"
 )
 
 // hungServer accepts every request and never answers, until the client gives up or the test ends.
@@ -45,7 +46,7 @@ func TestHeartbeatClientTimesOutOnAHungServer(t *testing.T) {
 	}
 	t.Parallel()
 	srv, _ := hungServer(t)
-	clients, err := heartbeatClients(&rest.Config{Host: srv.URL}, 1, IdentityFleet, nil, wirePath{}, nil)
+	clients, err := transport.SharedClients(&rest.Config{Host: srv.URL}, 1, false, nil, transport.Path{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestHungRequestsDoNotPileUp(t *testing.T) {
 	t.Parallel()
 	const nodes = 20
 	srv, requests := hungServer(t)
-	heartbeat, err := heartbeatClients(&rest.Config{Host: srv.URL}, 2, IdentityFleet, nil, wirePath{}, nil)
+	heartbeat, err := transport.SharedClients(&rest.Config{Host: srv.URL}, 2, false, nil, transport.Path{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // Whether another run is alive is judged by what the server shows it doing, never by comparing that
@@ -53,7 +54,7 @@ func (e *LiveRunError) Error() string {
 		n, e.Fleet, e.Watched.Round(time.Second), strings.Join(runs, "; "))
 }
 
-// noRunID names the holder of a Lease without agent.RunAnnotation: a fakelet from before run IDs,
+// noRunID names the holder of a Lease without fleetname.RunAnnotation: a fakelet from before run IDs,
 // or a kubelet that is not fakelet at all.
 const noRunID = "(no run ID)"
 
@@ -194,7 +195,7 @@ func nodeLeases(ctx context.Context, client kubernetes.Interface, names map[stri
 // fleetNodes lists the Nodes labelled as fleet's that mine accepts (nil: all), by name.
 func fleetNodes(ctx context.Context, client kubernetes.Interface, fleet string, mine func(string) bool) ([]corev1.Node, error) {
 	var nodes []corev1.Node
-	opts := metav1.ListOptions{LabelSelector: agent.FleetLabel + "=" + fleet, Limit: 500}
+	opts := metav1.ListOptions{LabelSelector: fleetname.Label + "=" + fleet, Limit: 500}
 	for {
 		list, err := client.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {

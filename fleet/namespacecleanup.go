@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
-// RunLabel names, with agent.FleetLabel, the run that created a namespace of workloads (and every
+// RunLabel names, with fleetname.Label, the run that created a namespace of workloads (and every
 // object in it): fakelet cleanup finds what a crashed or killed run left by the two.
 const RunLabel = "fakelet.dev/run"
 
@@ -24,7 +24,7 @@ const RunLabel = "fakelet.dev/run"
 // their workloads, that are not being deleted already. A credential that may not list namespaces
 // gets none and no error.
 func runNamespaces(ctx context.Context, client kubernetes.Interface, fleet string) ([]corev1.Namespace, error) {
-	sel := labels.SelectorFromSet(labels.Set{agent.FleetLabel: fleet})
+	sel := labels.SelectorFromSet(labels.Set{fleetname.Label: fleet})
 	run, err := labels.NewRequirement(RunLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func runNamespaces(ctx context.Context, client kubernetes.Interface, fleet strin
 		}
 		for _, ns := range list.Items {
 			// The selector is the server's; the check is ours, as for every object fakelet deletes.
-			if ns.Labels[agent.FleetLabel] == fleet && ns.Labels[RunLabel] != "" && ns.DeletionTimestamp == nil {
+			if ns.Labels[fleetname.Label] == fleet && ns.Labels[RunLabel] != "" && ns.DeletionTimestamp == nil {
 				out = append(out, ns)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // namespacesLeft adds to c the namespaces a --keep run of fleet blue left, and others that are not
@@ -25,18 +25,18 @@ import (
 func namespacesLeft(t *testing.T, c *fake.Clientset) []string {
 	t.Helper()
 	for _, ns := range []corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-blue-run-a", UID: "ns-a", Labels: map[string]string{agent.FleetLabel: "blue", RunLabel: "run-a"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-green-run-b", UID: "ns-b", Labels: map[string]string{agent.FleetLabel: "green", RunLabel: "run-b"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "blue-team", UID: "ns-c", Labels: map[string]string{agent.FleetLabel: "blue"}}}, // no run: not a run's
+		{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-blue-run-a", UID: "ns-a", Labels: map[string]string{fleetname.Label: "blue", RunLabel: "run-a"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-green-run-b", UID: "ns-b", Labels: map[string]string{fleetname.Label: "green", RunLabel: "run-b"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "blue-team", UID: "ns-c", Labels: map[string]string{fleetname.Label: "blue"}}}, // no run: not a run's
 		{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "ns-d"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: PodNamespace, UID: "ns-pods", Labels: map[string]string{agent.FleetLabel: "blue"}}}, // the fleet created it
+		{ObjectMeta: metav1.ObjectMeta{Name: fleetname.PodNamespace, UID: "ns-pods", Labels: map[string]string{fleetname.Label: "blue"}}}, // the fleet created it
 	} {
 		if _, err := c.CoreV1().Namespaces().Create(context.Background(), &ns, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.ClearActions()
-	return []string{"blue-team", "fakelet-blue-run-a", "fakelet-green-run-b", PodNamespace, "kube-system"}
+	return []string{"blue-team", "fakelet-blue-run-a", "fakelet-green-run-b", fleetname.PodNamespace, "kube-system"}
 }
 
 func namespaceNames(t *testing.T, c *fake.Clientset) []string {
@@ -77,7 +77,7 @@ func TestCleanupDeletesTheRunsWorkloadNamespaces(t *testing.T) {
 		if !ok || a.GetResource().Resource != "namespaces" {
 			continue
 		}
-		uid := map[string]types.UID{"fakelet-blue-run-a": "ns-a", PodNamespace: "ns-pods"}[del.GetName()]
+		uid := map[string]types.UID{"fakelet-blue-run-a": "ns-a", fleetname.PodNamespace: "ns-pods"}[del.GetName()]
 		if p := del.GetDeleteOptions().Preconditions; p == nil || p.UID == nil || *p.UID != uid {
 			t.Errorf("delete namespace %s with preconditions %+v, want its UID %s", del.GetName(), p, uid)
 		}
@@ -126,7 +126,7 @@ func TestCleanupWithoutNamespaceGrants(t *testing.T) {
 		t.Fatalf("cleanup: %+v, %v; want its 2 nodes deleted, no namespace and no error", d, err)
 	}
 	c.ReactionChain = c.ReactionChain[1:]
-	if got := namespaceNames(t, c); !slices.Equal(got, all) || !strings.Contains(strings.Join(got, ","), PodNamespace) {
+	if got := namespaceNames(t, c); !slices.Equal(got, all) || !strings.Contains(strings.Join(got, ","), fleetname.PodNamespace) {
 		t.Errorf("namespaces left %v, want %v", got, all)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // secondFleet builds another run of cfg on tf's clientset and clock, as a second fakelet process
@@ -100,7 +101,7 @@ func TestCleanupDeletesOnlyTheUIDsTheRunCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00001", UID: "someone-elses",
-		Labels: map[string]string{agent.FleetLabel: DefaultFleet}}}
+		Labels: map[string]string{fleetname.Label: fleetname.DefaultFleet}}}
 	if _, err := tf.client.CoreV1().Nodes().Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,25 +2,19 @@ package fleet
 
 import (
 	"fmt"
-	"io"
-	"log"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // reviewer makes a fake clientset answer SelfSubjectAccessReviews: allowed says which are granted.
@@ -90,7 +84,7 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset()
 			reviewer(client, "alice", tc.allowed)
-			err := CheckPermissions(t.Context(), client, Permissions(Config{Nodes: 1, Identity: tc.id, Footprint: tc.fp}))
+			err := access.Check(t.Context(), client, Permissions(Config{Nodes: 1, Identity: tc.id, Footprint: tc.fp}))
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -119,13 +113,13 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 func TestImpersonationOfEveryNodeIsChecked(t *testing.T) {
 	client := fake.NewClientset()
 	reviewer(client, "alice", func(r *authorizationv1.ResourceAttributes) bool {
-		index, ok := NodeIndex("fakelet", strings.TrimPrefix(r.Name, "system:node:"))
+		index, ok := fleetname.NodeIndex("fakelet", strings.TrimPrefix(r.Name, "system:node:"))
 		return r.Resource != "users" || ok && index < 1000
 	})
-	if err := CheckPermissions(t.Context(), client, RunPermissions(IdentityNode, "fakelet-00000", "fakelet-00999")); err != nil {
+	if err := access.Check(t.Context(), client, RunPermissions(IdentityNode, "fakelet-00000", "fakelet-00999")); err != nil {
 		t.Errorf("1000 nodes with 1000 granted: %v", err)
 	}
-	err := CheckPermissions(t.Context(), client, RunPermissions(IdentityNode, "fakelet-00000", "fakelet-01999"))
+	err := access.Check(t.Context(), client, RunPermissions(IdentityNode, "fakelet-00000", "fakelet-01999"))
 	if err == nil || !strings.Contains(err.Error(), "missing 1 permission(s): impersonate users system:node:fakelet-01999") {
 		t.Errorf("2000 nodes with 1000 granted: %v, want the last node's kubelet missing", err)
 	}
@@ -143,62 +137,6 @@ func TestCleanupPermissions(t *testing.T) {
 	want := "list nodes, list leases.coordination.k8s.io in kube-node-lease"
 	if strings.Join(got, ", ") != want {
 		t.Errorf("cleanup needs %v, want %s", got, want)
-	}
-}
-
-// TestUnreachableClustersAreExplained points a real client at servers that cannot be talked to:
-// the error says why, in words a user can act on.
-func TestUnreachableClustersAreExplained(t *testing.T) {
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "https://" + closed.Addr().String()
-	closed.Close()
-
-	otherCA := httptest.NewUnstartedServer(http.NotFoundHandler())
-	otherCA.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
-	otherCA.StartTLS()
-	defer otherCA.Close()
-
-	release := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select { // accepts the request and never answers
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer hung.Close()
-	defer close(release)
-	old := checkTimeout
-	checkTimeout = 500 * time.Millisecond
-	defer func() { checkTimeout = old }()
-
-	for _, tc := range []struct {
-		name string
-		cfg  *rest.Config
-		want string
-	}{
-		{"nothing listening", &rest.Config{Host: refused}, "cannot reach the apiserver"},
-		// The server's certificate is from httptest's own CA; the client trusts only the system roots.
-		{"certificate from another CA", &rest.Config{Host: otherCA.URL}, "not signed by the certificate authority in the kubeconfig"},
-		{"never answers", &rest.Config{Host: hung.URL}, "did not answer within 500ms"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			client, err := kubernetes.NewForConfig(tc.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			begin := time.Now()
-			err = CheckPermissions(t.Context(), client, CleanupPermissions())
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want one saying %q", err, tc.want)
-			}
-			if d := time.Since(begin); d > 5*time.Second {
-				t.Errorf("took %v to fail", d)
-			}
-			t.Log(err)
-		})
 	}
 }
 
@@ -234,7 +172,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 			t.Run(fmt.Sprintf("%s footprint, %d pods", fp, pods), func(t *testing.T) {
 				own := Permissions(Config{Nodes: 3, PodsPerNode: pods, Footprint: fp, Identity: IdentityFleet})
 				var want []string
-				for _, p := range append(RunPermissions(IdentityFleet, "fakelet-00000", "fakelet-00002"), ClaimPermissions(ClaimName(DefaultNamePrefix, Shard{}))...) {
+				for _, p := range append(RunPermissions(IdentityFleet, "fakelet-00000", "fakelet-00002"), ClaimPermissions(fleetname.ClaimName(fleetname.DefaultNamePrefix, fleetname.Shard{}))...) {
 					want = append(want, p.String())
 				}
 				if pods > 0 {
@@ -246,7 +184,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 					want = append(want, "list pods", "watch pods") // the fleet's watch of bound pods
 				}
 				for _, k := range agent.Requests(fp, pods > 0) {
-					p := Permission{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Subresource: k.Subresource}
+					p := access.Permission{Verb: k.Verb, Group: k.Group, Resource: k.Resource, Subresource: k.Subresource}
 					switch k.Scope {
 					case agent.ScopeLeases:
 						p.Namespace = "kube-node-lease"
@@ -279,7 +217,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Errorf("--identity=fleet checks\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
-				if fp == agent.FootprintHeartbeat && slices.ContainsFunc(own, func(p Permission) bool {
+				if fp == agent.FootprintHeartbeat && slices.ContainsFunc(own, func(p access.Permission) bool {
 					return p.Resource == "events" || p.Resource == "csinodes" || p.Verb == "watch" && p.Resource != "nodes" && p.Resource != "pods"
 				}) {
 					t.Errorf("the heartbeat footprint checks a kubelet footprint's permission: %v", got)
@@ -322,7 +260,7 @@ func TestPreflightChecksPermissions(t *testing.T) {
 		client := fake.NewClientset()
 		var reviewed []string
 		reviewer(client, "dave", func(r *authorizationv1.ResourceAttributes) bool {
-			p := Permission{Verb: r.Verb, Group: r.Group, Resource: r.Resource, Subresource: r.Subresource, Namespace: r.Namespace, Name: r.Name}
+			p := access.Permission{Verb: r.Verb, Group: r.Group, Resource: r.Resource, Subresource: r.Subresource, Namespace: r.Namespace, Name: r.Name}
 			reviewed = append(reviewed, p.String())
 			return true
 		})

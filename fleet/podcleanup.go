@@ -14,16 +14,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // fleetPods lists the pods in PodNamespace labelled with fleet and bound to one of nodes. A
 // credential that may not list pods gets none and no error: it cannot have created any either.
 func fleetPods(ctx context.Context, client kubernetes.Interface, fleet string, nodes map[string]bool) ([]corev1.Pod, error) {
 	var out []corev1.Pod
-	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{agent.FleetLabel: fleet}).String(), Limit: 500}
+	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{fleetname.Label: fleet}).String(), Limit: 500}
 	for {
-		list, err := client.CoreV1().Pods(PodNamespace).List(ctx, opts)
+		list, err := client.CoreV1().Pods(fleetname.PodNamespace).List(ctx, opts)
 		if apierrors.IsForbidden(err) {
 			return nil, nil
 		} else if err != nil {
@@ -47,11 +47,11 @@ func fleetPods(ctx context.Context, client kubernetes.Interface, fleet string, n
 func deletePod(ctx context.Context, client kubernetes.Interface, name string, uid types.UID) (bool, error) {
 	opts := uidPrecondition(uid)
 	opts.GracePeriodSeconds = ptr.To[int64](0)
-	err := client.CoreV1().Pods(PodNamespace).Delete(ctx, name, opts)
+	err := client.CoreV1().Pods(fleetname.PodNamespace).Delete(ctx, name, opts)
 	if err == nil {
 		return true, nil
 	}
-	return false, ignoreGone(err, "delete pod "+PodNamespace+"/"+name)
+	return false, ignoreGone(err, "delete pod "+fleetname.PodNamespace+"/"+name)
 }
 
 // deleteCreatedPods deletes the pods the fleet created (those named in created, on their UIDs) and

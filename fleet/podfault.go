@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // SetPodFault applies pf to the pods of the fleet's nodes numbered nodes (their containers crash,
@@ -18,7 +19,7 @@ func (f *Fleet) SetPodFault(nodes []int, pf agent.PodFault) error {
 	for _, i := range nodes {
 		a := f.Agent(i)
 		if a == nil {
-			errs = append(errs, fmt.Errorf("set the pod fault of node %s: %w", NodeName(f.cfg.NamePrefix, i), errNoSuchNode))
+			errs = append(errs, fmt.Errorf("set the pod fault of node %s: %w", fleetname.NodeName(f.cfg.NamePrefix, i), errNoSuchNode))
 			continue
 		}
 		a.SetPodFault(pf)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // SetPodFault reaches the agents of the nodes named by index, and names the ones it cannot.
@@ -12,7 +13,7 @@ func TestSetPodFault(t *testing.T) {
 	tf := startFleet(t, Config{Nodes: 2})
 	crash := agent.PodFault{Crash: true, ExitCode: 2}
 	err := tf.SetPodFault([]int{1, 7}, crash)
-	if err == nil || !strings.Contains(err.Error(), NodeName(DefaultNamePrefix, 7)) {
+	if err == nil || !strings.Contains(err.Error(), fleetname.NodeName(fleetname.DefaultNamePrefix, 7)) {
 		t.Errorf("error %v, want node 7 named", err)
 	}
 	if got := tf.Agent(1).PodFault(); got != crash {

@@ -12,7 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/access"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // The fleet's pods live in a namespace of fakelet's own, PodNamespace, never in one that holds
@@ -26,14 +27,9 @@ import (
 // local control plane) the fleet creates it labelled with its fleet, and the cleanup deletes it
 // again once it holds no pod; a namespace that someone else created is never deleted.
 
-// PodServiceAccount is the ServiceAccount the fleet's pods run as: their namespace's default, which
-// the ServiceAccount admission plugin assigns. Its tokens are the only ones deploy's RBAC lets the
-// fleet's credential request (--identity=fleet).
-const PodServiceAccount = "default"
-
 // podNamespacePermission is what the fleet needs to find its pods' namespace; it creates the namespace
 // only where it is missing, which deploy's RBAC never leaves it.
-var podNamespacePermission = Permission{Verb: "get", Resource: "namespaces", Name: PodNamespace, For: "find the pods' namespace"}
+var podNamespacePermission = access.Permission{Verb: "get", Resource: "namespaces", Name: fleetname.PodNamespace, For: "find the pods' namespace"}
 
 // podNamespaceGoneTimeout bounds the wait for the pods' namespace that an earlier run's cleanup is
 // deleting: the namespace controller deletes what is left in it first, seconds for an empty one.
@@ -42,7 +38,7 @@ const podNamespaceGoneTimeout = 2 * time.Minute
 // EnsurePodNamespace creates PodNamespace, labelled with the fleet and annotated with the run (if
 // runID is set), unless it exists. One being deleted (an earlier run's cleanup) admits no pod: it waits until it is gone.
 func EnsurePodNamespace(ctx context.Context, client kubernetes.Interface, fleetName, runID string) error {
-	ns, err := client.CoreV1().Namespaces().Get(ctx, PodNamespace, metav1.GetOptions{})
+	ns, err := client.CoreV1().Namespaces().Get(ctx, fleetname.PodNamespace, metav1.GetOptions{})
 	if err == nil && ns.DeletionTimestamp == nil {
 		return nil
 	}
@@ -50,23 +46,23 @@ func EnsurePodNamespace(ctx context.Context, client kubernetes.Interface, fleetN
 		err = waitNamespaceGone(ctx, client, ns)
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get the pods' namespace %s: %w", PodNamespace, err)
+		return fmt.Errorf("get the pods' namespace %s: %w", fleetname.PodNamespace, err)
 	}
 	created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   PodNamespace,
-		Labels: map[string]string{agent.FleetLabel: fleetName},
+		Name:   fleetname.PodNamespace,
+		Labels: map[string]string{fleetname.Label: fleetName},
 	}}
 	if runID != "" {
-		created.Annotations = map[string]string{agent.RunAnnotation: runID}
+		created.Annotations = map[string]string{fleetname.RunAnnotation: runID}
 	}
 	_, err = client.CoreV1().Namespaces().Create(ctx, created, metav1.CreateOptions{})
 	switch {
 	case err == nil || apierrors.IsAlreadyExists(err): // created by another fleet's run since the get
 		return nil
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("create the pods' namespace %s: %w (deploy/rbac/pods.yaml creates it with the grants the fleet's pods need)", PodNamespace, err)
+		return fmt.Errorf("create the pods' namespace %s: %w (deploy/rbac/pods.yaml creates it with the grants the fleet's pods need)", fleetname.PodNamespace, err)
 	}
-	return fmt.Errorf("create the pods' namespace %s: %w", PodNamespace, err)
+	return fmt.Errorf("create the pods' namespace %s: %w", fleetname.PodNamespace, err)
 }
 
 // waitNamespaceGone waits until ns, being deleted, is gone, and returns a NotFound error then.
@@ -102,23 +98,23 @@ func waitNamespaceGone(ctx context.Context, client kubernetes.Interface, ns *cor
 // it holds no pod, on the UID it saw: a namespace of the deploy's RBAC, or one where another fleet's
 // pods run, stays.
 func DeletePodNamespace(ctx context.Context, client kubernetes.Interface, fleetName string) error {
-	ns, err := client.CoreV1().Namespaces().Get(ctx, PodNamespace, metav1.GetOptions{})
+	ns, err := client.CoreV1().Namespaces().Get(ctx, fleetname.PodNamespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get the pods' namespace %s: %w", PodNamespace, err)
+		return fmt.Errorf("get the pods' namespace %s: %w", fleetname.PodNamespace, err)
 	}
-	if ns.Labels[agent.FleetLabel] != fleetName || ns.DeletionTimestamp != nil {
+	if ns.Labels[fleetname.Label] != fleetName || ns.DeletionTimestamp != nil {
 		return nil
 	}
-	pods, err := client.CoreV1().Pods(PodNamespace).List(ctx, metav1.ListOptions{Limit: 1})
+	pods, err := client.CoreV1().Pods(fleetname.PodNamespace).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
-		return fmt.Errorf("list the pods left in namespace %s: %w", PodNamespace, err)
+		return fmt.Errorf("list the pods left in namespace %s: %w", fleetname.PodNamespace, err)
 	}
 	if len(pods.Items) > 0 {
 		return nil
 	}
-	err = client.CoreV1().Namespaces().Delete(ctx, PodNamespace, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ns.UID}})
-	return ignoreGone(err, "delete the pods' namespace "+PodNamespace)
+	err = client.CoreV1().Namespaces().Delete(ctx, fleetname.PodNamespace, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ns.UID}})
+	return ignoreGone(err, "delete the pods' namespace "+fleetname.PodNamespace)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // The fleet's pods (Config.PodsPerNode): the fleet creates them with its own credential, as a user or
@@ -27,9 +28,6 @@ import (
 // watch of the fleet's labelled pods counts them and shows them to the OnPod handlers (the
 // measurement). The fleet never recreates a pod: one the taint eviction controller deleted stays
 // deleted.
-
-// PodNamespace is where the fleet creates its pods, a namespace of fakelet's own (podnamespace.go).
-const PodNamespace = "fakelet-pods"
 
 // PodImage is the image of the pods' one container. No runtime pulls it.
 const PodImage = "registry.k8s.io/pause:3.10"
@@ -75,8 +73,8 @@ func newPodSet(f *Fleet) *podSet {
 		created: map[string]types.UID{},
 		ready:   map[string]bool{},
 	}
-	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: f.cfg.Fleet}).String()
-	pods := f.admin.CoreV1().Pods(PodNamespace)
+	selector := labels.SelectorFromSet(labels.Set{fleetname.Label: f.cfg.Fleet}).String()
+	pods := f.admin.CoreV1().Pods(fleetname.PodNamespace)
 	lw := selectedListWatch(selector, pods.List, pods.Watch)
 	p.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, f.admin), &corev1.Pod{}, 0, cache.Indexers{})
 	_ = p.informer.SetTransform(func(obj any) (any, error) {
@@ -99,7 +97,7 @@ func (p *podSet) start(ctx context.Context, timeout time.Duration) error {
 	syncCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), p.informer.HasSynced) && ctx.Err() == nil {
-		return fmt.Errorf("no list of the fleet's pods in namespace %s within %v", PodNamespace, timeout)
+		return fmt.Errorf("no list of the fleet's pods in namespace %s within %v", fleetname.PodNamespace, timeout)
 	}
 	return nil
 }
@@ -212,18 +210,18 @@ func (p *podSet) push(pod podToCreate) {
 // create creates pod i of node, or adopts it if a pod of that name exists with the fleet's label on
 // that node (a --keep run before this one left it); any other pod of that name is left alone.
 func (p *podSet) create(ctx context.Context, node string, i int) error {
-	pods := p.f.admin.CoreV1().Pods(PodNamespace)
+	pods := p.f.admin.CoreV1().Pods(fleetname.PodNamespace)
 	pod, err := pods.Create(ctx, p.f.newPod(node, i), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		name := PodName(node, i)
 		if pod, err = pods.Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return fmt.Errorf("get pod %s/%s: %w", PodNamespace, name, err)
+			return fmt.Errorf("get pod %s/%s: %w", fleetname.PodNamespace, name, err)
 		}
-		if pod.Labels[agent.FleetLabel] != p.f.cfg.Fleet || pod.Spec.NodeName != node {
-			return fmt.Errorf("pod %s/%s exists and is not fleet %q's pod of node %s: %w", PodNamespace, name, p.f.cfg.Fleet, node, ErrNotOwned)
+		if pod.Labels[fleetname.Label] != p.f.cfg.Fleet || pod.Spec.NodeName != node {
+			return fmt.Errorf("pod %s/%s exists and is not fleet %q's pod of node %s: %w", fleetname.PodNamespace, name, p.f.cfg.Fleet, node, ErrNotOwned)
 		}
 	} else if err != nil {
-		return fmt.Errorf("create pod %s/%s: %w", PodNamespace, PodName(node, i), err)
+		return fmt.Errorf("create pod %s/%s: %w", fleetname.PodNamespace, PodName(node, i), err)
 	}
 	pod.ManagedFields = nil
 	p.mu.Lock()
@@ -249,9 +247,9 @@ func (f *Fleet) newPod(node string, i int) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        PodName(node, i),
-			Namespace:   PodNamespace,
-			Labels:      map[string]string{agent.FleetLabel: f.cfg.Fleet},
-			Annotations: map[string]string{agent.RunAnnotation: f.cfg.RunID},
+			Namespace:   fleetname.PodNamespace,
+			Labels:      map[string]string{fleetname.Label: f.cfg.Fleet},
+			Annotations: map[string]string{fleetname.RunAnnotation: f.cfg.RunID},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:   node,
@@ -407,8 +405,8 @@ var fleetLabels sync.Map // fleet name -> map[string]string
 // compactPod is what the watch keeps of p, a pod of fleet.
 func compactPod(p *corev1.Pod, fleet string) *fleetPod {
 	labels := p.Labels
-	if len(labels) == 1 && labels[agent.FleetLabel] == fleet {
-		shared, _ := fleetLabels.LoadOrStore(fleet, map[string]string{agent.FleetLabel: fleet})
+	if len(labels) == 1 && labels[fleetname.Label] == fleet {
+		shared, _ := fleetLabels.LoadOrStore(fleet, map[string]string{fleetname.Label: fleet})
 		labels = shared.(map[string]string)
 	}
 	out := &fleetPod{

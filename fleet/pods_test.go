@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // podActions counts the requests on pods by verb (with "/status" for the subresource), leaving out
@@ -59,7 +60,7 @@ func (tf *testFleet) pollAdvancing(t *testing.T, what string, cond func() bool) 
 
 func getPod(t *testing.T, tf *testFleet, name string) *corev1.Pod {
 	t.Helper()
-	p, err := tf.client.CoreV1().Pods(PodNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := tf.client.CoreV1().Pods(fleetname.PodNamespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +90,10 @@ func podsCreatedBoundAndReportedReadyOnce(t *testing.T, fp agent.Footprint, patc
 	tf.advance(t, 5*time.Second)
 	tf.pollAdvancing(t, "6 Ready pods", func() bool { return tf.Progress().PodsReady == 6 })
 	for n := range 3 {
-		node := NodeName(DefaultNamePrefix, n)
+		node := fleetname.NodeName(fleetname.DefaultNamePrefix, n)
 		for i := range 2 {
 			p := getPod(t, tf, PodName(node, i))
-			if p.Spec.NodeName != node || p.Labels[agent.FleetLabel] != DefaultFleet {
+			if p.Spec.NodeName != node || p.Labels[fleetname.Label] != fleetname.DefaultFleet {
 				t.Errorf("pod %s: node %q labels %v, want bound to %s with the fleet label", p.Name, p.Spec.NodeName, p.Labels, node)
 			}
 			if len(p.Spec.Tolerations) != 2 || *p.Spec.Tolerations[1].TolerationSeconds != 20 ||
@@ -127,7 +128,7 @@ func TestPodsReportedAgainAfterStartAndReconciled(t *testing.T) {
 	tf := startFleet(t, Config{Nodes: 2, PodsPerNode: 2})
 	tf.advance(t, 5*time.Second)
 	tf.pollAdvancing(t, "4 Ready pods", func() bool { return tf.Progress().PodsReady == 4 })
-	node := NodeName(DefaultNamePrefix, 0)
+	node := fleetname.NodeName(fleetname.DefaultNamePrefix, 0)
 	tf.Agent(0).Stop()
 	markNotReady(t, tf, PodName(node, 1))
 	poll(t, "3 Ready pods", func() bool { return tf.Progress().PodsReady == 3 })
@@ -170,7 +171,7 @@ func markNotReady(t *testing.T, tf *testFleet, name string) {
 			p.Status.Conditions[i].Status = corev1.ConditionFalse
 		}
 	}
-	if _, err := tf.client.CoreV1().Pods(PodNamespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+	if _, err := tf.client.CoreV1().Pods(fleetname.PodNamespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -182,7 +183,7 @@ func TestPodsNotReportedWhileTheNodeIsNotReady(t *testing.T) {
 	tf.pollAdvancing(t, "1 Ready pod", func() bool { return tf.Progress().PodsReady == 1 })
 	tf.Agent(0).SetHealth(func(h *agent.Health) { h.NotReady = true })
 	tf.advanceBy(t, 11*time.Second)
-	markNotReady(t, tf, PodName(NodeName(DefaultNamePrefix, 0), 0))
+	markNotReady(t, tf, PodName(fleetname.NodeName(fleetname.DefaultNamePrefix, 0), 0))
 	poll(t, "no Ready pod", func() bool { return tf.Progress().PodsReady == 0 })
 	tf.advanceBy(t, time.Minute)
 	if tf.Progress().PodsReady != 0 {
@@ -202,21 +203,21 @@ func TestEvictedPodsStayDeleted(t *testing.T) {
 	tf := startFleet(t, Config{Nodes: 1, PodsPerNode: 2})
 	tf.advance(t, 5*time.Second)
 	tf.pollAdvancing(t, "2 Ready pods", func() bool { return tf.Progress().PodsReady == 2 })
-	node := NodeName(DefaultNamePrefix, 0)
-	if err := tf.client.CoreV1().Pods(PodNamespace).Delete(context.Background(), PodName(node, 0), metav1.DeleteOptions{}); err != nil {
+	node := fleetname.NodeName(fleetname.DefaultNamePrefix, 0)
+	if err := tf.client.CoreV1().Pods(fleetname.PodNamespace).Delete(context.Background(), PodName(node, 0), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p := getPod(t, tf, PodName(node, 1))
 	p.DeletionTimestamp = &metav1.Time{Time: tf.clock.Now()}
-	if _, err := tf.client.CoreV1().Pods(PodNamespace).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+	if _, err := tf.client.CoreV1().Pods(fleetname.PodNamespace).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "the terminating pod deleted by its agent", func() bool {
-		_, err := tf.client.CoreV1().Pods(PodNamespace).Get(context.Background(), PodName(node, 1), metav1.GetOptions{})
+		_, err := tf.client.CoreV1().Pods(fleetname.PodNamespace).Get(context.Background(), PodName(node, 1), metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	tf.advanceBy(t, 5*time.Minute)
-	if pods, _ := tf.client.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
+	if pods, _ := tf.client.CoreV1().Pods(fleetname.PodNamespace).List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
 		t.Errorf("%d pods after the evictions, want none: evicted pods are not recreated", len(pods.Items))
 	}
 	var confirm []string
@@ -243,13 +244,13 @@ func TestCleanupDeletesOnlyThePodsTheFleetCreated(t *testing.T) {
 	tf := startFleet(t, Config{Nodes: 2, PodsPerNode: 1})
 	ctx := context.Background()
 	foreign := []*corev1.Pod{
-		{ObjectMeta: metav1.ObjectMeta{Name: PodName(NodeName(DefaultNamePrefix, 1), 0), Namespace: PodNamespace, Labels: map[string]string{"team": "prod"}},
-			Spec: corev1.PodSpec{NodeName: NodeName(DefaultNamePrefix, 1), Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: PodNamespace, Labels: map[string]string{agent.FleetLabel: DefaultFleet}},
-			Spec: corev1.PodSpec{NodeName: NodeName(DefaultNamePrefix, 0), Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: PodName(fleetname.NodeName(fleetname.DefaultNamePrefix, 1), 0), Namespace: fleetname.PodNamespace, Labels: map[string]string{"team": "prod"}},
+			Spec: corev1.PodSpec{NodeName: fleetname.NodeName(fleetname.DefaultNamePrefix, 1), Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: fleetname.PodNamespace, Labels: map[string]string{fleetname.Label: fleetname.DefaultFleet}},
+			Spec: corev1.PodSpec{NodeName: fleetname.NodeName(fleetname.DefaultNamePrefix, 0), Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
 	}
 	for _, p := range foreign {
-		if _, err := tf.client.CoreV1().Pods(PodNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := tf.client.CoreV1().Pods(fleetname.PodNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,7 +268,7 @@ func TestCleanupDeletesOnlyThePodsTheFleetCreated(t *testing.T) {
 	if err := tf.stop(); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := tf.client.CoreV1().Pods(PodNamespace).List(ctx, metav1.ListOptions{})
+	pods, err := tf.client.CoreV1().Pods(fleetname.PodNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func podsOfAKeptRunAreAdopted(t *testing.T, fp agent.Footprint) {
 	if err := kept.stop(); err != nil {
 		t.Fatal(err)
 	}
-	before, err := kept.client.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{})
+	before, err := kept.client.CoreV1().Pods(fleetname.PodNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil || len(before.Items) != 4 {
 		t.Fatalf("%d pods kept (%v), want 4", len(before.Items), err)
 	}
@@ -334,7 +335,7 @@ func podsOfAKeptRunAreAdopted(t *testing.T, fp agent.Footprint) {
 	t.Cleanup(cancel)
 	tf.advanceBy(t, time.Second)
 	tf.pollAdvancing(t, "the 4 kept pods adopted and Ready", func() bool { p := tf.Progress(); return p.PodsReady == 4 && p.Pods == 4 })
-	after, err := tf.client.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{})
+	after, err := tf.client.CoreV1().Pods(fleetname.PodNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +347,7 @@ func podsOfAKeptRunAreAdopted(t *testing.T, fp agent.Footprint) {
 	if err := tf.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := tf.client.CoreV1().Pods(PodNamespace).List(context.Background(), metav1.ListOptions{}); len(left.Items) != 0 {
+	if left, _ := tf.client.CoreV1().Pods(fleetname.PodNamespace).List(context.Background(), metav1.ListOptions{}); len(left.Items) != 0 {
 		t.Errorf("%d pods left after the second run's cleanup, want none", len(left.Items))
 	}
 }

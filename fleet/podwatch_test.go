@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // The heartbeat footprint's store hands each pod to its node's agent and keeps none: a new list is
@@ -21,7 +22,7 @@ func TestDispatchStoreHandsPodsToTheirAgents(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "1"},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c"}}}}
 	}
-	n0, n1 := NodeName(DefaultNamePrefix, 0), NodeName(DefaultNamePrefix, 1)
+	n0, n1 := fleetname.NodeName(fleetname.DefaultNamePrefix, 0), fleetname.NodeName(fleetname.DefaultNamePrefix, 1)
 	_ = s.Add(pod("a", n0))
 	_ = s.Add(pod("b", n1))
 	_ = s.Add(pod("c", "elsewhere"))

@@ -14,7 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/access"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // Preflight fails, before anything is written, if the cluster cannot be reached, if the fleet's
@@ -24,7 +25,7 @@ import (
 // of its own) can check first and fail fast.
 func (f *Fleet) Preflight(ctx context.Context) error {
 	if f.checkPermissions {
-		if err := CheckPermissions(ctx, f.admin, Permissions(f.cfg)); err != nil {
+		if err := access.Check(ctx, f.admin, Permissions(f.cfg)); err != nil {
 			return err
 		}
 	}
@@ -32,24 +33,24 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 	var adoptable []corev1.Node // the fleet's own, left by earlier runs or held by a live one
 	opts := metav1.ListOptions{Limit: 500}
 	for {
-		lctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		lctx, cancel := context.WithTimeout(ctx, access.CheckTimeout)
 		list, err := f.admin.CoreV1().Nodes().List(lctx, opts)
 		cancel()
 		if err != nil {
-			return explainUnreachable(fmt.Errorf("list nodes to check that the fleet's names are free: %w", err))
+			return access.ExplainUnreachable(fmt.Errorf("list nodes to check that the fleet's names are free: %w", err))
 		}
 		for i := range list.Items {
 			n := &list.Items[i]
 			if !f.holds(n.Name) {
 				continue
 			}
-			if n.Labels[agent.FleetLabel] == f.cfg.Fleet {
+			if n.Labels[fleetname.Label] == f.cfg.Fleet {
 				adoptable = append(adoptable, *n)
 				continue
 			}
 			owner := "no fleet label"
-			if v, ok := n.Labels[agent.FleetLabel]; ok {
-				owner = agent.FleetLabel + "=" + v
+			if v, ok := n.Labels[fleetname.Label]; ok {
+				owner = fleetname.Label + "=" + v
 			}
 			foreign = append(foreign, n.Name+" ("+owner+")")
 		}
@@ -84,18 +85,18 @@ func (f *Fleet) Preflight(ctx context.Context) error {
 // the claim, conditional on the version it read: of two runs starting at once, one refuses.
 func (f *Fleet) claimShard(ctx context.Context, nodes []corev1.Node) error {
 	c := newClaim(f.admin, f.cfg)
-	lctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	lctx, cancel := context.WithTimeout(ctx, access.CheckTimeout)
 	seen, err := c.read(lctx)
 	cancel()
 	if err != nil {
-		return explainUnreachable(err)
+		return access.ExplainUnreachable(err)
 	}
 	names := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		names[n.Name] = true
 	}
 	read := func(ctx context.Context) (map[string]beat, *coordinationv1.Lease, error) {
-		lctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		lctx, cancel := context.WithTimeout(ctx, access.CheckTimeout)
 		defer cancel()
 		var now []corev1.Node
 		if len(names) > 0 {
@@ -114,11 +115,11 @@ func (f *Fleet) claimShard(ctx context.Context, nodes []corev1.Node) error {
 	}
 	var leases map[string]*coordinationv1.Lease
 	if len(nodes) > 0 {
-		lctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		lctx, cancel := context.WithTimeout(ctx, access.CheckTimeout)
 		leases, err = nodeLeases(lctx, f.admin, names)
 		cancel()
 		if err != nil {
-			return explainUnreachable(fmt.Errorf("list node leases to check that no live run holds the fleet's nodes: %w", err))
+			return access.ExplainUnreachable(fmt.Errorf("list node leases to check that no live run holds the fleet's nodes: %w", err))
 		}
 	}
 	stopped := stoppedRun(seen)
@@ -151,7 +152,7 @@ func (f *Fleet) claimShard(ctx context.Context, nodes []corev1.Node) error {
 			"(shards of one fleet: give each its own --shard i/n of one n)", live)
 	}
 	if err != nil {
-		return explainUnreachable(err)
+		return access.ExplainUnreachable(err)
 	}
 	if _, ok := watch[claimKey]; ok {
 		stopped = holder(seen) // it stopped renewing its claim: crashed

@@ -317,6 +317,15 @@ func (t *Tally) SendLag() Histogram { return t.sendLag.snapshot() }
 // client-go retried after the server's Retry-After included. Zero for a fleet on given clients.
 func (t *Tally) Throttled() int64 { return t.throttled.Load() }
 
+// throttledCounter is where the agents' transport counts 429s (transport.SharedClients): nil, counting
+// none, for a nil t.
+func (t *Tally) throttledCounter() *atomic.Int64 {
+	if t == nil {
+		return nil
+	}
+	return &t.throttled
+}
+
 // Errors returns how many requests failed.
 func (t *Tally) Errors() int64 {
 	var n int64

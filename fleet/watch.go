@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // nodeWatch is the one watch on the fleet's Nodes that stands in for every kubelet's own node
@@ -30,7 +31,7 @@ type nodeWatch struct {
 }
 
 func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agentOf func(name string) *agent.Agent) *nodeWatch {
-	selector := labels.SelectorFromSet(labels.Set{agent.FleetLabel: tmpl.Fleet}).String()
+	selector := labels.SelectorFromSet(labels.Set{fleetname.Label: tmpl.Fleet}).String()
 	nodes := client.CoreV1().Nodes()
 	lw := selectedListWatch(selector, nodes.List, nodes.Watch)
 	// The wrapper lets a client that cannot stream lists (the fake clientset) say so.

@@ -8,6 +8,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 )
 
@@ -25,7 +26,7 @@ func TestWorkloadPermissions(t *testing.T) {
 	base := Config{Nodes: 3, RunID: "20260301-120000-abcdef"}
 	ns := "fakelet-fakelet-20260301-120000-abcdef"
 	creates := base
-	creates.Workloads = &WorkloadAccess{Creates: []Permission{{Group: "apps", Resource: "deployments"}, {Resource: "services"}}}
+	creates.Workloads = &WorkloadAccess{Creates: []access.Permission{{Group: "apps", Resource: "deployments"}, {Resource: "services"}}}
 	watches := base
 	watches.Workloads = &WorkloadAccess{}
 	watched := []string{"list pods in " + ns, "watch pods in " + ns, "list endpointslices.discovery.k8s.io in " + ns,
@@ -61,7 +62,7 @@ func TestWorkloadPermissions(t *testing.T) {
 func TestPreflightRefusesWorkloadsBeforeAnyWrite(t *testing.T) {
 	client := fake.NewClientset()
 	reviewer(client, "carol", func(r *authorizationv1.ResourceAttributes) bool { return r.Resource != "namespaces" })
-	cfg := Config{Nodes: 3, RunID: "r1", Workloads: &WorkloadAccess{Creates: []Permission{{Group: "apps", Resource: "deployments"}}}}
+	cfg := Config{Nodes: 3, RunID: "r1", Workloads: &WorkloadAccess{Creates: []access.Permission{{Group: "apps", Resource: "deployments"}}}}
 	f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
@@ -77,19 +78,6 @@ func TestPreflightRefusesWorkloadsBeforeAnyWrite(t *testing.T) {
 	for _, a := range client.Actions() {
 		if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" && !strings.HasPrefix(a.GetResource().Resource, "selfsubject") {
 			t.Errorf("the refused run sent %s %s", v, a.GetResource().Resource)
-		}
-	}
-}
-
-func TestWorkloadNamespaceIsANamespaceName(t *testing.T) {
-	long := strings.Repeat("a", 50)
-	for _, tc := range []struct{ fleet, run, want string }{
-		{"fakelet", "20260301-120000-abcdef", "fakelet-fakelet-20260301-120000-abcdef"},
-		{long, "20260301-120000-abcdef", "fakelet-" + long + "-2026"},
-		{strings.Repeat("a", 54), "x", "fakelet-" + strings.Repeat("a", 54)}, // not ending in the dash before the run
-	} {
-		if got := WorkloadNamespace(tc.fleet, tc.run); got != tc.want || len(got) > 63 {
-			t.Errorf("WorkloadNamespace(%q, %q) = %q, want %q", tc.fleet, tc.run, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scenario"
@@ -32,7 +33,7 @@ func (s *Session) Hooks(plan *profiles.Plan, f *fleet.Fleet) (onPhase func(strin
 		if ag := f.Agent(a.Node); ag != nil {
 			ra = Action(ag, phases[a.Phase].Name, a.Group, string(a.Op), a.At)
 		} else {
-			ra = reaction.Action{Phase: phases[a.Phase].Name, Group: a.Group, Op: string(a.Op), Node: fleet.NodeName(prefix, a.Node), At: a.At}
+			ra = reaction.Action{Phase: phases[a.Phase].Name, Group: a.Group, Op: string(a.Op), Node: fleetname.NodeName(prefix, a.Node), At: a.At}
 		}
 		ra.Condition, ra.Status = string(act.Type), string(act.Status)
 		s.Applied(ra)

@@ -7,16 +7,12 @@ package measure
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
-	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/headtail"
 	"fakelet.dev/fakelet/measure/falsealarm"
@@ -394,20 +390,6 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 	}
 }
 
-// TargetSources returns every metrics endpoint a measurement can read on the cluster of restConfig:
-// each component's of the local control plane local, or with none (a cluster given by a kubeconfig)
-// the apiserver's.
-func TargetSources(restConfig *rest.Config, local *controlplane.ControlPlane) ([]scrape.Source, error) {
-	if local != nil {
-		return scrape.ControlPlaneSources(local)
-	}
-	client, err := rest.HTTPClientFor(restConfig)
-	if err != nil {
-		return nil, fmt.Errorf("metrics client for %s: %w", restConfig.Host, err)
-	}
-	return []scrape.Source{APIServerSource(restConfig.Host, client)}, nil
-}
-
 // falseAlarms are the detector's counts; a run without phases has one, "run", as its report does.
 // s.mu must be held.
 func (s *Session) falseAlarms() []falsealarm.Count {
@@ -418,11 +400,4 @@ func (s *Session) falseAlarms() []falsealarm.Count {
 		}
 	}
 	return counts
-}
-
-// APIServerSource scrapes the /metrics of the apiserver at host with client (from
-// rest.HTTPClientFor): for a cluster other than the local control plane, whose credential needs get on
-// the nonResourceURL /metrics.
-func APIServerSource(host string, client *http.Client) scrape.Source {
-	return &scrape.HTTPSource{Name: "kube-apiserver", URL: strings.TrimSuffix(host, "/") + "/metrics", Client: client}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // fakeletLabels are the labels fakelet sets on every node itself: the kubelet's own (hostname, OS
-// and architecture), the zone from --zones or spec.zones, and the fleet label (agent.FleetLabel),
+// and architecture), the zone from --zones or spec.zones, and the fleet label (fleetname.Label),
 // which says which Nodes are the fleet's to adopt and delete.
 var fakeletLabels = []string{
 	corev1.LabelHostname, corev1.LabelOSStable, corev1.LabelArchStable, kubeletapis.LabelOS, kubeletapis.LabelArch,

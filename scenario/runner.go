@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/headtail"
 	"fakelet.dev/fakelet/internal/scheduler"
@@ -58,7 +59,7 @@ type Config struct {
 	OnApplied func(Applied)
 	// Shard, if it splits the fleet, says which of the plan's nodes this fleet runs (see CheckShard):
 	// the runner applies an op only to the nodes its shard owns. The zero Shard is the whole fleet.
-	Shard fleet.Shard
+	Shard fleetname.Shard
 	// StartAt, if set, is when the first phase begins, on the fleet's clock: shards of one fleet given
 	// the same StartAt run their phases in lockstep. If this fleet's nodes are not all Ready by then,
 	// the run fails (see ReadyTimeout, which StartAt replaces).
@@ -154,11 +155,13 @@ func New(cfg Config) (*Runner, error) {
 // The fleet must be the plan's: the same number of nodes, numbered from 0, in the profile's zones, with
 // the profile's pods (spec.podsPerNode and spec.podTolerationSeconds); a profile that uses denyAuth
 // needs the node identity (revoking it is what denyAuth does).
-func Check(plan *profiles.Plan, fc fleet.Config) error { return CheckShard(plan, fc, fleet.Shard{}) }
+func Check(plan *profiles.Plan, fc fleet.Config) error {
+	return CheckShard(plan, fc, fleetname.Shard{})
+}
 
 // CheckShard is Check for shard s of the plan's fleet: the fleet must be the shard's slice of the
-// plan's nodes (fleet.Shard.Slice).
-func CheckShard(plan *profiles.Plan, fc fleet.Config, s fleet.Shard) error {
+// plan's nodes (fleetname.Shard.Slice).
+func CheckShard(plan *profiles.Plan, fc fleet.Config, s fleetname.Shard) error {
 	p := plan.Profile
 	if fc.PodsPerNode != p.Spec.PodsPerNode || !equalPtr(fc.PodTolerationSeconds, p.Spec.PodTolerationSeconds) {
 		return fmt.Errorf("profile %s has %d pod(s) per node (toleration %s), and the fleet runs %d (toleration %s)",

@@ -17,6 +17,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -157,7 +158,7 @@ spec:
 		if a := adds[node]; a.Err != "" || !a.At.Equal(start.Add(10*time.Second+time.Duration(k)*time.Second)) {
 			t.Errorf("add of node %d recorded as %+v", node, a)
 		}
-		name := fleet.NodeName("fakelet", node)
+		name := fleetname.NodeName("fakelet", node)
 		n := h.node(name)
 		if z, want := n.Labels[corev1.LabelTopologyZone], profiles.ZoneOf(node, 2); z != want {
 			t.Errorf("added node %s in zone %q, want %q", name, z, want)
@@ -177,7 +178,7 @@ spec:
 		if a := removes[node]; a.Err != "" || !a.At.Equal(start.Add(40*time.Second+time.Duration(k)*time.Second)) {
 			t.Errorf("remove of node %d recorded as %+v", node, a)
 		}
-		name := fleet.NodeName("fakelet", node)
+		name := fleetname.NodeName("fakelet", node)
 		if _, err := h.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("removed node %s: %v, want not found", name, err)
 		}

@@ -10,11 +10,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/profiles"
 )
 
 // asShard runs the harness's fleet as shard s of the plan's.
-func asShard(s fleet.Shard) harnessOption {
+func asShard(s fleetname.Shard) harnessOption {
 	return func(fc *fleet.Config, rc *Config, _ *fake.Clientset) {
 		fc.FirstIndex, fc.Nodes = s.Slice(rc.Plan.Nodes)
 		rc.Shard = s
@@ -40,7 +41,7 @@ func (h *harness) waitForShardReady() {
 // waits for those two only, and applies the whole plan's ops to them alone: the group "two" (nodes
 // 1-2) was chosen over the whole fleet, so this shard makes node 2 NotReady and leaves node 1 to shard 0.
 func TestShardAppliesOnlyItsOwnNodesOps(t *testing.T) {
-	h := newHarness(t, rollingProfile, asShard(fleet.Shard{Index: 1, Count: 2}))
+	h := newHarness(t, rollingProfile, asShard(fleetname.Shard{Index: 1, Count: 2}))
 	h.waitForShardReady()
 	start := h.stepUntilStarted(time.Minute)
 	h.advanceTo(start, 80*time.Second)
@@ -80,7 +81,7 @@ func TestShardsTogetherApplyThePlan(t *testing.T) {
 		for _, ev := range all {
 			owners := 0
 			for i := range count {
-				r := &Runner{plan: plan, cfg: Config{Shard: fleet.Shard{Index: i, Count: count}}}
+				r := &Runner{plan: plan, cfg: Config{Shard: fleetname.Shard{Index: i, Count: count}}}
 				if r.owns(ev.Node) {
 					owners++
 				}

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -9,7 +11,7 @@ import (
 // preflight (fleet.Config.Workloads): the first shard creates and deletes the kinds of object the
 // profile names (and their namespace), every shard's report watches them; nil for a plan without
 // workloads.
-func WorkloadAccess(plan *profiles.Plan, s fleet.Shard) *fleet.WorkloadAccess {
+func WorkloadAccess(plan *profiles.Plan, s fleetname.Shard) *fleet.WorkloadAccess {
 	if plan == nil || plan.Profile.Spec.Workloads == nil {
 		return nil
 	}
@@ -30,7 +32,7 @@ func WorkloadAccess(plan *profiles.Plan, s fleet.Shard) *fleet.WorkloadAccess {
 }
 
 // workloadResources are the resources of the kinds createObject creates in the run's namespace.
-var workloadResources = map[string]fleet.Permission{
+var workloadResources = map[string]access.Permission{
 	string(profiles.KindDeployment): {Group: "apps", Resource: "deployments"},
 	"Service":                       {Resource: "services"},
 	string(profiles.KindJob):        {Group: "batch", Resource: "jobs"},

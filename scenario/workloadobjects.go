@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -26,10 +26,10 @@ const (
 // of the fleet's agents: a Job's runFor.
 const RunDurationAnnotation = "fakelet.dev/run-duration"
 
-// WorkloadNamespace is the namespace of a run's workloads, fleet.WorkloadNamespace: the fleet's
+// WorkloadNamespace is the namespace of a run's workloads, fleetname.WorkloadNamespace: the fleet's
 // preflight checks the permissions there.
 func WorkloadNamespace(fleetName, runID string) string {
-	return fleet.WorkloadNamespace(fleetName, runID)
+	return fleetname.WorkloadNamespace(fleetName, runID)
 }
 
 // workloadObjects builds the objects of one run's workloads.
@@ -38,7 +38,7 @@ type workloadObjects struct {
 }
 
 func (o workloadObjects) labels(extra map[string]string) map[string]string {
-	l := map[string]string{agent.FleetLabel: o.fleet, RunLabel: o.run}
+	l := map[string]string{fleetname.Label: o.fleet, RunLabel: o.run}
 	for k, v := range extra {
 		l[k] = v
 	}
@@ -64,8 +64,8 @@ func (o workloadObjects) podTemplate(w *profiles.Workload, name string, restart 
 	spec := corev1.PodSpec{
 		Containers:                   []corev1.Container{c},
 		RestartPolicy:                restart,
-		NodeSelector:                 map[string]string{agent.FleetLabel: o.fleet},
-		Tolerations:                  []corev1.Toleration{{Key: agent.FleetLabel, Operator: corev1.TolerationOpExists}},
+		NodeSelector:                 map[string]string{fleetname.Label: o.fleet},
+		Tolerations:                  []corev1.Toleration{{Key: fleetname.Label, Operator: corev1.TolerationOpExists}},
 		AutomountServiceAccountToken: new(bool),
 	}
 	if t := w.TolerationSeconds; t != nil {

@@ -19,6 +19,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -120,7 +121,7 @@ func TestWorkloadsAreCreatedAtTheRateAndRemovedAtTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nsObj.Labels[agent.FleetLabel] != fc.Fleet || nsObj.Labels[RunLabel] != fc.RunID {
+	if nsObj.Labels[fleetname.Label] != fc.Fleet || nsObj.Labels[RunLabel] != fc.RunID {
 		t.Errorf("namespace labels = %v", nsObj.Labels)
 	}
 	web, err := h.client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -131,10 +132,10 @@ func TestWorkloadsAreCreatedAtTheRateAndRemovedAtTheEnd(t *testing.T) {
 		t.Errorf("web replicas = %d, want 6 (replicasPerNode 1 on 6 nodes)", *web.Spec.Replicas)
 	}
 	pod := web.Spec.Template
-	if pod.Labels[agent.FleetLabel] != fc.Fleet || pod.Labels[RunLabel] != fc.RunID || pod.Labels[WorkloadLabel] != "web" {
+	if pod.Labels[fleetname.Label] != fc.Fleet || pod.Labels[RunLabel] != fc.RunID || pod.Labels[WorkloadLabel] != "web" {
 		t.Errorf("pod template labels = %v", pod.Labels)
 	}
-	if pod.Spec.NodeSelector[agent.FleetLabel] != fc.Fleet {
+	if pod.Spec.NodeSelector[fleetname.Label] != fc.Fleet {
 		t.Errorf("node selector = %v, want the fleet's label", pod.Spec.NodeSelector)
 	}
 	if c := pod.Spec.Containers[0]; c.Image != profiles.DefaultWorkloadImage || !c.Resources.Requests.Cpu().Equal(resource.MustParse("10m")) {
@@ -252,7 +253,7 @@ func TestWorkloadsWaitForTheNodesToBeUntainted(t *testing.T) {
 
 	ctx := context.Background()
 	for i := range n {
-		node := h.node(fleet.NodeName(h.fleet.Config().NamePrefix, i))
+		node := h.node(fleetname.NodeName(h.fleet.Config().NamePrefix, i))
 		node.Spec.Taints = nil
 		if _, err := h.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)

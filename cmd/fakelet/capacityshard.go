@@ -11,6 +11,7 @@ import (
 
 	"fakelet.dev/fakelet/capacity"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
 	"fakelet.dev/fakelet/internal/pause"
 )
@@ -24,7 +25,7 @@ const defaultVerdictTimeout = 30 * time.Second
 func addCapacityShardFlags(f *pflag.FlagSet, cf *capacityFlags) {
 	sf := &cf.run.shard
 	f.StringVar(&sf.shard, "shard", "", "grow shard i of n of every step (i/n, 0-based; auto/n from the StatefulSet pod ordinal), in lockstep with the other shards "+
-		"(default: $"+fleet.ShardEnv+", else the whole fleet in this process)")
+		"(default: $"+fleetname.ShardEnv+", else the whole fleet in this process)")
 	f.StringVar(&sf.startAt, "start-at", "", "with --shard: when the first step's settle begins in every shard (RFC 3339), or auto: "+
 		"the first shard writes now + --start-delay in a Lease in --coordination-namespace, and the others read it (default with --shard: auto)")
 	f.DurationVar(&sf.startDelay, "start-delay", 0, "with --start-at auto: how long after the first shard starts the first step's settle begins "+
@@ -106,7 +107,7 @@ func (cf *capacityFlags) openShards(ctx context.Context, r *fleetRun) (*capacity
 	fc := r.f.Config()
 	fmt.Fprintf(r.log, "capacity: shard %v: its part of each step from node %s on (%d of the first step's %d, %d of --max's %d); "+
 		"the first step's settle begins at %s (in %v) in every shard; verdicts in Leases in %s\n",
-		sf.parsed, fleet.NodeName(fc.NamePrefix, fc.FirstIndex), l.Nodes(cf.steps.Start), cf.steps.Start, l.Nodes(cf.steps.Max), cf.steps.Max,
+		sf.parsed, fleetname.NodeName(fc.NamePrefix, fc.FirstIndex), l.Nodes(cf.steps.Start), cf.steps.Start, l.Nodes(cf.steps.Max), cf.steps.Max,
 		l.Start.Format(time.RFC3339), time.Until(l.Start).Round(time.Second), sf.namespace)
 	return &capacityShards{lockstep: l, board: b}, nil
 }

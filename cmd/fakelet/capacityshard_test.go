@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // prepareCapacity prepares `fakelet capacity` as RunE does.
@@ -24,14 +25,14 @@ func prepareCapacity(t *testing.T, args ...string) (fleet.Config, *capacityFlags
 // auto) a minute plus twice its first nodes' registration ahead; every shard shares the run's hash,
 // which another step plan changes.
 func TestCapacityShardRunsItsPartOfEachStep(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "1/3")
+	t.Setenv(fleetname.ShardEnv, "1/3")
 	args := []string{"--start", "300", "--step", "300", "--max", "3000", "--settle", "10s", "--hold", "20s", "--verdict-timeout", "5s"}
 	cfg, cf, err := prepareCapacity(t, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sf := cf.run.shard
-	if cfg.FirstIndex != 1000 || cfg.Nodes != 100 || cf.lockstep == nil || cf.lockstep.Shard != (fleet.Shard{Index: 1, Count: 3}) {
+	if cfg.FirstIndex != 1000 || cfg.Nodes != 100 || cf.lockstep == nil || cf.lockstep.Shard != (fleetname.Shard{Index: 1, Count: 3}) {
 		t.Fatalf("%d nodes from %d, lockstep %+v: want 100 from 1000 as shard 1/3", cfg.Nodes, cfg.FirstIndex, cf.lockstep)
 	}
 	if !sf.auto || sf.startDelay != time.Minute+2*time.Second {
@@ -58,7 +59,7 @@ func TestCapacityShardRunsItsPartOfEachStep(t *testing.T) {
 
 // TestUnshardedCapacityRunsTheWholeFleet: without --shard, every step is this process's.
 func TestUnshardedCapacityRunsTheWholeFleet(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "")
+	t.Setenv(fleetname.ShardEnv, "")
 	cfg, cf, err := prepareCapacity(t, "--start", "300", "--step", "300", "--max", "3000")
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,11 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 func init() { subcommandFactories = append(subcommandFactories, newCleanupCommand) }
@@ -31,8 +33,8 @@ func newCleanupCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Delete a fleet's Nodes, Leases, pods and workloads' namespaces left in a cluster (by --keep or a killed run)",
-		Long: `Delete the Nodes labelled ` + agent.FleetLabel + `=FLEET, the Leases in kube-node-lease that
-those Nodes own and the pods in namespace ` + fleet.PodNamespace + ` labelled ` + agent.FleetLabel + `=FLEET and bound
+		Long: `Delete the Nodes labelled ` + fleetname.Label + `=FLEET, the Leases in kube-node-lease that
+those Nodes own and the pods in namespace ` + fleetname.PodNamespace + ` labelled ` + fleetname.Label + `=FLEET and bound
 to those Nodes (if the credential may list pods), and print each one deleted. Nothing else is touched: a Node without the label, or
 with another fleet's, stays whatever its name, and so does a Lease none of those Nodes owns.
 
@@ -48,13 +50,13 @@ The cluster is chosen as for fakelet run, except that with neither --kubeconfig 
 local control plane is only cleaned if it is up; it is never started.
 
 The namespaces of workloads that crashed or killed runs of the fleet left (labelled
-` + agent.FleetLabel + `=FLEET and ` + fleet.RunLabel + `) are deleted too, with all in them (if the credential may
-list namespaces), and ` + fleet.PodNamespace + ` if a run of the fleet created it and no pod is left in it; a
+` + fleetname.Label + `=FLEET and ` + fleet.RunLabel + `) are deleted too, with all in them (if the credential may
+list namespaces), and ` + fleetname.PodNamespace + ` if a run of the fleet created it and no pod is left in it; a
 namespace without those labels stays, and while a live run holds the fleet's Nodes, so does its
 namespace (unless --force).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkName("--fleet", cf.fleet, fleet.CheckFleetName); err != nil {
+			if err := checkName("--fleet", cf.fleet, fleetname.CheckFleet); err != nil {
 				return err
 			}
 			if err := fleet.CheckCleanupQPS(cf.qps); err != nil {
@@ -64,7 +66,7 @@ namespace (unless --force).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cf.fleet, "fleet", fleet.DefaultFleet, "the fleet whose Nodes and Leases to delete (the value of its "+agent.FleetLabel+" label)")
+	f.StringVar(&cf.fleet, "fleet", fleetname.DefaultFleet, "the fleet whose Nodes and Leases to delete (the value of its "+fleetname.Label+" label)")
 	f.StringVar(&cf.target.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to clean (default: the local control plane)")
 	f.StringVar(&cf.target.context, "context", "", "kubeconfig context of the cluster to clean (default: the local control plane)")
 	f.StringVar(&cf.target.controlPlaneDir, "controlplane-dir", controlplane.DefaultDir, "directory of the local control plane")
@@ -103,7 +105,7 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 	if err != nil {
 		return fmt.Errorf("build the client: %w", err)
 	}
-	if err := fleet.CheckPermissions(ctx, client, fleet.CleanupPermissions()); err != nil {
+	if err := access.Check(ctx, client, fleet.CleanupPermissions()); err != nil {
 		return err
 	}
 	deleted, err := fleet.DeleteFleetAndNamespaces(ctx, client, fleet.CleanupOptions{
@@ -124,7 +126,7 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 		fmt.Fprintf(out, "%s lease/%s -n %s\n", verb, l, agent.LeaseNamespace)
 	}
 	for _, p := range deleted.Pods {
-		fmt.Fprintf(out, "%s pod/%s -n %s\n", verb, p, fleet.PodNamespace)
+		fmt.Fprintf(out, "%s pod/%s -n %s\n", verb, p, fleetname.PodNamespace)
 	}
 	for _, ns := range deleted.Namespaces {
 		fmt.Fprintf(out, "%s namespace/%s\n", verb, ns)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // fleetFlags names the flag that sets each numeric field of fleet.Config, and what an error about it
@@ -31,18 +32,18 @@ var fleetFlags = map[string]struct{ name, hint string }{
 func (rf *runFlags) checkFleetFlags() error {
 	c := rf.fleet
 	switch {
-	case c.Nodes > fleet.MaxNodes:
+	case c.Nodes > fleetname.MaxNodes:
 		// Named with where the count came from: the flag, or a profile's spec.nodes.
-		return fmt.Errorf("%s: more than the largest fleet fakelet runs (%d nodes)", rf.nodesSource(c), fleet.MaxNodes)
+		return fmt.Errorf("%s: more than the largest fleet fakelet runs (%d nodes)", rf.nodesSource(c), fleetname.MaxNodes)
 	case c.RegisterQPS == 0:
 		return errors.New("--register-qps must be positive and finite, got 0")
 	case c.CleanupQPS == 0:
 		return fmt.Errorf("--cleanup-qps %w", fleet.CheckCleanupQPS(0))
 	}
-	if err := checkName("--name-prefix", c.NamePrefix, fleet.CheckNamePrefix); err != nil {
+	if err := checkName("--name-prefix", c.NamePrefix, fleetname.CheckNamePrefix); err != nil {
 		return err
 	}
-	if err := checkName("--fleet", c.Fleet, fleet.CheckFleetName); err != nil {
+	if err := checkName("--fleet", c.Fleet, fleetname.CheckFleet); err != nil {
 		return err
 	}
 	err := c.WithDefaults().Validate()

@@ -78,7 +78,7 @@ func gib(bytes uint64) string {
 var machineMemory = readMachineMemory
 
 // readMachineMemory is the machine's memory, or its cgroup's limit if lower; 0 when neither can be
-// read (then only fleet.MaxNodes bounds a fleet).
+// read (then only fleetname.MaxNodes bounds a fleet).
 func readMachineMemory() uint64 {
 	mem := memTotal()
 	if data, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {

@@ -21,6 +21,7 @@ import (
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/scrape"
+	"fakelet.dev/fakelet/measure/source"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
@@ -88,7 +89,7 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics, 
 	if err != nil {
 		return nil, err
 	}
-	sources, err := measure.TargetSources(tgt.config, tgt.local)
+	sources, err := source.Target(tgt.config, tgt.local)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scenario"
@@ -108,7 +109,7 @@ func applyProfile(rf *runFlags, flags *pflag.FlagSet) (*profiles.Profile, error)
 func resolveProfile(p *profiles.Profile, cfg fleet.Config, seed int64) (*profiles.Plan, error) {
 	pf := p.Fleet()
 	pf.Nodes, pf.Seed = cfg.Nodes, seed
-	pf.NodeIndex = func(name string) (int, bool) { return fleet.NodeIndex(cfg.NamePrefix, name) }
+	pf.NodeIndex = func(name string) (int, bool) { return fleetname.NodeIndex(cfg.NamePrefix, name) }
 	plan, err := p.Resolve(pf)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 func init() { subcommandFactories = append(subcommandFactories, newRBACCommand) }
@@ -43,7 +44,7 @@ status patches and renewals of those nodes' Nodes and Leases only. Apply it with
 			return w.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&prefix, "name-prefix", fleet.DefaultNamePrefix, "the fleet's --name-prefix")
+	cmd.Flags().StringVar(&prefix, "name-prefix", fleetname.DefaultNamePrefix, "the fleet's --name-prefix")
 	cmd.Flags().IntVar(&nodes, "nodes", 1000, "the fleet's --nodes (all shards together)")
 	cmd.Flags().StringVar(&identity, "identity", string(fleet.IdentityNode), "the fleet's --identity: node for fakelet.yaml, fleet for the fleet-identity.yaml to apply beside it")
 	return cmd

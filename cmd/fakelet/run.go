@@ -15,6 +15,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/profiles"
 )
@@ -101,8 +102,8 @@ func addFleetFlags(f *pflag.FlagSet, rf *runFlags) {
 	f.StringArrayVar(&rf.target.controllerMgrArgs, "controller-manager-arg", nil, "extra kube-controller-manager flag when fakelet starts the local control plane (repeatable)")
 	f.StringArrayVar(&rf.target.schedulerArgs, "scheduler-arg", nil, "extra kube-scheduler flag when fakelet starts the local control plane (repeatable)")
 	addNodeShapeFlags(f, &rf.nodeShape)
-	f.StringVar(&rf.fleet.NamePrefix, "name-prefix", fleet.DefaultNamePrefix, "node i is named PREFIX-NNNNN")
-	f.StringVar(&rf.fleet.Fleet, "fleet", fleet.DefaultFleet, "fleet name, the value of the "+agent.FleetLabel+" label on every Node fakelet creates")
+	f.StringVar(&rf.fleet.NamePrefix, "name-prefix", fleetname.DefaultNamePrefix, "node i is named PREFIX-NNNNN")
+	f.StringVar(&rf.fleet.Fleet, "fleet", fleetname.DefaultFleet, "fleet name, the value of the "+fleetname.Label+" label on every Node fakelet creates")
 	f.StringVar(&rf.mode, "mode", string(heartbeat.ModeLease), "heartbeat mode: lease (a Lease every 10 s, status on change or every 5 m) or status (pre-Lease: a status patch every 10 s)")
 	f.DurationVar(&rf.leaseDuration, "lease-duration", heartbeat.DefaultLeaseDurationSeconds*time.Second, "lease duration (whole seconds); the lease is renewed every quarter of it")
 	f.DurationVar(&rf.renewInterval, "renew-interval", 0, "lease renew interval (default: a quarter of --lease-duration)")

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // FuzzRunFlags gives `fakelet run`'s checks arbitrary values of its numeric and duration flags: they
@@ -39,7 +39,7 @@ func FuzzRunFlags(f *testing.F) {
 		}
 		hb := cfg.Heartbeat
 		switch {
-		case cfg.Nodes < 1 || cfg.Nodes > fleet.MaxNodes:
+		case cfg.Nodes < 1 || cfg.Nodes > fleetname.MaxNodes:
 			t.Fatalf("accepted %d nodes", cfg.Nodes)
 		case machineMemory() > 0 && uint64(cfg.Nodes)*nodeMemory > machineMemory():
 			t.Fatalf("accepted %d nodes, beyond the machine's memory", cfg.Nodes)

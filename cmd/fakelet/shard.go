@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/scenario"
@@ -30,7 +31,7 @@ type shardFlags struct {
 	// hostname names the pod for --shard auto/n; empty reads the machine's (tests set it).
 	hostname string
 
-	parsed fleet.Shard
+	parsed fleetname.Shard
 	at     time.Time
 	auto   bool             // --start-at auto: at comes from the start Lease once the cluster is known
 	now    func() time.Time // time.Now unless a test sets it
@@ -42,7 +43,7 @@ type shardFlags struct {
 
 func addShardFlags(f *pflag.FlagSet, sf *shardFlags) {
 	f.StringVar(&sf.shard, "shard", "", "run shard i of n of the fleet (i/n, 0-based): a contiguous slice of its node numbers; "+
-		"auto/n takes i from the StatefulSet pod ordinal in the hostname NAME-<ordinal> (default: $"+fleet.ShardEnv+", else the whole fleet)")
+		"auto/n takes i from the StatefulSet pod ordinal in the hostname NAME-<ordinal> (default: $"+fleetname.ShardEnv+", else the whole fleet)")
 	f.StringVar(&sf.startAt, "start-at", "", "with --profile: begin the first phase at this time (RFC 3339), so that every shard's phases begin together; "+
 		"the run fails if this shard's nodes are not Ready by then. auto: the first shard to start writes the time, now + --start-delay, "+
 		"in a Lease in --coordination-namespace, and the others read it (docs/distributed.md)")
@@ -79,12 +80,12 @@ func (sf *shardFlags) apply(cfg fleet.Config, plan *profiles.Plan, flags *pflag.
 func (sf *shardFlags) slice(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Config, error) {
 	spec, from := sf.shard, "--shard"
 	if !flags.Changed("shard") {
-		spec, from = os.Getenv(fleet.ShardEnv), "$"+fleet.ShardEnv
+		spec, from = os.Getenv(fleetname.ShardEnv), "$"+fleetname.ShardEnv
 	}
 	if spec == "" {
 		return cfg, nil
 	}
-	s, err := fleet.ParseShard(spec, sf.hostname)
+	s, err := fleetname.ParseShard(spec, sf.hostname)
 	if err != nil {
 		return cfg, fmt.Errorf("%s: %w", from, err)
 	}
@@ -193,7 +194,7 @@ func lockstepLine(cfg scenario.Config, f *fleet.Fleet) string {
 	if cfg.Shard.Sharded() {
 		fc := f.Config()
 		line = fmt.Sprintf("shard %v: nodes %s..%s of the profile's %d; ops on the other shards' nodes are theirs",
-			cfg.Shard, fleet.NodeName(fc.NamePrefix, fc.FirstIndex), fleet.NodeName(fc.NamePrefix, fc.FirstIndex+fc.Nodes-1), cfg.Plan.Nodes)
+			cfg.Shard, fleetname.NodeName(fc.NamePrefix, fc.FirstIndex), fleetname.NodeName(fc.NamePrefix, fc.FirstIndex+fc.Nodes-1), cfg.Plan.Nodes)
 	}
 	if !cfg.StartAt.IsZero() {
 		if line != "" {

@@ -16,6 +16,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/internal/lockstep"
 	"fakelet.dev/fakelet/profiles"
@@ -38,7 +39,7 @@ func prepareShard(t *testing.T, hostname string, args ...string) (fleet.Config, 
 // TestShardRunsItsSliceOfTheFleet: --nodes is the whole fleet's size; each shard runs its slice, with
 // connections for its own nodes, and the shards' names are disjoint and cover the fleet.
 func TestShardRunsItsSliceOfTheFleet(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "")
+	t.Setenv(fleetname.ShardEnv, "")
 	seen := map[string]int{}
 	for i := range 3 {
 		cfg, _, _, err := prepareShard(t, "", "--nodes", "2500", "--shard", shardArg(i, 3))
@@ -49,14 +50,14 @@ func TestShardRunsItsSliceOfTheFleet(t *testing.T) {
 			t.Errorf("shard %d/3 of 2500 nodes (%d) uses %d connections, want 1", i, cfg.Nodes, cfg.Connections)
 		}
 		for index := cfg.FirstIndex; index < cfg.FirstIndex+cfg.Nodes; index++ {
-			seen[fleet.NodeName(cfg.NamePrefix, index)]++
+			seen[fleetname.NodeName(cfg.NamePrefix, index)]++
 		}
 	}
 	if len(seen) != 2500 {
 		t.Errorf("the shards run %d distinct nodes, want 2500", len(seen))
 	}
 	for index := range 2500 {
-		if n := seen[fleet.NodeName(fleet.DefaultNamePrefix, index)]; n != 1 {
+		if n := seen[fleetname.NodeName(fleetname.DefaultNamePrefix, index)]; n != 1 {
 			t.Fatalf("node %d is run by %d shards", index, n)
 		}
 	}
@@ -64,24 +65,24 @@ func TestShardRunsItsSliceOfTheFleet(t *testing.T) {
 
 // TestShardFromThePodOrdinal: auto/n, in --shard or $FAKELET_SHARD, reads the StatefulSet pod ordinal.
 func TestShardFromThePodOrdinal(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "auto/4")
+	t.Setenv(fleetname.ShardEnv, "auto/4")
 	cfg, _, rf, err := prepareShard(t, "fakelet-2", "--nodes", "100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.FirstIndex != 50 || cfg.Nodes != 25 || rf.shard.parsed != (fleet.Shard{Index: 2, Count: 4}) {
+	if cfg.FirstIndex != 50 || cfg.Nodes != 25 || rf.shard.parsed != (fleetname.Shard{Index: 2, Count: 4}) {
 		t.Errorf("pod fakelet-2 with auto/4 runs %d nodes from %d as shard %v; want 25 from 50 as 2/4", cfg.Nodes, cfg.FirstIndex, rf.shard.parsed)
 	}
 	cfg, _, _, err = prepareShard(t, "fakelet-2", "--nodes", "100", "--shard", "0/2") // the flag wins
 	if err != nil || cfg.FirstIndex != 0 || cfg.Nodes != 50 {
-		t.Errorf("--shard 0/2 over $%s: %d nodes from %d, %v", fleet.ShardEnv, cfg.Nodes, cfg.FirstIndex, err)
+		t.Errorf("--shard 0/2 over $%s: %d nodes from %d, %v", fleetname.ShardEnv, cfg.Nodes, cfg.FirstIndex, err)
 	}
 }
 
 // TestShardGroupsDoNotDependOnTheShardCount: a profile's groups are chosen over the whole fleet, so
 // every shard count resolves the same groups, and each member is owned by exactly one shard.
 func TestShardGroupsDoNotDependOnTheShardCount(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "")
+	t.Setenv(fleetname.ShardEnv, "")
 	_, whole, _, err := prepareShard(t, "", "--profile", "mass-outage")
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestShardGroupsDoNotDependOnTheShardCount(t *testing.T) {
 			if !reflect.DeepEqual(plan.Groups, whole.Groups) || plan.Nodes != whole.Nodes {
 				t.Fatalf("shard %d/%d resolves other groups than the whole fleet", i, count)
 			}
-			if sc := rf.scenarioConfig(); sc.Shard != (fleet.Shard{Index: i, Count: count}) {
+			if sc := rf.scenarioConfig(); sc.Shard != (fleetname.Shard{Index: i, Count: count}) {
 				t.Fatalf("shard %d/%d: the runner gets shard %v", i, count, sc.Shard)
 			}
 			for index := range whole.Nodes {
@@ -121,7 +122,7 @@ func TestShardGroupsDoNotDependOnTheShardCount(t *testing.T) {
 func shardArg(i, n int) string { return strconv.Itoa(i) + "/" + strconv.Itoa(n) }
 
 func TestStartAt(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "")
+	t.Setenv(fleetname.ShardEnv, "")
 	_, _, rf, err := prepareShard(t, "", "--profile", "steady", "--shard", "1/2", "--start-at", "2026-03-01T12:05:00Z")
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestStartAt(t *testing.T) {
 // TestStartAtAuto: --start-at auto takes the start from the start Lease, which the first shard writes
 // --start-delay ahead (by default, twice its registration time plus a minute), and the second joins.
 func TestStartAtAuto(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "")
+	t.Setenv(fleetname.ShardEnv, "")
 	client := fake.NewClientset()
 	fleettest.APIServerLike(client)
 	fleettest.GrantAll(client)
@@ -212,7 +213,7 @@ func TestStatefulSetArgsPrepare(t *testing.T) {
 }
 
 func TestInvalidShardFlagsAreRefusedClearly(t *testing.T) {
-	t.Setenv(fleet.ShardEnv, "")
+	t.Setenv(fleetname.ShardEnv, "")
 	for _, tc := range []struct {
 		env  string
 		args []string
@@ -235,7 +236,7 @@ func TestInvalidShardFlagsAreRefusedClearly(t *testing.T) {
 		{args: []string{"--profile", "steady", "--start-at", "auto", "--start-delay", "-1s"}, want: "--start-delay must not be negative"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			t.Setenv(fleet.ShardEnv, tc.env)
+			t.Setenv(fleetname.ShardEnv, tc.env)
 			_, _, _, err := prepareShard(t, "fakelet", tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)

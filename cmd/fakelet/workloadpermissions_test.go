@@ -7,7 +7,9 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/fleettest"
 )
 
@@ -22,12 +24,12 @@ func TestRunWithWorkloadsChecksTheirPermissionsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := fleet.WorkloadNamespace(cfg.Fleet, cfg.RunID)
+	ns := fleetname.WorkloadNamespace(cfg.Fleet, cfg.RunID)
 	client := fake.NewClientset()
 	fleettest.Grant(client, func(r *authorizationv1.ResourceAttributes) bool {
-		return r.Namespace != ns && (r.Resource != "namespaces" || r.Name == fleet.PodNamespace)
+		return r.Namespace != ns && (r.Resource != "namespaces" || r.Name == fleetname.PodNamespace)
 	})
-	err = fleet.CheckPermissions(t.Context(), client, fleet.Permissions(cfg))
+	err = access.Check(t.Context(), client, fleet.Permissions(cfg))
 	for _, want := range []string{
 		"create namespaces (the run creates its workloads' namespace)", "delete namespaces " + ns,
 		"create deployments.apps in " + ns, "delete services in " + ns, "watch endpointslices.discovery.k8s.io in " + ns,
@@ -52,7 +54,7 @@ func TestRunWithWorkloadsChecksTheirPermissionsFirst(t *testing.T) {
 	}
 	var perms []string
 	for _, p := range fleet.Permissions(cfg) {
-		if strings.Contains(p.String(), fleet.WorkloadNamespace(cfg.Fleet, cfg.RunID)) || p.Resource == "namespaces" && p.Name != fleet.PodNamespace {
+		if strings.Contains(p.String(), fleetname.WorkloadNamespace(cfg.Fleet, cfg.RunID)) || p.Resource == "namespaces" && p.Name != fleetname.PodNamespace {
 			perms = append(perms, p.String())
 		}
 	}

@@ -8,14 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // handedOver reports whether a peer has taken n fleet Nodes over: each of their Leases held by
 // someone other than the node itself (fakelet's agents hold their Lease as the node's name, as the
 // kubelet does), and each Node Ready. Lists are served from the apiserver's cache.
 func handedOver(ctx context.Context, cs kubernetes.Interface, n int) (bool, error) {
-	fleetNodes := metav1.ListOptions{LabelSelector: agent.FleetLabel, ResourceVersion: "0"}
+	fleetNodes := metav1.ListOptions{LabelSelector: fleetname.Label, ResourceVersion: "0"}
 	nodes, err := cs.CoreV1().Nodes().List(ctx, fleetNodes)
 	if err != nil {
 		return false, fmt.Errorf("list the fleet's Nodes: %w", err)

@@ -11,12 +11,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 func fleetNode(name string, ready corev1.ConditionStatus) *corev1.Node {
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{agent.FleetLabel: "fakelet"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fleetname.Label: "fakelet"}},
 		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}},
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 // kwokStages are the node stages kwok plays; see the file for why these.
@@ -54,7 +54,7 @@ func kwokArgs(kubeconfig, dir string) ([]string, error) {
 	return []string{
 		"--kubeconfig", kubeconfig,
 		"--config", stages,
-		"--manage-nodes-with-label-selector", agent.FleetLabel,
+		"--manage-nodes-with-label-selector", fleetname.Label,
 		"--node-lease-duration-seconds", fmt.Sprint(KwokLeaseDuration),
 		"--v", "WARN",
 	}, nil

@@ -16,6 +16,7 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fidelity"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/conditions"
 	"fakelet.dev/fakelet/internal/pause"
 )
@@ -191,7 +192,7 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 		}
 	}()
 	for i := range o.Nodes {
-		name := fleet.NodeName(HollowPrefix, i)
+		name := fleetname.NodeName(HollowPrefix, i)
 		dir := filepath.Join(o.Dir, "hollow", name)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return res, err
@@ -206,7 +207,7 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 		}
 		hollow = append(hollow, h)
 		res.Hollow = append(res.Hollow, name)
-		res.Fakelet = append(res.Fakelet, fleet.NodeName(FakeletPrefix, i))
+		res.Fakelet = append(res.Fakelet, fleetname.NodeName(FakeletPrefix, i))
 	}
 	// The fleet fakelet run would start, with its defaults: the agents share its connections.
 	f, err := fleet.New(fleet.Config{Nodes: o.Nodes, NamePrefix: FakeletPrefix, Fleet: referenceFleet,

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/pause"
 )
 
@@ -30,7 +31,7 @@ import (
 // confirms) half of window after it began, and force-deletes any left at the end of the window.
 func runPods(ctx context.Context, admin kubernetes.Interface, nodes []string, perNode int, window time.Duration, log io.Writer) (map[string]int, error) {
 	start := time.Now()
-	pods := admin.CoreV1().Pods(fleet.PodNamespace)
+	pods := admin.CoreV1().Pods(fleetname.PodNamespace)
 	created := map[string]*corev1.Pod{}
 	for i := range perNode * len(nodes) {
 		pod, err := pods.Create(ctx, referencePod(i, nodes), metav1.CreateOptions{})
@@ -85,7 +86,7 @@ func waitPlaced(ctx context.Context, admin kubernetes.Interface, created map[str
 	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	pods := admin.CoreV1().Pods(fleet.PodNamespace)
+	pods := admin.CoreV1().Pods(fleetname.PodNamespace)
 	for {
 		list, err := pods.List(wctx, metav1.ListOptions{LabelSelector: referenceLabel})
 		if err == nil {
@@ -127,7 +128,7 @@ func referencePod(i int, nodes []string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("ref-%d", i),
-			Namespace: fleet.PodNamespace,
+			Namespace: fleetname.PodNamespace,
 			Labels:    labels,
 		},
 		Spec: corev1.PodSpec{

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 func TestReferencePodIsTheSchedulers(t *testing.T) {
@@ -42,7 +42,7 @@ func TestWaitPlacedCountsBoundPods(t *testing.T) {
 		p := referencePod(i, []string{"hollow-00000", "fakelet-00000"})
 		p.UID = types.UID("uid-" + p.Name)
 		p.Spec.NodeName = node
-		if _, err := c.CoreV1().Pods(fleet.PodNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().Pods(fleetname.PodNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		created[p.Name] = p
@@ -72,7 +72,7 @@ func TestWaitPlacedCountsBoundPods(t *testing.T) {
 	<-watching
 	bound := created["ref-2"].DeepCopy()
 	bound.Spec.NodeName = "hollow-00000"
-	if _, err := c.CoreV1().Pods(fleet.PodNamespace).Update(ctx, bound, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.CoreV1().Pods(fleetname.PodNamespace).Update(ctx, bound, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if placed := <-done; len(placed) != 3 || placed["ref-2"] != "hollow-00000" {

@@ -2,54 +2,155 @@ package layout
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "fakelet.dev/fakelet/"
 
-// tiers orders the module's packages as docs/architecture.md does: a package may import packages of
-// its own tier or of a tier above it, never one below. A package missing here fails the test, so a new
-// package must be placed.
-var tiers = [][]string{
-	{"internal/headtail", "internal/pause", "internal/scheduler", "internal/conditions", "internal/fleettest", "internal/h2script", "internal/layout", "heartbeat", "nodeshape", "profiles"},
-	{"agent"},
-	{"wire"},
-	{"fleet"},
-	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
-	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm", "measure/storm", "measure/workload"},
-	{"report"},
-	{"measure", "measure/promrecord", "capacity", "compare"},
-	{"cmd/fakelet", "e2e"},
+// allowed is, for each of the module's packages, the module's packages it may import, as
+// docs/architecture.md draws them; tests is what its tests may import besides. A package missing
+// here fails the test, and so does an import of one not listed for it: a new arrow is a decision,
+// made here and on the map.
+var allowed = map[string]struct{ imports, tests []string }{
+	// Leaves: vocabulary and plumbing that import nothing of fakelet's.
+	"access":              {},
+	"fleetname":           {},
+	"heartbeat":           {},
+	"nodeshape":           {},
+	"internal/conditions": {},
+	"internal/fleettest":  {},
+	"internal/h2script":   {},
+	"internal/headtail":   {},
+	"internal/layout":     {},
+	"internal/pause":      {},
+	"internal/scheduler":  {},
+	"wire":                {tests: []string{"internal/h2script"}},
+	"fidelity":            {},
+	"profiles":            {imports: []string{"heartbeat", "nodeshape"}},
+
+	// One fake kubelet, its transport, and many.
+	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/scheduler", "nodeshape"}},
+	"transport": {imports: []string{"agent", "internal/pause", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
+	"fleet": {
+		imports: []string{"access", "agent", "fleetname", "heartbeat", "internal/pause", "internal/scheduler", "transport", "wire"},
+		tests:   []string{"internal/fleettest"},
+	},
+	"scenario": {
+		imports: []string{"access", "agent", "fleet", "fleetname", "heartbeat", "internal/headtail", "internal/scheduler", "profiles"},
+		tests:   []string{"internal/fleettest"},
+	},
+	"internal/lockstep": {imports: []string{"access", "fleetname", "profiles"}, tests: []string{"internal/fleettest"}},
+	"internal/metrics":  {imports: []string{"agent", "fleet"}},
+
+	// What fakelet deploys and runs against. deploy's tests hold its RBAC to what the fleet's
+	// preflight checks, so they, and only they, read the fleet.
+	"deploy": {
+		imports: []string{"fleetname"},
+		tests:   []string{"access", "agent", "fleet", "internal/lockstep", "internal/metrics"},
+	},
+	"controlplane": {imports: []string{"deploy"}},
+
+	// The measurement.
+	"measure/observe":    {imports: []string{"internal/conditions", "internal/headtail"}},
+	"measure/reaction":   {imports: []string{"measure/observe"}},
+	"measure/scrape":     {imports: []string{"fleet"}},
+	"measure/source":     {imports: []string{"controlplane", "measure/scrape"}},
+	"measure/load":       {imports: []string{"measure/scrape"}},
+	"measure/storm":      {imports: []string{"agent"}},
+	"measure/workload":   {imports: []string{"internal/conditions", "internal/headtail", "measure/reaction"}},
+	"measure/falsealarm": {imports: []string{"agent", "measure/observe", "measure/reaction"}, tests: []string{"heartbeat", "internal/fleettest", "internal/scheduler"}},
+	"report":             {imports: []string{"measure/falsealarm", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "measure/storm", "measure/workload"}},
+	"measure": {imports: []string{"agent", "fleet", "fleetname", "internal/headtail", "measure/falsealarm", "measure/load",
+		"measure/observe", "measure/reaction", "measure/scrape", "measure/storm", "measure/workload", "profiles", "report", "scenario"}},
+	"measure/promrecord": {imports: []string{"deploy", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "report"}},
+
+	// The commands.
+	"capacity": {imports: []string{"fleetname", "internal/lockstep", "measure/load", "report"}, tests: []string{"internal/fleettest", "internal/pause"}},
+	"compare": {
+		imports: []string{"agent", "controlplane", "fleet", "fleetname", "heartbeat", "internal/pause", "measure", "measure/scrape", "measure/source", "report"},
+		tests:   []string{"internal/fleettest", "measure/load"},
+	},
+	"internal/bench": {imports: []string{"agent", "controlplane", "fidelity", "fleet", "fleetname", "internal/conditions", "internal/pause"}},
+	"cmd/fakelet": {
+		imports: []string{"access", "agent", "capacity", "compare", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "heartbeat",
+			"internal/bench", "internal/lockstep", "internal/metrics", "internal/pause", "measure", "measure/falsealarm", "measure/load",
+			"measure/promrecord", "measure/scrape", "measure/source", "measure/workload", "nodeshape", "profiles", "report", "scenario"},
+		tests: []string{"internal/fleettest", "measure/observe", "measure/reaction"},
+	},
+	"e2e": {tests: []string{"agent", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "internal/bench", "internal/lockstep",
+		"internal/metrics", "measure", "measure/load", "measure/reaction", "measure/source", "measure/storm", "measure/workload",
+		"nodeshape", "profiles", "report", "scenario"}},
 }
 
-func TestImportsPointDownThePipeline(t *testing.T) {
-	tier := map[string]int{}
-	for i, pkgs := range tiers {
-		for _, p := range pkgs {
-			tier[p] = i
-		}
-	}
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, module+"...").Output()
+// forbidden are the arrows that made the vocabulary packages reach up into the fleet and the
+// measurement into the local control plane (issue 27), so that no entry of allowed brings one back;
+// with deps, through any package between too (go list's Deps). capacity still reaches fleet through
+// measure/load and measure/scrape, whose FleetSource reads the fleet's Tally.
+var forbidden = []struct {
+	from, to string
+	deps     bool
+	why      string
+}{
+	{"deploy", "fleet", true, "deploy names the fleet's objects with fleetname"},
+	{"controlplane", "fleet", true, "the local control plane knows nothing of the fleet"},
+	{"capacity", "fleet", false, "capacity's steps count nodes with fleetname"},
+	{"internal/lockstep", "fleet", true, "lockstep checks its permissions with access"},
+	{"measure", "controlplane", true, "the metrics endpoints of a target are measure/source's"},
+	{"measure/scrape", "controlplane", true, "the metrics endpoints of a target are measure/source's"},
+	{"agent", "fleet", true, "one agent knows nothing of the many"},
+	{"agent", "wire", true, "an agent sends through the clients it is given"},
+	{"agent", "transport", true, "an agent sends through the clients it is given"},
+	{"transport", "fleet", true, "the transport carries agents' requests and knows nothing of the fleet"},
+}
+
+func TestImportsAreTheAllowedOnes(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, module+"...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		pkg := strings.TrimPrefix(fields[0], module)
-		from, placed := tier[pkg]
+		f := strings.Split(line, "|")
+		pkg := strings.TrimPrefix(f[0], module)
+		seen[pkg] = true
+		a, placed := allowed[pkg]
 		if !placed {
-			t.Errorf("package %s has no tier: place it in tiers and in docs/architecture.md", pkg)
+			t.Errorf("package %s is not in allowed: list what it may import there, and place it in docs/architecture.md", pkg)
 			continue
 		}
-		for _, imp := range fields[1:] {
-			dep, ours := strings.CutPrefix(imp, module)
-			if !ours || dep == pkg {
-				continue
+		check := func(list string, may []string, what string) {
+			for _, imp := range strings.Fields(list) {
+				dep, ok := strings.CutPrefix(imp, module)
+				if ok && dep != pkg && !slices.Contains(may, dep) {
+					t.Errorf("%s%s imports %s, which is not allowed for it", pkg, what, dep)
+				}
 			}
-			if to, placed := tier[dep]; placed && to > from {
-				t.Errorf("%s (tier %d) imports %s (tier %d): imports must point up the pipeline", pkg, from, dep, to)
-			}
+		}
+		check(f[1], a.imports, "")
+		check(f[2], append(append([]string(nil), a.imports...), a.tests...), "'s tests")
+	}
+	for pkg := range allowed {
+		if !seen[pkg] {
+			t.Errorf("allowed lists %s, which is no package of the module", pkg)
+		}
+	}
+}
+
+func TestForbiddenArrowsStayOut(t *testing.T) {
+	for _, f := range forbidden {
+		list := `{{join .Imports " "}}`
+		if f.deps {
+			list = `{{join .Deps " "}}`
+		}
+		out, err := exec.Command("go", "list", "-f", list, module+f.from).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", f.from, err)
+		}
+		if slices.Contains(strings.Fields(string(out)), module+f.to) {
+			t.Errorf("%s depends on %s: %s", f.from, f.to, f.why)
 		}
 	}
 }

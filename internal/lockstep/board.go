@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"fakelet.dev/fakelet/agent"
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/access"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 const (
@@ -32,7 +32,7 @@ type BoardOptions struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Fleet     string
-	Shard     fleet.Shard
+	Shard     fleetname.Shard
 	// Holder identifies this shard's process, as in Options.
 	Holder string
 	// Run and Start name the run: two runs of the same parameters differ by their start.
@@ -63,13 +63,13 @@ type post struct {
 
 // BoardPermissions is what a Board needs in namespace ns: the verbs of the start Lease (Permissions),
 // so that a Role that lets the shards agree on a start lets them post too.
-func BoardPermissions(ns string) []fleet.Permission {
+func BoardPermissions(ns string) []access.Permission {
 	return leasePermissions(ns, "exchange the shards' verdicts on each step, fakelet capacity --shard")
 }
 
 // OpenBoard checks that this shard may post and read in the namespace, before anything is written.
 func OpenBoard(ctx context.Context, o BoardOptions) (*Board, error) {
-	if err := fleet.CheckPermissions(ctx, o.Client, BoardPermissions(o.Namespace)); err != nil {
+	if err := access.Check(ctx, o.Client, BoardPermissions(o.Namespace)); err != nil {
 		return nil, fmt.Errorf("the shards' verdicts: %w", err)
 	}
 	sum := sha256.Sum256([]byte(o.Run.Hash + "@" + o.Start.UTC().Format(time.RFC3339Nano)))
@@ -88,7 +88,7 @@ func (b *Board) Post(ctx context.Context, step string, value []byte, keep time.T
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: b.o.Namespace,
-			Labels:      map[string]string{agent.FleetLabel: b.o.Fleet, boardLabel: b.key},
+			Labels:      map[string]string{fleetname.Label: b.o.Fleet, boardLabel: b.key},
 			Annotations: map[string]string{postAnnotation: string(value), runAnnotation: b.o.Run.Hash, aboutAnnotation: b.o.Run.String()},
 		},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &b.o.Holder},

@@ -12,13 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 func openBoard(t *testing.T, client *fake.Clientset, i int, start time.Time, owner *Start) *Board {
 	t.Helper()
-	b, err := OpenBoard(context.Background(), BoardOptions{Client: client, Namespace: ns, Fleet: "big", Shard: fleet.Shard{Index: i, Count: 2},
+	b, err := OpenBoard(context.Background(), BoardOptions{Client: client, Namespace: ns, Fleet: "big", Shard: fleetname.Shard{Index: i, Count: 2},
 		Holder: "host", Run: run, Start: start, Owner: owner, Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestBoardReadRefusesAForeignObject(t *testing.T) {
 func TestOpenBoardChecksPermissions(t *testing.T) {
 	client := fake.NewClientset()
 	fleettest.Grant(client, func(a *authorizationv1.ResourceAttributes) bool { return a.Verb != "create" })
-	_, err := OpenBoard(context.Background(), BoardOptions{Client: client, Namespace: ns, Fleet: "big", Shard: fleet.Shard{Count: 2}, Run: run})
+	_, err := OpenBoard(context.Background(), BoardOptions{Client: client, Namespace: ns, Fleet: "big", Shard: fleetname.Shard{Count: 2}, Run: run})
 	if err == nil || !strings.Contains(err.Error(), "create leases") {
 		t.Errorf("open without create: %v", err)
 	}

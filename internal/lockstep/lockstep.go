@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	"fakelet.dev/fakelet/agent"
-	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/access"
+	"fakelet.dev/fakelet/fleetname"
 )
 
 const (
@@ -74,16 +74,16 @@ type Start struct {
 func LeaseName(fleetName string) string { return "fakelet-start-" + fleetName }
 
 // Permissions is what Join and Release need in namespace ns.
-func Permissions(ns string) []fleet.Permission {
+func Permissions(ns string) []access.Permission {
 	return leasePermissions(ns, "agree on the shards' start time, --start-at auto")
 }
 
 // leasePermissions are the verbs on Leases in ns of the start Lease and the Board's posts, each
 // created once, read and deleted by the shards.
-func leasePermissions(ns, why string) []fleet.Permission {
-	var out []fleet.Permission
+func leasePermissions(ns, why string) []access.Permission {
+	var out []access.Permission
 	for _, verb := range []string{"create", "get", "delete"} {
-		out = append(out, fleet.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: ns, For: why})
+		out = append(out, access.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: ns, For: why})
 	}
 	return out
 }
@@ -93,7 +93,7 @@ func leasePermissions(ns, why string) []fleet.Permission {
 // whose start has passed (this shard came too late to run in step), a stale one another shard left,
 // and an object of that name that is not fakelet's.
 func Join(ctx context.Context, o Options) (*Start, error) {
-	if err := fleet.CheckPermissions(ctx, o.Client, Permissions(o.Namespace)); err != nil {
+	if err := access.Check(ctx, o.Client, Permissions(o.Namespace)); err != nil {
 		return nil, fmt.Errorf("--start-at auto: %w", err)
 	}
 	name := LeaseName(o.Fleet)
@@ -145,7 +145,7 @@ func (o Options) lease(name string, now, start time.Time) *coordinationv1.Lease 
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: o.Namespace,
-			Labels: map[string]string{agent.FleetLabel: o.Fleet},
+			Labels: map[string]string{fleetname.Label: o.Fleet},
 			Annotations: map[string]string{
 				startAnnotation: start.Format(time.RFC3339Nano),
 				runAnnotation:   o.Run.Hash,
@@ -165,9 +165,9 @@ func (o Options) lease(name string, now, start time.Time) *coordinationv1.Lease 
 // is for this run and has not begun; replace if it is a stale one of this shard's.
 func (o Options) read(l *coordinationv1.Lease, ref string, now time.Time) (s *Start, replace bool, err error) {
 	at, perr := time.Parse(time.RFC3339Nano, l.Annotations[startAnnotation])
-	if l.Labels[agent.FleetLabel] != o.Fleet || perr != nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+	if l.Labels[fleetname.Label] != o.Fleet || perr != nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 		return nil, false, fmt.Errorf("--start-at auto: Lease %s exists and is not fleet %s's start Lease (no %s=%s label or %s annotation): "+
-			"fakelet leaves it alone; name another namespace with --coordination-namespace", ref, o.Fleet, agent.FleetLabel, o.Fleet, startAnnotation)
+			"fakelet leaves it alone; name another namespace with --coordination-namespace", ref, o.Fleet, fleetname.Label, o.Fleet, startAnnotation)
 	}
 	holder := ""
 	if l.Spec.HolderIdentity != nil {

@@ -18,7 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/fleettest"
 )
 
@@ -77,7 +77,7 @@ func TestFirstShardCreatesAndTheOthersJoin(t *testing.T) {
 		t.Errorf("start %v, want now + delay = %v", first.At, want)
 	}
 	l := lease(t, client)
-	if l.Labels[agent.FleetLabel] != "big" || *l.Spec.HolderIdentity != "host 0/3" || l.Annotations[runAnnotation] != run.Hash {
+	if l.Labels[fleetname.Label] != "big" || *l.Spec.HolderIdentity != "host 0/3" || l.Annotations[runAnnotation] != run.Hash {
 		t.Errorf("lease labels %v holder %v annotations %v", l.Labels, *l.Spec.HolderIdentity, l.Annotations)
 	}
 	if got, want := *l.Spec.LeaseDurationSeconds, int32((2*time.Minute+10*time.Minute+expiryGrace)/time.Second); got != want {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
-
-	"fakelet.dev/fakelet/controlplane"
 )
 
 // DefaultInterval is how often the Scraper scrapes between phase boundaries: often enough for a
@@ -61,21 +59,6 @@ func (h *HTTPSource) Scrape(ctx context.Context) (map[string]*Family, error) {
 		return nil, fmt.Errorf("scrape %s %s: %w", h.Name, h.URL, err)
 	}
 	return fams, nil
-}
-
-// ControlPlaneSources returns a source for each component of a local control plane.
-func ControlPlaneSources(cp *controlplane.ControlPlane) ([]Source, error) {
-	client, err := cp.MetricsClient()
-	if err != nil {
-		return nil, fmt.Errorf("metrics client of the control plane in %s: %w", cp.Dir, err)
-	}
-	var out []Source
-	for _, ep := range cp.MetricsEndpoints() {
-		if ep.URL != "" {
-			out = append(out, &HTTPSource{Name: ep.Component, URL: ep.URL, Client: client})
-		}
-	}
-	return out, nil
 }
 
 // maxIntervalRounds bounds the interval scrapes a Scraper keeps: past it, every other one is dropped

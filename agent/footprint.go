@@ -1,0 +1,24 @@
+package agent
+
+import "fmt"
+
+// Footprint is which of a kubelet's requests an agent makes.
+type Footprint string
+
+const (
+	// FootprintKubelet makes every request a v1.37 kubelet makes: the heartbeats, the watches its
+	// reflectors open, its startup requests and Events, and the status manager's pod requests.
+	FootprintKubelet Footprint = "kubelet"
+	// FootprintHeartbeat makes the heartbeat requests only (registration, Lease, node status) and
+	// reports the fleet's pods, as fakelet did before the kubelet footprint.
+	FootprintHeartbeat Footprint = "heartbeat"
+)
+
+// ParseFootprint checks a footprint given by a user.
+func ParseFootprint(s string) (Footprint, error) {
+	switch Footprint(s) {
+	case FootprintKubelet, FootprintHeartbeat:
+		return Footprint(s), nil
+	}
+	return "", fmt.Errorf("unknown footprint %q (want %q or %q)", s, FootprintKubelet, FootprintHeartbeat)
+}

@@ -1,0 +1,168 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"fakelet.dev/fakelet/agent"
+)
+
+// A protobuf watch event is read field by field, as far as an agent needs it, without decoding the
+// object: the fields below are from k8s.io/apimachinery's generated.proto files.
+const (
+	watchEventType   = 1 // metav1.WatchEvent.type
+	watchEventObject = 2 // metav1.WatchEvent.object, a RawExtension
+	rawExtensionRaw  = 1 // runtime.RawExtension.raw
+	unknownRaw       = 2 // runtime.Unknown.raw: the object itself
+	objectMetadata   = 1 // every object's metadata
+	metaRV           = 6 // ObjectMeta.resourceVersion
+	metaAnnotations  = 12
+	mapKey, mapValue = 1, 2
+)
+
+var errBadEvent = errors.New("undecodable Protobuf watch event")
+
+// decodeProtobufEvent reads one event's type, resource version and initial-events-end annotation,
+// and with pods the whole object as a pod (its managed fields dropped); for
+// an ERROR event it returns the Status instead.
+func decodeProtobufEvent(b []byte, pods bool) (agent.WatchEvent, *metav1.Status, error) {
+	var e agent.WatchEvent
+	var object []byte
+	err := eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case watchEventType:
+			switch string(v) { // the constants, not a copy per event
+			case agent.EventAdded:
+				e.Type = agent.EventAdded
+			case agent.EventModified:
+				e.Type = agent.EventModified
+			case agent.EventDeleted:
+				e.Type = agent.EventDeleted
+			case agent.EventBookmark:
+				e.Type = agent.EventBookmark
+			default:
+				e.Type = string(v)
+			}
+		case watchEventObject:
+			return eachField(v, func(num protowire.Number, v []byte) error {
+				if num == rawExtensionRaw {
+					object = v
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return e, nil, err
+	}
+	raw, err := unwrap(object)
+	if err != nil {
+		return e, nil, err
+	}
+	if e.Type == "ERROR" {
+		var s metav1.Status
+		if err := s.Unmarshal(raw); err != nil {
+			return e, nil, fmt.Errorf("watch error event: %w", err)
+		}
+		return e, &s, nil
+	}
+	if pods && e.Type != agent.EventBookmark {
+		e.Pod = &corev1.Pod{}
+		if err := e.Pod.Unmarshal(raw); err != nil {
+			return e, nil, fmt.Errorf("decode a pod of the watch: %w", err)
+		}
+		e.Pod.ManagedFields = nil
+	}
+	err = eachField(raw, func(num protowire.Number, v []byte) error {
+		if num != objectMetadata {
+			return nil
+		}
+		return eachField(v, func(num protowire.Number, v []byte) error {
+			switch num {
+			case metaRV:
+				e.ResourceVersion = string(v)
+			case metaAnnotations:
+				var key, value []byte
+				if err := eachField(v, func(num protowire.Number, v []byte) error {
+					switch num {
+					case mapKey:
+						key = v
+					case mapValue:
+						value = v
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				if string(key) == metav1.InitialEventsAnnotationKey && string(value) == "true" {
+					e.InitialEventsEnd = true
+				}
+			}
+			return nil
+		})
+	})
+	return e, nil, err
+}
+
+// decodeProtobufStatus reads the Status of a refused request's protobuf body.
+func decodeProtobufStatus(body []byte) (*metav1.Status, error) {
+	raw, err := unwrap(body)
+	if err != nil {
+		return nil, err
+	}
+	var s metav1.Status
+	if err := s.Unmarshal(raw); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// unwrap returns the object inside a protobuf envelope: the magic, then a runtime.Unknown.
+func unwrap(b []byte) ([]byte, error) {
+	rest, ok := bytes.CutPrefix(b, protobufMagic)
+	if !ok {
+		return nil, errBadEvent
+	}
+	var raw []byte
+	err := eachField(rest, func(num protowire.Number, v []byte) error {
+		if num == unknownRaw {
+			raw = v
+		}
+		return nil
+	})
+	return raw, err
+}
+
+// eachField calls f with each length-delimited field of the message b, skipping the others.
+func eachField(b []byte, f func(protowire.Number, []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return errBadEvent
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return errBadEvent
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return errBadEvent
+		}
+		b = b[n:]
+		if err := f(num, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
