@@ -15,7 +15,7 @@ import (
 // busyFixture is fixture with the requests a run sends about nodes and leases besides its
 // heartbeats, each above the share that folds a kind into "other": more kinds than the request
 // rate chart has colours for.
-func busyFixture() Record {
+func busyFixture() observed {
 	rec := fixture()
 	kinds := [][3]string{
 		{"GET", "leases", ""}, {"POST", "leases", ""}, {"GET", "nodes", ""}, {"POST", "nodes", ""},
@@ -37,15 +37,15 @@ func busyFixture() Record {
 }
 
 // onePhase is fixture as a run without a profile: one phase, so no bands reach back to the start.
-func onePhase() Record {
+func onePhase() observed {
 	rec := fixture()
 	rec.Phases = nil
 	return rec
 }
 
-func buildCharts(t *testing.T, rec Record) []*chart {
+func buildCharts(t *testing.T, rec observed) []*chart {
 	t.Helper()
-	cs, err := Build(rec).charts()
+	cs, err := build(rec).charts()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func buildCharts(t *testing.T, rec Record) []*chart {
 // Every chart over time spans the whole run, 0 to 240 s, and puts it at the same place on the
 // page: a reader lines up a rise in one chart with a rise in another by eye.
 func TestTimedChartsShareOneTimeAxis(t *testing.T) {
-	for name, rec := range map[string]Record{"phases": busyFixture(), "one phase": onePhase()} {
+	for name, rec := range map[string]observed{"phases": busyFixture(), "one phase": onePhase()} {
 		t.Run(name, func(t *testing.T) {
 			cs := buildCharts(t, rec)
 			fs := frames(cs, chartWidth)

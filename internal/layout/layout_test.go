@@ -18,6 +18,7 @@ var tiers = [][]string{
 	{"fleet"},
 	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
 	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm", "measure/storm", "measure/workload"},
+	{"measure/record"},
 	{"report"},
 	{"measure", "measure/promrecord", "capacity", "compare"},
 	{"cmd/fakelet", "e2e"},
