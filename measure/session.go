@@ -374,6 +374,8 @@ func (s *Session) Record(profile string, params record.Parameters, versions reco
 		}
 		workloads = s.workloads.Summary(s.workloadNS, phases, until)
 	}
+	// The reactions and workloads above count in the profile's phases alone; the load and storms in
+	// the record's, which are one phase, "run", for a run without a profile.
 	shown := record.RunPhases(phases, s.start, end)
 	snaps := s.scraper.Snapshots()
 	return record.Record{
