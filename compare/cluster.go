@@ -10,9 +10,9 @@ import (
 
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/source"
-	"fakelet.dev/fakelet/report"
 )
 
 // Cluster is the cluster one mode is measured on.
@@ -20,7 +20,7 @@ type Cluster struct {
 	Client   kubernetes.Interface
 	NewFleet func(fleet.Config) (*fleet.Fleet, error)
 	Sources  []scrape.Source
-	Target   report.Target
+	Target   record.Target
 }
 
 // ClusterOf is the cluster cfg reaches, with every metrics endpoint it has: all of local's, the
@@ -38,7 +38,7 @@ func ClusterOf(cfg *rest.Config, local *controlplane.ControlPlane, description s
 		Client:   client,
 		NewFleet: func(c fleet.Config) (*fleet.Fleet, error) { return fleet.New(c, cfg) },
 		Sources:  sources,
-		Target:   report.Target{Server: cfg.Host, Description: description, Local: local != nil},
+		Target:   record.Target{Server: cfg.Host, Description: description, Local: local != nil},
 	}, nil
 }
 

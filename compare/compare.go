@@ -18,6 +18,7 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/pause"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -37,8 +38,8 @@ type Options struct {
 	// Dir receives each mode's report under Dir/<mode>.
 	Dir string
 	// Parameters describes a mode's fleet configuration in its report.
-	Parameters func(fleet.Config) report.Parameters
-	Versions   report.Versions
+	Parameters func(fleet.Config) record.Parameters
+	Versions   record.Versions
 	// Log receives progress.
 	Log io.Writer
 }

@@ -20,6 +20,7 @@ import (
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
 )
@@ -68,13 +69,13 @@ func TestCompareOnOneClusterRunsTheModesOneAfterTheOther(t *testing.T) {
 			return fleet.NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 		},
 		Sources: []scrape.Source{cumulativeSource{t0: time.Now()}},
-		Target:  report.Target{Server: "https://fake", Description: "a fake cluster"},
+		Target:  record.Target{Server: "https://fake", Description: "a fake cluster"},
 	}
 	dir := t.TempDir()
 	o := Options{Nodes: 3, Duration: 500 * time.Millisecond, Settle: 100 * time.Millisecond,
 		ScrapeInterval: time.Hour, Images: 3, Dir: dir, Log: testWriter{t},
-		Parameters: func(cfg fleet.Config) report.Parameters {
-			return report.Parameters{Nodes: cfg.Nodes, Mode: string(cfg.Heartbeat.WithDefaults().Mode)}
+		Parameters: func(cfg fleet.Config) record.Parameters {
+			return record.Parameters{Nodes: cfg.Nodes, Mode: string(cfg.Heartbeat.WithDefaults().Mode)}
 		}}
 	released := 0
 	reports, notes, err := measureModes(context.Background(), o, true, func(heartbeat.Mode) (*Cluster, func(), error) {

@@ -21,8 +21,8 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/report"
 )
 
 // The node lifecycle controller's upstream defaults (v1.37), which the local control plane keeps
@@ -157,10 +157,11 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 	renewals := watchRenewTimes(t, admin(t, cp), "defaults-")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	rec, r := playMeasured(t, ctx, cp, s, plan, f, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, "e2e, default controller settings", testLog{t})
+	r := playMeasured(t, ctx, cp, s, plan, f, record.Parameters{Nodes: plan.Nodes, Mode: "lease"}, "e2e, default controller settings", testLog{t})
 
+	actions := s.Actions()
 	victims := 0
-	for _, a := range rec.Actions {
+	for _, a := range actions {
 		if a.Op == string(profiles.OpStop) {
 			victims++
 		}
@@ -183,7 +184,7 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 		t.Logf("last renewal to Unknown: %d of %d within [%v, %v]: min %.1f s, p50 %.1f s, max %.1f s",
 			inBounds, victims, lo, hi, st.FromLastRenewal.Min, st.FromLastRenewal.P50, st.FromLastRenewal.Max)
 	}
-	explainUnknown(t, rec.Actions, unknown, renewals, lo, hi)
+	explainUnknown(t, actions, unknown, renewals, lo, hi)
 	ready := summary(t, r, "recovery", "start", reaction.ReadyTrue)
 	if ready.Reacted != victims || ready.FromAction.Max > 5 {
 		t.Errorf("start to Ready: %d of %d, latest after %.1f s; want all within 5 s", ready.Reacted, victims, ready.FromAction.Max)

@@ -15,6 +15,7 @@ import (
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
@@ -143,7 +144,7 @@ spec:
 		t.Errorf("tolerations %+v, want not-ready and unreachable for %d s (the admission's default not added)", p0.Spec.Tolerations, podToleration)
 	}
 
-	r := report.Build(session.Record("e2e-pods", report.Parameters{}, report.Versions{}, report.Target{}))
+	r := report.Build(session.Record("e2e-pods", record.Parameters{}, record.Versions{}, record.Target{}))
 	sum := func(phase, group, event string) reaction.Summary {
 		for _, s := range r.Reactions {
 			if s.Phase == phase && s.Group == group && s.Event == event {

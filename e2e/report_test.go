@@ -16,6 +16,7 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/source"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
@@ -63,7 +64,7 @@ func TestReportOfAStopAndAStart(t *testing.T) {
 	plan, f, s := measuredFleet(t, cp, prof, cfg, measure.Options{ScrapeInterval: 5 * time.Second, WatchLeases: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, r := playMeasured(t, ctx, cp, s, plan, f, report.Parameters{Nodes: plan.Nodes, Mode: "lease"}, "e2e", nil)
+	r := playMeasured(t, ctx, cp, s, plan, f, record.Parameters{Nodes: plan.Nodes, Mode: "lease"}, "e2e", nil)
 
 	unknown := summary(t, r, "outage", "stop", reaction.ReadyUnknown)
 	if unknown.Reacted != 3 || unknown.Missing != 0 || unknown.FromLastRenewal == nil {
@@ -327,23 +328,23 @@ func measuredFleet(t *testing.T, cp *controlplane.ControlPlane, prof *profiles.P
 	return plan, f, s
 }
 
-// playMeasured starts s on the fleet's Nodes, plays plan on f and returns the run's record and its
-// report, whose text it logs.
+// playMeasured starts s on the fleet's Nodes, plays plan on f and returns the run's report, whose
+// text it logs.
 func playMeasured(t *testing.T, ctx context.Context, cp *controlplane.ControlPlane, s *measure.Session, plan *profiles.Plan, f *fleet.Fleet,
-	params report.Parameters, description string, log io.Writer) (report.Record, *report.Report) {
+	params record.Parameters, description string, log io.Writer) *report.Report {
 	t.Helper()
 	prefix := f.Config().NamePrefix + "-"
 	if err := s.Start(ctx, func(name string) bool { return strings.HasPrefix(name, prefix) }); err != nil {
 		t.Fatal(err)
 	}
 	playProfile(t, ctx, s, plan, f, log)
-	rec := s.Record(plan.Profile.Metadata.Name, params, report.Versions{Fakelet: "e2e"},
-		report.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (" + description + ")", Local: true})
+	rec := s.Record(plan.Profile.Metadata.Name, params, record.Versions{Fakelet: "e2e"},
+		record.Target{Server: cp.APIServerURL, Description: cp.APIServerURL + " (" + description + ")", Local: true})
 	r := report.Build(rec)
 	var text strings.Builder
 	_ = r.WriteText(&text)
 	t.Logf("\n%s", text.String())
-	return rec, r
+	return r
 }
 
 func playProfile(t *testing.T, ctx context.Context, s *measure.Session, plan *profiles.Plan, f *fleet.Fleet, log io.Writer) {

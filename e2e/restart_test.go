@@ -12,9 +12,9 @@ import (
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/measure"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/storm"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/report"
 )
 
 const restartAll = `apiVersion: fakelet.dev/v1alpha1
@@ -58,7 +58,7 @@ func TestReportOfARestartStorm(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, r := playMeasured(t, ctx, cp, s, plan, f, report.Parameters{Nodes: plan.Nodes, Mode: "lease", Footprint: "kubelet"}, "e2e", nil)
+	r := playMeasured(t, ctx, cp, s, plan, f, record.Parameters{Nodes: plan.Nodes, Mode: "lease", Footprint: "kubelet"}, "e2e", nil)
 
 	if len(r.Storms) != 1 {
 		t.Fatalf("%d storms, want the restart's", len(r.Storms))

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"fakelet.dev/fakelet/measure/reaction"
-	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/measure/record"
 )
 
 // TestSixHourFlapKeepsTheHeapFlat: 1000 nodes stopped and started every minute for six hours on a
@@ -90,7 +90,7 @@ func TestSixHourFlapKeepsTheHeapFlat(t *testing.T) {
 
 	now = now.Add(time.Second)
 	s.PhaseEnded(now)
-	r := report.Build(s.Record("flap", report.Parameters{}, report.Versions{}, report.Target{}))
+	r := s.Record("flap", record.Parameters{}, record.Versions{}, record.Target{})
 	if want := nodes + 6*nodes*period*3; r.Nodes.Transitions < want {
 		t.Errorf("the report counts %d transitions, want at least %d", r.Nodes.Transitions, want)
 	}

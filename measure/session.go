@@ -1,7 +1,7 @@
 // Package measure records one run for its report: it observes the fleet's nodes (package observe),
 // scrapes the control plane and the fleet (package scrape) at an interval and at every phase
 // boundary, and collects the actions a profile applied with each node's last heartbeats. Its Record
-// is the input of report.Build.
+// (package record) is the input of report.Build.
 package measure
 
 import (
@@ -18,11 +18,11 @@ import (
 	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/storm"
 	"fakelet.dev/fakelet/measure/workload"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/report"
 )
 
 // Options configure a Session.
@@ -52,7 +52,7 @@ type Options struct {
 }
 
 // actionsKept is how many of the first and of the last actions a session keeps as samples
-// (Record.Actions); every action counts in the reactions' summaries, which are kept as they close.
+// (Session.Actions); every action counts in the reactions' summaries, which are kept as they close.
 const actionsKept = 1000
 
 // Session records one run.
@@ -336,7 +336,7 @@ func (s *Session) Stop() {
 }
 
 // Record returns what the session recorded, with the run's description.
-func (s *Session) Record(profile string, params report.Parameters, versions report.Versions, target report.Target) report.Record {
+func (s *Session) Record(profile string, params record.Parameters, versions record.Versions, target record.Target) record.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if versions.Server == "" {
@@ -352,11 +352,7 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 			phases[i].End = end
 		}
 	}
-	var actions []reaction.Action
-	for _, a := range s.actions.Items() {
-		actions = append(actions, *a)
-	}
-	storms, stormsDropped := s.storms.Storms()
+	recorded, stormsDropped := s.storms.Storms()
 	var reactions []reaction.Summary
 	if s.tracker.Actions() > 0 {
 		reactions = s.tracker.Summaries(phases)
@@ -374,20 +370,37 @@ func (s *Session) Record(profile string, params report.Parameters, versions repo
 		}
 		workloads = s.workloads.Summary(s.workloadNS, phases, until)
 	}
-	return report.Record{
+	// The reactions and workloads above count in the profile's phases alone; the load and storms in
+	// the record's, which are one phase, "run", for a run without a profile.
+	shown := record.RunPhases(phases, s.start, end)
+	snaps := s.scraper.Snapshots()
+	return record.Record{
 		Profile: profile, Parameters: params, Versions: versions, Target: target,
-		Start: s.start, End: end, Phases: phases,
-		Actions:           actions,
-		Reactions:         reactions,
-		ReadyTimeline:     s.recorder.ReadyTimeline(),
-		TransitionCount:   s.recorder.TransitionCount(),
-		Snapshots:         s.scraper.Snapshots(),
-		LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
-		FalseAlarms:       s.falseAlarms(),
-		Storms:            storms,
-		StormsDropped:     stormsDropped,
-		Workloads:         workloads,
+		Start: s.start, End: end, Phases: shown,
+		Nodes: record.Nodes{
+			Timeline:          s.recorder.ReadyTimeline().Sample(s.start, end, record.TimelineStep(s.start, end)),
+			Transitions:       s.recorder.TransitionCount(),
+			LeaseRenewalsSeen: s.recorder.LeaseRenewals(),
+		},
+		Reactions:     reactions,
+		FalseAlarms:   s.falseAlarms(),
+		Storms:        record.Storms(recorded, shown, snaps),
+		StormsDropped: stormsDropped,
+		Workloads:     workloads,
+		Load:          record.LoadOf(snaps, shown, s.start, end),
 	}
+}
+
+// Actions returns the first and the last actions the session recorded (actionsKept of each), with
+// their nodes' last heartbeats: samples for a test to read, which the record sums up as Reactions.
+func (s *Session) Actions() []reaction.Action {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var actions []reaction.Action
+	for _, a := range s.actions.Items() {
+		actions = append(actions, *a)
+	}
+	return actions
 }
 
 // falseAlarms are the detector's counts; a run without phases has one, "run", as its report does.

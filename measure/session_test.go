@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
-	"fakelet.dev/fakelet/report"
 )
 
 // countingSource is a component whose one counter counts its scrapes.
@@ -36,18 +36,18 @@ func TestSessionScrapesAtStartBoundariesAndStop(t *testing.T) {
 	s.PhaseBegan("outage", t2)
 	s.Stop()
 	s.Stop() // once is enough; twice is harmless
-	rec := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{})
+	rec := s.Record("p", record.Parameters{}, record.Versions{}, record.Target{})
 	// At the start, at the two boundaries and at the stop; the hour-long interval never came.
 	if got := src.n.Load(); got != 4 {
 		t.Errorf("%d scrapes of the control plane, want 4", got)
 	}
-	if len(rec.Snapshots) != 8 { // each with the fleet's own
-		t.Errorf("%d snapshots, want 8", len(rec.Snapshots))
+	if n := len(s.scraper.Snapshots()); n != 8 { // each with the fleet's own
+		t.Errorf("%d snapshots, want 8", n)
 	}
 	if len(rec.Phases) != 2 || !rec.Phases[0].End.Equal(t2) || !rec.Phases[1].End.Equal(rec.End) {
 		t.Errorf("phases %+v: want steady to end when outage began, and outage at the end", rec.Phases)
 	}
-	if len(rec.Actions) != 1 || rec.Profile != "p" || rec.Start.IsZero() || rec.End.Before(rec.Start) {
+	if len(s.Actions()) != 1 || rec.Profile != "p" || rec.Start.IsZero() || rec.End.Before(rec.Start) {
 		t.Errorf("record %+v", rec)
 	}
 }
@@ -97,11 +97,11 @@ func TestACommittedRenewalInFlightAtAStopIsTheLastRenewal(t *testing.T) {
 	s.renewed("n0", at.Add(time.Millisecond)) // sent after the stop: not the stopped kubelet's
 	s.renewed("n1", inFlight)                 // n1 keeps renewing: notReady does not silence it
 	s.renewed("n2", inFlight)                 // no action
-	rec := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{})
-	if got := rec.Actions[0].LastRenewal; !got.Equal(inFlight) {
+	actions := s.Actions()
+	if got := actions[0].LastRenewal; !got.Equal(inFlight) {
 		t.Errorf("stopped node's last renewal %v, want the committed one in flight at the stop, %v", got, inFlight)
 	}
-	if got := rec.Actions[1].LastRenewal; !got.Equal(answered) {
+	if got := actions[1].LastRenewal; !got.Equal(answered) {
 		t.Errorf("notReady node's last renewal %v, want the agent's %v", got, answered)
 	}
 	s.recorder.ObserveNode(nil, testNode("n0", corev1.ConditionUnknown))
@@ -126,7 +126,7 @@ func TestRecordCountsFalseAlarms(t *testing.T) {
 	for _, n := range []string{"n0", "n1"} {
 		s.recorder.ObserveNode(testNode(n, corev1.ConditionTrue), testNode(n, corev1.ConditionUnknown))
 	}
-	rec := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{})
+	rec := s.Record("p", record.Parameters{}, record.Versions{}, record.Target{})
 	if fa := rec.FalseAlarms; len(fa) != 1 || fa[0].Phase != "steady" || fa[0].Event != reaction.ReadyUnknown ||
 		fa[0].Count != 1 || fa[0].None != 1 || len(fa[0].Nodes) != 1 || fa[0].Nodes[0] != "n0" {
 		t.Errorf("false alarms %+v: want n0's ready_unknown in steady, cause none", fa)
@@ -141,7 +141,7 @@ func TestFalseAlarmsOfARunWithoutPhasesAreInRun(t *testing.T) {
 	s.recorder.ObserveNode(nil, testNode("n0", corev1.ConditionTrue))
 	now = t0.Add(time.Minute)
 	s.recorder.ObserveNode(testNode("n0", corev1.ConditionTrue), testNode("n0", corev1.ConditionFalse))
-	rec := s.Record("", report.Parameters{}, report.Versions{}, report.Target{})
+	rec := s.Record("", record.Parameters{}, record.Versions{}, record.Target{})
 	if fa := rec.FalseAlarms; len(fa) != 1 || fa[0].Phase != "run" || fa[0].Event != reaction.ReadyFalse {
 		t.Errorf("false alarms %+v: want a ready_false in run", fa)
 	}

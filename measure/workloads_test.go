@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/workload"
-	"fakelet.dev/fakelet/report"
 )
 
 // A session with workloads watches their namespace from Start, pairs the pods with the ops applied
@@ -42,7 +42,7 @@ func TestSessionRecordsTheWorkloads(t *testing.T) {
 		}
 	}
 	waitFor("the pod's startup", func() bool {
-		return s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Pods == 1
+		return s.Record("p", record.Parameters{}, record.Versions{}, record.Target{}).Workloads.Pods == 1
 	})
 	s.PhaseBegan("outage", time.Now())
 	s.Applied(reaction.Action{Phase: "outage", Group: "victims", Op: "stop", Node: "n0", At: time.Now()})
@@ -51,7 +51,7 @@ func TestSessionRecordsTheWorkloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the pod not Ready", func() bool {
-		re := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Reactions
+		re := s.Record("p", record.Parameters{}, record.Versions{}, record.Target{}).Workloads.Reactions
 		return len(re) == 1 && len(re[0].Steps) == 1 && re[0].Steps[0].Name == workload.StepNotReady
 	})
 	// The runner deletes the workloads after the last phase, which the session's own phases do not
@@ -66,10 +66,10 @@ func TestSessionRecordsTheWorkloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the pod after the deletion", func() bool {
-		return s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Pods == 2
+		return s.Record("p", record.Parameters{}, record.Versions{}, record.Target{}).Workloads.Pods == 2
 	})
 	s.Stop()
-	rec := s.Record("p", report.Parameters{}, report.Versions{}, report.Target{})
+	rec := s.Record("p", record.Parameters{}, record.Versions{}, record.Target{})
 	if steps := rec.Workloads.Reactions[0].Steps; len(steps) != 1 {
 		t.Errorf("steps %+v: the deletion after the last phase counted", steps)
 	}
@@ -94,7 +94,7 @@ func TestSessionWatchesWorkloadsObservedAfterStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return s.Record("p", report.Parameters{}, report.Versions{}, report.Target{}).Workloads.Pods == 1, nil
+		return s.Record("p", record.Parameters{}, record.Versions{}, record.Target{}).Workloads.Pods == 1, nil
 	}); err != nil {
 		t.Fatal("the pod was never seen")
 	}

@@ -11,7 +11,6 @@ import (
 // capacityFixture is a capacity run of two steps on the fixture's record: 1000 nodes held, 2000
 // broke the APF level with 12 rejections.
 func capacityFixture() *Report {
-	rec := fixture()
 	procs := func(cores float64) []load.Process {
 		return []load.Process{{Component: load.APIServer, CPUCores: cores, MaxMemoryBytes: 512 << 20},
 			{Component: load.Etcd, CPUCores: cores / 2, MaxMemoryBytes: 128 << 20}}
@@ -24,12 +23,13 @@ func capacityFixture() *Report {
 		}
 	}
 	broke := levels(12)[2]
-	rec.Capacity = &Capacity{Start: 1000, Step: 1000, Max: 5000, Settle: "1m0s", Hold: "2m0s", Held: 1000, Broke: &broke,
+	r := build(fixture())
+	r.Capacity = &Capacity{Start: 1000, Step: 1000, Max: 5000, Settle: "1m0s", Hold: "2m0s", Held: 1000, Broke: &broke,
 		Steps: []CapacityStep{
 			{Nodes: 1000, From: at(60), To: at(180), Levels: levels(0), Processes: procs(0.5)},
 			{Nodes: 2000, From: at(180), To: at(240), Levels: levels(12), Processes: procs(1.5)},
 		}}
-	return Build(rec)
+	return r
 }
 
 func TestCapacityAnswerLeadsTheSummaryAndThePage(t *testing.T) {

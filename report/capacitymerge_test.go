@@ -14,7 +14,7 @@ var capacityStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // is that 2000 nodes broke the failed heartbeats: each shard failed one, against at most one in the
 // fleet. Its own levels hold everywhere; its mutating p99 is mutating[step].
 func shardCapacity(i int, failed [2]float64, mutating [2]float64) *Report {
-	r := Build(fixture())
+	r := build(fixture())
 	r.Parameters.Nodes = 1000
 	levels := func(k int) []Level {
 		return []Level{
@@ -97,7 +97,7 @@ func TestMergeRefusesCapacityReportsOfOtherRuns(t *testing.T) {
 		{"a shard twice", []*Report{shard(0, nil), shard(0, nil)}, "merge: reports 1 and 2 are both of shard 0/2"},
 		{"a shard missing", []*Report{shard(1, nil)}, "merge: no report of shard(s) [0/2] of the 2"},
 		{"unsharded", []*Report{shard(0, func(c *Capacity) { c.Shards = nil })}, "merge: report 1 is of a capacity run that was not sharded"},
-		{"with a run's", []*Report{Build(fixture()), shard(0, nil)}, "merge: report 2 is a capacity run's and report 1 is not"},
+		{"with a run's", []*Report{build(fixture()), shard(0, nil)}, "merge: report 2 is a capacity run's and report 1 is not"},
 		{"other limits", []*Report{shard(0, nil), shard(1, func(c *Capacity) { c.Steps[0].Levels[1].Limit = 2 })},
 			"merge: the step of 1000 nodes: level mutating-p99 is held to 2 s in one shard and to 1 s in another"},
 		{"not stopped together", []*Report{shard(0, nil), shard(1, func(c *Capacity) { c.Steps = c.Steps[:1] })},

@@ -16,7 +16,7 @@ import (
 // busyFixture is fixture with the requests a run sends about nodes and leases besides its
 // heartbeats, each above the share that folds a kind into "other": more kinds than the request
 // rate chart has colours for.
-func busyFixture() Record {
+func busyFixture() observed {
 	rec := fixture()
 	kinds := [][3]string{
 		{"GET", "leases", ""}, {"POST", "leases", ""}, {"GET", "nodes", ""}, {"POST", "nodes", ""},
@@ -38,15 +38,15 @@ func busyFixture() Record {
 }
 
 // onePhase is fixture as a run without a profile: one phase, so no bands reach back to the start.
-func onePhase() Record {
+func onePhase() observed {
 	rec := fixture()
 	rec.Phases = nil
 	return rec
 }
 
-func buildCharts(t *testing.T, rec Record) []*chart {
+func buildCharts(t *testing.T, rec observed) []*chart {
 	t.Helper()
-	cs, err := Build(rec).charts()
+	cs, err := build(rec).charts()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func buildCharts(t *testing.T, rec Record) []*chart {
 // page, its data area reaching as high as the others': a reader lines up a rise in one chart with a rise in
 // another by eye.
 func TestTimedChartsShareOneTimeAxis(t *testing.T) {
-	for name, r := range map[string]*Report{"phases": Build(busyFixture()), "one phase": Build(onePhase()), "burst": burstReport()} {
+	for name, r := range map[string]*Report{"phases": build(busyFixture()), "one phase": build(onePhase()), "burst": burstReport()} {
 		t.Run(name, func(t *testing.T) {
 			cs, err := r.charts()
 			if err != nil {

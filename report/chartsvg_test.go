@@ -15,7 +15,7 @@ import (
 // p99 at 15 s in the first scrape (the nodes' POSTs 14 s), 2 s in the next, tens of milliseconds
 // after; GET leases only in every third scrape.
 func burstReport() *Report {
-	r := Build(busyFixture())
+	r := build(busyFixture())
 	var pts []load.Point
 	for s := 15.0; s <= 240; s += 15 {
 		v := map[string]float64{"*": 0.03, "PUT leases": 0.008, "PATCH nodes/status": 0.012}

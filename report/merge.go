@@ -11,6 +11,7 @@ import (
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 )
 
 // Merge combines the reports of the shards of one distributed run (fakelet run --shard) into the
@@ -54,7 +55,7 @@ func Merge(shards []*Report) (*Report, error) {
 	m.Capacity = capacity
 	m.Parameters.Nodes, m.Parameters.Args = 0, nil
 	m.Phases = slices.Clone(first.Phases)
-	m.Nodes = Nodes{}
+	m.Nodes = record.Nodes{}
 	m.Load.Phases = slices.Clone(first.Load.Phases)
 	for _, s := range shards {
 		m.Parameters.Nodes += s.Parameters.Nodes
@@ -90,7 +91,7 @@ func Merge(shards []*Report) (*Report, error) {
 		m.Storms = append(m.Storms, s.Storms...)
 		m.StormsDropped += s.StormsDropped
 	}
-	slices.SortStableFunc(m.Storms, func(a, b Storm) int { return a.Start.Compare(b.Start) })
+	slices.SortStableFunc(m.Storms, func(a, b record.Storm) int { return a.Start.Compare(b.Start) })
 	m.GeneratorBound = false
 	for _, s := range shards {
 		m.GeneratorBound = m.GeneratorBound || s.GeneratorBound

@@ -8,6 +8,7 @@ import (
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 )
 
 // shardReport is one shard's report of a 3-shard run: nodes, transitions, renewals, reactions and
@@ -16,13 +17,13 @@ func shardReport(i int, start time.Time) *Report {
 	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
 	samples := []float64{float64(40 + i), float64(41 + i)}
 	renewal := reaction.Summarize(samples)
-	return &Report{
-		Version: SchemaVersion, Profile: "stop-10pct",
-		Parameters: Parameters{Nodes: 10 + i, Args: []string{"run", "--shard", "x"}},
-		Target:     Target{Server: "https://127.0.0.1:6443"},
+	return &Report{Version: SchemaVersion, GeneratorBound: i == 2, Record: record.Record{
+		Profile:    "stop-10pct",
+		Parameters: record.Parameters{Nodes: 10 + i, Args: []string{"run", "--shard", "x"}},
+		Target:     record.Target{Server: "https://127.0.0.1:6443"},
 		Start:      at(i), End: at(100 + i),
 		Phases: []reaction.Phase{{Name: "warmup", Start: at(10 + i), End: at(40 + i)}, {Name: "stop", Start: at(40 + i), End: at(90 + i)}},
-		Nodes: Nodes{
+		Nodes: record.Nodes{
 			Timeline: []observe.StateCount{
 				{At: at(i), Ready: 0, NotReady: 10 + i},
 				{At: at(10 + i), Ready: 10 + i},
@@ -41,12 +42,11 @@ func shardReport(i int, start time.Time) *Report {
 		}},
 		FalseAlarms: []falsealarm.Count{{Phase: "stop", Event: "ready_unknown", Count: 1 + i, None: 1 + i,
 			Nodes: []string{"fakelet-0000" + string(rune('0'+i))}}},
-		GeneratorBound: i == 2,
-		Load: Load{
+		Load: record.Load{
 			Phases: []load.Phase{{Name: "warmup", Fleet: []load.FleetRequests{{Verb: "PUT", Resource: "leases", OK: 100, Rate: 1, P50: float64(i), P99: 1}}}, {Name: "stop"}},
 			Run:    load.Phase{Name: "run", Seconds: 100, SendLag: &load.SendLag{Ticks: 100, P50: 0.001, P99: 0.5 * float64(i+1)}, Fleet: []load.FleetRequests{{Verb: "PUT", Resource: "leases", OK: float64(1000 * (i + 1)), Errors: 1, Rate: 10}}},
 		},
-	}
+	}}
 }
 
 func TestMergeAddsTheShardsUp(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 // itself without panicking, as `fakelet report` and `fakelet report merge` do with a file.
 func FuzzRead(f *testing.F) {
 	var b bytes.Buffer
-	if err := Build(fixture()).WriteJSON(&b); err != nil {
+	if err := build(fixture()).WriteJSON(&b); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b.Bytes())

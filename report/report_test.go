@@ -16,6 +16,7 @@ import (
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/storm"
 )
@@ -28,7 +29,7 @@ func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Seco
 
 // fixture is a recorded stop of two of ten nodes: steady 60 s, outage 120 s, recovery 60 s, with
 // scrapes every 15 s (and at the boundaries, which fall on them).
-func fixture() Record {
+func fixture() observed {
 	phases := []reaction.Phase{
 		{Name: "steady", Start: at(0), End: at(60)},
 		{Name: "outage", Start: at(60), End: at(180)},
@@ -93,18 +94,46 @@ func fixture() Record {
 		)
 	}
 	snaps = append(snaps, scrape.Snapshot{Component: load.ControllerManager, At: at(30), Err: "connection refused"})
-	return Record{
+	return observed{Record: record.Record{
 		Profile:    "stop-2",
-		Parameters: Parameters{Nodes: 10, Mode: "lease", LeaseDurationSeconds: 40, RenewInterval: "10s", StatusUpdateFrequency: "10s", StatusReportFrequency: "5m0s", Identity: "node", Images: 50, RegisterQPS: 50, ScrapeInterval: "15s"},
-		Versions:   Versions{Fakelet: "test", Go: "go1.26", Server: "v1.37.2"},
-		Target:     Target{Server: "https://127.0.0.1:6443", Description: "https://127.0.0.1:6443 (local control plane in /tmp/cp)", Local: true},
+		Parameters: record.Parameters{Nodes: 10, Mode: "lease", LeaseDurationSeconds: 40, RenewInterval: "10s", StatusUpdateFrequency: "10s", StatusReportFrequency: "5m0s", Identity: "node", Images: 50, RegisterQPS: 50, ScrapeInterval: "15s"},
+		Versions:   record.Versions{Fakelet: "test", Go: "go1.26", Server: "v1.37.2"},
+		Target:     record.Target{Server: "https://127.0.0.1:6443", Description: "https://127.0.0.1:6443 (local control plane in /tmp/cp)", Local: true},
 		Start:      at(0), End: at(240),
-		Phases: phases, Actions: actions, Transitions: ts, Snapshots: snaps,
+		Phases:      phases,
 		FalseAlarms: []falsealarm.Count{{Phase: "outage", Event: "ready_unknown", Count: 1, ServerLatency: 1, Nodes: []string{"node-07"}}},
-		Storms:      []storm.Storm{fixtureStorm()},
 		Workloads:   fixtureWorkloads(),
-	}
+	}, Actions: actions, Transitions: ts, Snapshots: snaps, Storms: []storm.Storm{fixtureStorm()}}
 }
+
+// observed is a run as its session saw it: its description, and the raw observations that record
+// turns into its Record, here every action and transition (which a session does not keep).
+type observed struct {
+	record.Record
+	Actions     []reaction.Action
+	Transitions []observe.Transition
+	Snapshots   []scrape.Snapshot
+	// Storms are the storm recorder's, which record.Storms completes with the scrapes.
+	Storms []storm.Storm
+}
+
+// record is o's Record, each field computed as the session computes it.
+func (o observed) record() record.Record {
+	rec := o.Record
+	rec.Phases = record.RunPhases(rec.Phases, rec.Start, rec.End)
+	rec.Nodes = record.Nodes{
+		Timeline:    observe.Timeline(o.Transitions, rec.Start, rec.End, record.TimelineStep(rec.Start, rec.End)),
+		Transitions: len(o.Transitions),
+	}
+	if len(o.Actions) > 0 {
+		rec.Reactions = reaction.SummarizeResults(reaction.Extract(o.Actions, rec.Phases, o.Transitions), rec.Phases)
+	}
+	rec.Storms = record.Storms(o.Storms, rec.Phases, o.Snapshots)
+	rec.Load = record.LoadOf(o.Snapshots, rec.Phases, rec.Start, rec.End)
+	return rec
+}
+
+func build(o observed) *Report { return Build(o.record()) }
 
 // fixtureStorm is the two victims' storm, from their stop to the second one's return: nothing sent
 // while they are stopped, then the restarted kubelets' startup in their first two seconds.
@@ -123,7 +152,7 @@ var lagBound = 0.01
 func TestGeneratorBoundRunSaysSoFirst(t *testing.T) {
 	defer func(b float64) { lagBound = b }(lagBound)
 	lagBound = 30 // p99 in the bucket from 5 ms to 30 s
-	r := Build(fixture())
+	r := build(fixture())
 	if !r.GeneratorBound {
 		t.Fatalf("send lag %+v: not generator bound", r.Load.Run.SendLag)
 	}
@@ -143,12 +172,12 @@ func TestGeneratorBoundRunSaysSoFirst(t *testing.T) {
 	if warn < 0 || warn < h1 || warn > strings.Index(page.String(), "<dl>") {
 		t.Errorf("report.html has no warning under its title")
 	}
-	if Build(fixtureWithLag(0.01)).GeneratorBound {
+	if build(fixtureWithLag(0.01)).GeneratorBound {
 		t.Errorf("a send lag p99 under 10 ms is generator bound")
 	}
 }
 
-func fixtureWithLag(bound float64) Record {
+func fixtureWithLag(bound float64) observed {
 	defer func(b float64) { lagBound = b }(lagBound)
 	lagBound = bound
 	return fixture()
@@ -173,7 +202,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 func TestTextGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := Build(fixture()).WriteText(&b); err != nil {
+	if err := build(fixture()).WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "report.golden", b.Bytes())
@@ -181,7 +210,7 @@ func TestTextGolden(t *testing.T) {
 
 // A saved report.json renders the same text as the report it was written from.
 func TestJSONRoundTripRendersTheSame(t *testing.T) {
-	r := Build(fixture())
+	r := build(fixture())
 	var js, before, after bytes.Buffer
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)
@@ -202,7 +231,7 @@ func TestJSONRoundTripRendersTheSame(t *testing.T) {
 
 func TestHTMLIsSelfContainedWithCharts(t *testing.T) {
 	var b bytes.Buffer
-	if err := Build(fixture()).WriteHTML(&b); err != nil {
+	if err := build(fixture()).WriteHTML(&b); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -215,7 +244,7 @@ func TestHTMLIsSelfContainedWithCharts(t *testing.T) {
 }
 
 func TestPerfData(t *testing.T) {
-	pd := Build(fixture()).PerfData()
+	pd := build(fixture()).PerfData()
 	if pd.Version != "v1" {
 		t.Errorf("version %q, want v1", pd.Version)
 	}
@@ -236,7 +265,7 @@ func TestPerfData(t *testing.T) {
 
 func TestWriteDir(t *testing.T) {
 	dir := t.TempDir()
-	if err := Build(fixture()).WriteDir(dir); err != nil {
+	if err := build(fixture()).WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{JSONFile, HTMLFile, PerfDataFile, TextFile} {
@@ -247,7 +276,7 @@ func TestWriteDir(t *testing.T) {
 }
 
 func TestCompareGolden(t *testing.T) {
-	r := Build(fixture())
+	r := build(fixture())
 	steady := r.Load.Phases[0]
 	doubled := steady
 	doubled.Etcd = &load.EtcdLoad{WALBytes: steady.Etcd.WALBytes * 8, DBGrowth: 1 << 20}
@@ -262,7 +291,7 @@ func TestCompareGolden(t *testing.T) {
 // A storm's figures: its phase, how long until every node was back, its requests by kind with their
 // peak second, the fleet's 429s and the apiserver's rejections between the scrapes around it.
 func TestStormFigures(t *testing.T) {
-	r := Build(fixture())
+	r := build(fixture())
 	if len(r.Storms) != 1 {
 		t.Fatalf("%d storms, want 1", len(r.Storms))
 	}
@@ -273,7 +302,7 @@ func TestStormFigures(t *testing.T) {
 	if s.APFRejected == nil || *s.APFRejected != 3 || !s.APFFrom.Equal(at(60)) || !s.APFTo.Equal(at(195)) {
 		t.Errorf("APF rejections %v between %v and %v, want 3 between +60s and +195s", s.APFRejected, s.APFFrom, s.APFTo)
 	}
-	want := []StormRequests{
+	want := []record.StormRequests{
 		{Verb: "watch", Resource: "pods", Count: 3, Peak: 2, PeakSecond: 120, Rate: 3.0 / 122},
 		{Verb: "create", Resource: "nodes", Count: 2, Peak: 2, PeakSecond: 120, Rate: 2.0 / 122},
 		{Verb: "get", Resource: "leases", Count: 2, Peak: 2, PeakSecond: 120, Rate: 2.0 / 122},
@@ -291,7 +320,7 @@ func TestStormFigures(t *testing.T) {
 	rec.Storms[0].Seconds = rec.Storms[0].Seconds[:1]
 	rec.End = at(300)
 	rec.Storms = append(rec.Storms, storm.Storm{Start: at(239), Causes: map[string]int{"watch": 1}, Nodes: 1})
-	r = Build(rec)
+	r = build(rec)
 	if s := r.Storms[0]; s.AllBackSeconds != nil || s.APFRejected == nil || *s.APFRejected != 0 {
 		t.Errorf("a storm not over: all back %v, rejected %v", s.AllBackSeconds, s.APFRejected)
 	}

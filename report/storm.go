@@ -1,7 +1,6 @@
 package report
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -10,105 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"fakelet.dev/fakelet/measure/load"
-	"fakelet.dev/fakelet/measure/reaction"
-	"fakelet.dev/fakelet/measure/scrape"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/storm"
 )
-
-// Storm is one storm of the run (package storm): kubelets that fell behind together, as after a
-// mass restart or an apiserver restart that broke their watches, what the fleet sent while they
-// caught up, and how long they took.
-type Storm struct {
-	// Phase is the phase the storm began in.
-	Phase string    `json:"phase"`
-	Start time.Time `json:"start"`
-	// End is when the last node caught up again; zero if some had not when the run ended.
-	End time.Time `json:"end,omitzero"`
-	// Causes counts the falls behind: "process" (a stop or restart), "watch" (a watch broken by
-	// the server or the network).
-	Causes map[string]int `json:"causes"`
-	// Nodes fell behind, Recovered of them caught up again: reported Ready and held every watch past
-	// its initial list.
-	Nodes     int `json:"nodes"`
-	Recovered int `json:"recovered"`
-	// AllBackSeconds is from Start until every node that fell behind had caught up; absent if some
-	// never did.
-	AllBackSeconds *float64 `json:"allBackSeconds,omitempty"`
-	// Requests are the fleet's requests during the storm by verb and resource, most first.
-	Requests []StormRequests `json:"requests,omitempty"`
-	// Throttled counts the fleet's requests answered 429 (API Priority and Fairness) in the storm.
-	Throttled int `json:"throttled"`
-	// APFRejected is apiserver_flowcontrol_rejected_requests_total's increase between the scrapes
-	// around the storm (APFFrom, APFTo); absent without two such scrapes of the apiserver.
-	APFRejected *float64  `json:"apfRejected,omitempty"`
-	APFFrom     time.Time `json:"apfFrom,omitzero"`
-	APFTo       time.Time `json:"apfTo,omitzero"`
-	// Seconds are the fleet's requests second by second from Start's second (storm.MaxSeconds at
-	// most).
-	Seconds []storm.Second `json:"seconds,omitempty"`
-}
-
-// StormRequests is one kind of request in a storm.
-type StormRequests struct {
-	Verb     string `json:"verb"`
-	Resource string `json:"resource"`
-	Count    int    `json:"count"`
-	// Peak is the most sent in one second, PeakSecond that second's offset from the storm's start.
-	Peak       int `json:"peak"`
-	PeakSecond int `json:"peakSecond"`
-	// Rate is Count over the storm's seconds kept.
-	Rate float64 `json:"rate"`
-}
-
-// buildStorms turns recorded storms into the report's, with the apiserver's rejections from the
-// scrapes around each.
-func buildStorms(recorded []storm.Storm, phases []reaction.Phase, snaps []scrape.Snapshot) []Storm {
-	out := make([]Storm, 0, len(recorded))
-	for _, s := range recorded {
-		st := Storm{Start: s.Start, End: s.End, Causes: s.Causes, Nodes: s.Nodes, Recovered: s.Recovered, Seconds: s.Seconds}
-		for _, ph := range phases {
-			if !s.Start.Before(ph.Start) && s.Start.Before(ph.End) {
-				st.Phase = ph.Name
-			}
-		}
-		if !s.End.IsZero() {
-			d := s.End.Sub(s.Start).Seconds()
-			st.AllBackSeconds = &d
-		}
-		byKind := map[string]*StormRequests{}
-		for i, sec := range s.Seconds {
-			st.Throttled += sec.Throttled
-			for kind, n := range sec.Requests {
-				r := byKind[kind]
-				if r == nil {
-					verb, resource, _ := strings.Cut(kind, " ")
-					r = &StormRequests{Verb: verb, Resource: resource}
-					byKind[kind] = r
-				}
-				r.Count += n
-				if n > r.Peak {
-					r.Peak, r.PeakSecond = n, i
-				}
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(byKind)) {
-			r := byKind[k]
-			r.Rate = float64(r.Count) / float64(max(1, len(s.Seconds)))
-			st.Requests = append(st.Requests, *r)
-		}
-		slices.SortStableFunc(st.Requests, func(a, b StormRequests) int { return cmp.Compare(b.Count, a.Count) })
-		end := s.End
-		if end.IsZero() && len(s.Seconds) > 0 {
-			end = s.Start.Add(time.Duration(len(s.Seconds)) * time.Second)
-		}
-		if rej, from, to, ok := load.Rejected(snaps, s.Start, end); ok {
-			st.APFRejected, st.APFFrom, st.APFTo = &rej, from, to
-		}
-		out = append(out, st)
-	}
-	return out
-}
 
 // writeStorms prints each storm: who fell behind, how long until all were back, the rejections and
 // the fleet's requests by verb and resource.
@@ -119,7 +22,7 @@ func (r *Report) writeStorms(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "storms (kubelets fallen behind together: restarted, or their watches broken; back once Ready with every watch listed)")
 	for _, s := range r.Storms {
-		fmt.Fprintf(w, "  %s +%s: %s\n", orDash(s.Phase), s.Start.Sub(r.phaseStart(s.Phase)).Round(time.Second), s.summary())
+		fmt.Fprintf(w, "  %s +%s: %s\n", orDash(s.Phase), s.Start.Sub(r.phaseStart(s.Phase)).Round(time.Second), stormSummary(s))
 		if len(s.Requests) == 0 {
 			continue
 		}
@@ -163,7 +66,7 @@ const htmlSecondsShown = 60
 
 type htmlStorm struct {
 	Title, Summary string
-	S              Storm
+	S              record.Storm
 	Kinds          []string
 	Seconds        []htmlSecond
 	More           int
@@ -180,7 +83,7 @@ type htmlSecond struct {
 func (r *Report) htmlStorms() []htmlStorm {
 	var out []htmlStorm
 	for _, s := range r.Storms {
-		h := htmlStorm{S: s, Title: fmt.Sprintf("%s +%s", orDash(s.Phase), s.Start.Sub(r.phaseStart(s.Phase)).Round(time.Second)), Summary: s.summary()}
+		h := htmlStorm{S: s, Title: fmt.Sprintf("%s +%s", orDash(s.Phase), s.Start.Sub(r.phaseStart(s.Phase)).Round(time.Second)), Summary: stormSummary(s)}
 		for _, q := range s.Requests {
 			h.Kinds = append(h.Kinds, q.Verb+" "+q.Resource)
 		}
@@ -200,8 +103,8 @@ func (r *Report) htmlStorms() []htmlStorm {
 	return out
 }
 
-// summary is a storm's line: who fell behind, how long until all were back, the rejections.
-func (s Storm) summary() string {
+// stormSummary is a storm's line: who fell behind, how long until all were back, the rejections.
+func stormSummary(s record.Storm) string {
 	back := fmt.Sprintf("%d of %d not back by the end", s.Nodes-s.Recovered, s.Nodes)
 	if s.AllBackSeconds != nil {
 		back = fmt.Sprintf("all back after %.1f s", *s.AllBackSeconds)

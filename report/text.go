@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"fakelet.dev/fakelet/measure/record"
 )
 
 // WriteText writes the summary table a run prints at its end.
@@ -47,7 +49,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, n := range r.Source.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
-		r.Source.writeReactions(w)
+		writePromReactions(w, r.Source)
 	}
 	if len(r.Reactions) > 0 {
 		fmt.Fprintln(w)
@@ -218,8 +220,8 @@ func (r *Report) writeWatches(w io.Writer) {
 	}
 }
 
-// writeReactions prints what Prometheus holds of the actions and reactions.
-func (s *Source) writeReactions(w io.Writer) {
+// writePromReactions prints what Prometheus holds of the actions and reactions.
+func writePromReactions(w io.Writer, s *record.Source) {
 	if len(s.Actions)+len(s.Reactions)+len(s.Missed) == 0 {
 		return
 	}

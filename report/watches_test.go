@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"fakelet.dev/fakelet/measure/load"
+	"fakelet.dev/fakelet/measure/record"
 )
 
 // The summary shows the agents' watches by resource and per node when they held any, and nothing
 // in the heartbeat footprint.
 func TestSummaryShowsTheAgentsWatches(t *testing.T) {
-	r := &Report{Parameters: Parameters{Nodes: 2}}
+	r := &Report{Record: record.Record{Parameters: record.Parameters{Nodes: 2}}}
 	var b strings.Builder
 	r.writeWatches(&b)
 	if b.Len() != 0 {

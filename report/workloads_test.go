@@ -41,7 +41,7 @@ func fixtureWorkloads() *workload.Summary {
 }
 
 func TestWorkloadsInThePageAndPerfData(t *testing.T) {
-	r := Build(fixture())
+	r := build(fixture())
 	var page bytes.Buffer
 	if err := r.WriteHTML(&page); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/pause"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -194,13 +195,14 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 func buildCapacityReport(r *fleetRun, cf *capacityFlags, res capacity.Result, nodes int, shards *capacityShards) *report.Report {
 	cfg := r.cfg
 	cfg.Nodes = nodes
-	rec := r.rr.session.Record("", parameters(r.rf, cfg), versions(), report.Target{
+	rec := r.rr.session.Record("", parameters(r.rf, cfg), versions(), record.Target{
 		Server: r.tgt.config.Host, Description: r.tgt.description, Local: r.tgt.local != nil,
 	})
-	rec.Capacity = res.Report(cf.steps)
+	rep := report.Build(rec)
+	rep.Capacity = res.Report(cf.steps)
 	if shards != nil {
-		rec.Capacity.Shards = &report.CapacityShards{Shard: shards.lockstep.Shard.String(), Count: shards.lockstep.Shard.Count,
+		rep.Capacity.Shards = &report.CapacityShards{Shard: shards.lockstep.Shard.String(), Count: shards.lockstep.Shard.Count,
 			Run: r.rf.shard.run.Hash, Start: shards.lockstep.Start}
 	}
-	return report.Build(rec)
+	return rep
 }

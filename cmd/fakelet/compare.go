@@ -14,6 +14,7 @@ import (
 	"fakelet.dev/fakelet/compare"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
 )
@@ -164,7 +165,7 @@ func (cf compareFlags) options(dir string, log io.Writer) compare.Options {
 	return compare.Options{
 		Nodes: cf.nodes, Duration: cf.duration, Settle: cf.settle, ScrapeInterval: cf.scrapeInterval,
 		Images: cf.images, Footprint: cf.footprint, Dir: dir,
-		Parameters: func(cfg fleet.Config) report.Parameters { return parameters(rf, cfg) },
+		Parameters: func(cfg fleet.Config) record.Parameters { return parameters(rf, cfg) },
 		Versions:   versions(), Log: log,
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"fakelet.dev/fakelet/internal/metrics"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/falsealarm"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/source"
 	"fakelet.dev/fakelet/profiles"
@@ -138,7 +139,7 @@ func (rr *runReport) profileHooks(plan *profiles.Plan, f *fleet.Fleet) (func(str
 func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Config) error {
 	rr.session.Stop()
 	profile := rr.profile
-	rec := rr.session.Record(profile, parameters(rf, cfg), versions(), report.Target{
+	rec := rr.session.Record(profile, parameters(rf, cfg), versions(), record.Target{
 		Server: rr.target.config.Host, Description: rr.target.description, Local: rr.target.local != nil,
 	})
 	r := report.Build(rec)
@@ -175,9 +176,9 @@ func writeReport(r *report.Report, dir, name string, out, log io.Writer) (string
 	return dir, nil
 }
 
-func parameters(rf runFlags, cfg fleet.Config) report.Parameters {
+func parameters(rf runFlags, cfg fleet.Config) record.Parameters {
 	hb := cfg.Heartbeat.WithDefaults()
-	return report.Parameters{
+	return record.Parameters{
 		Nodes: cfg.Nodes, Mode: string(hb.Mode), LeaseDurationSeconds: hb.LeaseDurationSeconds,
 		RenewInterval: hb.RenewInterval.String(), StatusUpdateFrequency: hb.StatusUpdateFrequency.String(),
 		StatusReportFrequency: hb.StatusReportFrequency.String(), Identity: string(cfg.Identity), Footprint: string(cfg.Footprint),
@@ -187,8 +188,8 @@ func parameters(rf runFlags, cfg fleet.Config) report.Parameters {
 	}
 }
 
-func versions() report.Versions {
-	v := report.Versions{Fakelet: "(devel)", Go: runtime.Version()}
+func versions() record.Versions {
+	v := record.Versions{Fakelet: "(devel)", Go: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {
 			v.Fakelet = bi.Main.Version

@@ -10,6 +10,7 @@ import (
 
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -19,18 +20,21 @@ var updateReportGolden = flag.Bool("update-report", false, "rewrite cmd/fakelet/
 func TestReportCommandRendersASavedReport(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	r := report.Build(report.Record{
-		Profile: "stop-1", Parameters: report.Parameters{Nodes: 2, Mode: "lease"},
-		Versions: report.Versions{Fakelet: "test", Go: "go1.26"},
-		Target:   report.Target{Description: "https://127.0.0.1:6443 (test)"},
-		Start:    at(0), End: at(60),
-		Phases:  []reaction.Phase{{Name: "steady", Start: at(0), End: at(10)}, {Name: "outage", Start: at(10), End: at(60)}},
-		Actions: []reaction.Action{{Phase: "outage", Group: "victims", Op: "stop", Node: "n1", At: at(10), LastRenewal: at(8)}},
-		Transitions: []observe.Transition{
-			{At: at(1), Node: "n0", Kind: observe.Condition, Type: "Ready", Status: "True"},
-			{At: at(1), Node: "n1", Kind: observe.Condition, Type: "Ready", Status: "True"},
-			{At: at(33), Node: "n1", Kind: observe.Condition, Type: "Ready", Status: "Unknown"},
-		},
+	phases := []reaction.Phase{{Name: "steady", Start: at(0), End: at(10)}, {Name: "outage", Start: at(10), End: at(60)}}
+	actions := []reaction.Action{{Phase: "outage", Group: "victims", Op: "stop", Node: "n1", At: at(10), LastRenewal: at(8)}}
+	ts := []observe.Transition{
+		{At: at(1), Node: "n0", Kind: observe.Condition, Type: "Ready", Status: "True"},
+		{At: at(1), Node: "n1", Kind: observe.Condition, Type: "Ready", Status: "True"},
+		{At: at(33), Node: "n1", Kind: observe.Condition, Type: "Ready", Status: "Unknown"},
+	}
+	r := report.Build(record.Record{
+		Profile: "stop-1", Parameters: record.Parameters{Nodes: 2, Mode: "lease"},
+		Versions: record.Versions{Fakelet: "test", Go: "go1.26"},
+		Target:   record.Target{Description: "https://127.0.0.1:6443 (test)"},
+		Start:    at(0), End: at(60), Phases: phases,
+		Nodes:     record.Nodes{Timeline: observe.Timeline(ts, at(0), at(60), time.Second), Transitions: len(ts)},
+		Reactions: reaction.SummarizeResults(reaction.Extract(actions, phases, ts), phases),
+		Load:      record.LoadOf(nil, phases, at(0), at(60)),
 	})
 	dir := t.TempDir()
 	file := filepath.Join(dir, report.JSONFile)

@@ -10,6 +10,7 @@ import (
 
 	"fakelet.dev/fakelet/measure/observe"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -21,16 +22,19 @@ func TestReportMergeCommand(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
 	for i, node := range []string{"fakelet-00000", "fakelet-00001"} {
-		r := report.Build(report.Record{
-			Profile: "stop-1", Parameters: report.Parameters{Nodes: 1, Mode: "lease"},
-			Target: report.Target{Server: "https://127.0.0.1:6443"},
-			Start:  at(0), End: at(60),
-			Phases:  []reaction.Phase{{Name: "steady", Start: at(0), End: at(10)}, {Name: "outage", Start: at(10), End: at(60)}},
-			Actions: []reaction.Action{{Phase: "outage", Group: "victims", Op: "stop", Node: node, At: at(10), LastRenewal: at(8)}},
-			Transitions: []observe.Transition{
-				{At: at(1), Node: node, Kind: observe.Condition, Type: "Ready", Status: "True"},
-				{At: at(33 + i), Node: node, Kind: observe.Condition, Type: "Ready", Status: "Unknown"},
-			},
+		phases := []reaction.Phase{{Name: "steady", Start: at(0), End: at(10)}, {Name: "outage", Start: at(10), End: at(60)}}
+		actions := []reaction.Action{{Phase: "outage", Group: "victims", Op: "stop", Node: node, At: at(10), LastRenewal: at(8)}}
+		ts := []observe.Transition{
+			{At: at(1), Node: node, Kind: observe.Condition, Type: "Ready", Status: "True"},
+			{At: at(33 + i), Node: node, Kind: observe.Condition, Type: "Ready", Status: "Unknown"},
+		}
+		r := report.Build(record.Record{
+			Profile: "stop-1", Parameters: record.Parameters{Nodes: 1, Mode: "lease"},
+			Target: record.Target{Server: "https://127.0.0.1:6443"},
+			Start:  at(0), End: at(60), Phases: phases,
+			Nodes:     record.Nodes{Timeline: observe.Timeline(ts, at(0), at(60), time.Second), Transitions: len(ts)},
+			Reactions: reaction.SummarizeResults(reaction.Extract(actions, phases, ts), phases),
+			Load:      record.LoadOf(nil, phases, at(0), at(60)),
 		})
 		file := filepath.Join(dir, node+".json")
 		var b bytes.Buffer

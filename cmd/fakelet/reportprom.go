@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"fakelet.dev/fakelet/measure/promrecord"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -52,11 +53,13 @@ func (p *promFlags) run(cmd *cobra.Command) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--prometheus %q: want the server's URL, http://HOST:PORT", p.url)
 	}
-	var base *report.Report
+	var base *record.Record
 	if p.phasesFrom != "" {
-		if base, err = report.ReadFile(p.phasesFrom); err != nil {
+		r, err := report.ReadFile(p.phasesFrom)
+		if err != nil {
 			return fmt.Errorf("--phases-from: %w", err)
 		}
+		base = &r.Record
 	}
 	var from, to time.Time
 	switch {

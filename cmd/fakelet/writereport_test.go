@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestWriteReportNamesItsDirectory(t *testing.T) {
 	t.Chdir(t.TempDir())
 	t0 := time.Date(2026, 12, 1, 12, 30, 5, 0, time.UTC)
-	r := report.Build(report.Record{Parameters: report.Parameters{Nodes: 1, Mode: "lease"}, Start: t0, End: t0.Add(time.Minute)})
+	r := report.Build(record.Record{Parameters: record.Parameters{Nodes: 1, Mode: "lease"}, Start: t0, End: t0.Add(time.Minute)})
 	for _, tc := range []struct{ dir, name, want string }{
 		{"", "capacity", filepath.Join("reports", "capacity-20261201-123005")},
 		{"", "run", filepath.Join("reports", "run-20261201-123005")},

@@ -61,25 +61,26 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"measure/storm":      {imports: []string{"agent"}},
 	"measure/workload":   {imports: []string{"internal/conditions", "internal/headtail", "measure/reaction"}},
 	"measure/falsealarm": {imports: []string{"agent", "measure/observe", "measure/reaction"}, tests: []string{"heartbeat", "internal/fleettest", "internal/scheduler"}},
-	"report":             {imports: []string{"measure/falsealarm", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "measure/storm", "measure/workload"}},
-	"measure": {imports: []string{"agent", "fleet", "fleetname", "internal/headtail", "measure/falsealarm", "measure/load",
+	"measure/record":     {imports: []string{"measure/falsealarm", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "measure/storm", "measure/workload"}},
+	"report":             {imports: []string{"measure/record", "measure/falsealarm", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "measure/storm", "measure/workload"}},
+	"measure": {imports: []string{"measure/record", "agent", "fleet", "fleetname", "internal/headtail", "measure/falsealarm", "measure/load",
 		"measure/observe", "measure/reaction", "measure/scrape", "measure/storm", "measure/workload", "profiles", "report", "scenario"}},
-	"measure/promrecord": {imports: []string{"deploy", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "report"}},
+	"measure/promrecord": {imports: []string{"measure/record", "deploy", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "report"}},
 
 	// The commands.
 	"capacity": {imports: []string{"fleetname", "internal/lockstep", "measure/load", "report"}, tests: []string{"internal/fleettest", "internal/pause"}},
 	"compare": {
-		imports: []string{"agent", "controlplane", "fleet", "fleetname", "heartbeat", "internal/pause", "measure", "measure/scrape", "measure/source", "report"},
+		imports: []string{"measure/record", "agent", "controlplane", "fleet", "fleetname", "heartbeat", "internal/pause", "measure", "measure/scrape", "measure/source", "report"},
 		tests:   []string{"internal/fleettest", "measure/load"},
 	},
 	"internal/bench": {imports: []string{"agent", "controlplane", "fidelity", "fleet", "fleetname", "internal/conditions", "internal/pause"}},
 	"cmd/fakelet": {
-		imports: []string{"access", "agent", "capacity", "compare", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "heartbeat",
+		imports: []string{"measure/record", "access", "agent", "capacity", "compare", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "heartbeat",
 			"internal/bench", "internal/lockstep", "internal/metrics", "internal/pause", "measure", "measure/falsealarm", "measure/load",
 			"measure/promrecord", "measure/scrape", "measure/source", "measure/workload", "nodeshape", "profiles", "report", "scenario"},
 		tests: []string{"internal/fleettest", "measure/observe", "measure/reaction"},
 	},
-	"e2e": {tests: []string{"agent", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "internal/bench", "internal/lockstep",
+	"e2e": {tests: []string{"measure/record", "agent", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "internal/bench", "internal/lockstep",
 		"internal/metrics", "measure", "measure/load", "measure/reaction", "measure/source", "measure/storm", "measure/workload",
 		"nodeshape", "profiles", "report", "scenario"}},
 }

@@ -9,8 +9,8 @@ import (
 
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
-	"fakelet.dev/fakelet/report"
 )
 
 // timelineFamilies are what load.ComputeTimeline reads, by component.
@@ -35,14 +35,11 @@ type query struct {
 //
 // increase() needs two samples in its window: a window shorter than a step (which holds two
 // scrapes) is read over the step around its middle, within the run, and scaled to its length.
-func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Load, error) {
+func (r *reader) load(ctx context.Context, phases []reaction.Phase) (record.Load, error) {
 	from, to, step := r.opts.From, r.opts.To, r.opts.Step
 	windows := []load.Window{{Name: "run", Start: from, End: to}}
 	for _, p := range phases {
 		windows = append(windows, load.Window{Name: p.Name, Start: p.Start, End: p.End})
-	}
-	if len(phases) == 0 {
-		windows = append(windows, windows[0])
 	}
 	var steps []time.Time
 	for t := from; !t.After(to); t = t.Add(step) {
@@ -84,7 +81,7 @@ func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Loa
 	}
 	got, err := r.run(ctx, qs)
 	if err != nil {
-		return nil, err
+		return record.Load{}, err
 	}
 	// snapshot is what was read of component at t: the gauges, and the increases since since.
 	snapshot := func(c string, since, t time.Time, fams []string) scrape.Snapshot {
@@ -120,7 +117,7 @@ func (r *reader) load(ctx context.Context, phases []reaction.Phase) (*report.Loa
 		}
 		return load.Compute(snaps, []load.Window{w})[0]
 	}
-	l := &report.Load{Run: compute(windows[0])}
+	l := record.Load{Run: compute(windows[0])}
 	for _, w := range windows[1:] {
 		l.Phases = append(l.Phases, compute(w))
 	}

@@ -13,7 +13,7 @@ import (
 
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/reaction"
-	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/measure/record"
 )
 
 // lookback is how far back Prometheus looks for an instant selector's latest sample.
@@ -26,10 +26,10 @@ const lookback = 5 * time.Minute
 // grow while a process runs. So a phase's count is, per process, the latest value at its end (within
 // the lookback, also if the process has exited) less the value at its start, summed over the
 // processes. A process that restarted within a phase would count its counts before the restart only.
-func (r *reader) reactions(ctx context.Context, phases []reaction.Phase) ([]report.ActionCount, []report.ReactionLatency, []report.MissedCount, error) {
+func (r *reader) reactions(ctx context.Context, phases []reaction.Phase) ([]record.ActionCount, []record.ReactionLatency, []record.MissedCount, error) {
 	job := r.opts.Jobs.Fakelet
-	var actions []report.ActionCount
-	var latencies []report.ReactionLatency
+	var actions []record.ActionCount
+	var latencies []record.ReactionLatency
 	for _, p := range phases {
 		counts, err := r.during(ctx, fmt.Sprintf("fakelet_actions_total{job=%q}", job), []string{"op", "group"}, p)
 		if err != nil {
@@ -39,7 +39,7 @@ func (r *reader) reactions(ctx context.Context, phases []reaction.Phase) ([]repo
 			if c.value <= 0 {
 				continue
 			}
-			actions = append(actions, report.ActionCount{Phase: p.Name, Op: c.labels[0], Group: c.labels[1], Count: c.value})
+			actions = append(actions, record.ActionCount{Phase: p.Name, Op: c.labels[0], Group: c.labels[1], Count: c.value})
 		}
 		buckets, err := r.during(ctx, fmt.Sprintf("fakelet_reaction_latency_seconds_bucket{job=%q}", job), []string{"event", "group", "from", "le"}, p)
 		if err != nil {
@@ -52,12 +52,12 @@ func (r *reader) reactions(ctx context.Context, phases []reaction.Phase) ([]repo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var missed []report.MissedCount
+	var missed []record.MissedCount
 	for _, m := range misses {
 		if m.value <= 0 {
 			continue
 		}
-		missed = append(missed, report.MissedCount{Event: m.labels[0], Group: m.labels[1], Count: m.value})
+		missed = append(missed, record.MissedCount{Event: m.labels[0], Group: m.labels[1], Count: m.value})
 	}
 	return actions, latencies, missed, nil
 }
@@ -101,7 +101,7 @@ func (r *reader) during(ctx context.Context, selector string, by []string, p rea
 
 // latencyRows turns the rise of each bucket (labels event, group, from, le) into a row per event,
 // group and from.
-func latencyRows(phase string, buckets []count) []report.ReactionLatency {
+func latencyRows(phase string, buckets []count) []record.ReactionLatency {
 	type hist struct {
 		bounds, cumulative []float64
 	}
@@ -121,7 +121,7 @@ func latencyRows(phase string, buckets []count) []report.ReactionLatency {
 		}
 		h.bounds, h.cumulative = append(h.bounds, le), append(h.cumulative, b.value)
 	}
-	var out []report.ReactionLatency
+	var out []record.ReactionLatency
 	for _, k := range keys {
 		h := byKey[k]
 		order := make([]int, len(h.bounds))
@@ -146,7 +146,7 @@ func latencyRows(phase string, buckets []count) []report.ReactionLatency {
 			}
 			return 0
 		}
-		out = append(out, report.ReactionLatency{Phase: phase, Event: k[0], Group: k[1], From: k[2],
+		out = append(out, record.ReactionLatency{Phase: phase, Event: k[0], Group: k[1], From: k[2],
 			Count: cum[len(cum)-1], P50: q(0.5), P90: q(0.9), P99: q(0.99)})
 	}
 	return out

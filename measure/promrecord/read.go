@@ -11,8 +11,7 @@ import (
 
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/measure/load"
-	"fakelet.dev/fakelet/measure/reaction"
-	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/measure/record"
 )
 
 // Querier is the part of Prometheus's HTTP API that Read uses; v1.API is one.
@@ -43,7 +42,7 @@ type Options struct {
 	// Base, if set, is a report.json of the same run (one shard's will do) whose phases, profile,
 	// parameters and target the record takes; BaseName is its path, for the report's Source. Without
 	// it, phases come from fakelet_profile_info.
-	Base     *report.Report
+	Base     *record.Record
 	BaseName string
 	// Jobs default to DefaultJobs.
 	Jobs Jobs
@@ -65,9 +64,9 @@ func DefaultStep(from, to time.Time) time.Duration {
 const concurrency = 4
 
 // Read queries the server for the run between opts.From and opts.To and returns its record.
-func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
+func Read(ctx context.Context, q Querier, opts Options) (record.Record, error) {
 	if !opts.To.After(opts.From) {
-		return report.Record{}, fmt.Errorf("the window ends (%s) before it begins (%s)", opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
+		return record.Record{}, fmt.Errorf("the window ends (%s) before it begins (%s)", opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
 	}
 	if opts.Step <= 0 {
 		opts.Step = DefaultStep(opts.From, opts.To)
@@ -77,10 +76,10 @@ func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
 	}
 	r := &reader{q: q, opts: opts}
 	if _, _, err := q.Query(ctx, "vector(1)", opts.To); err != nil {
-		return report.Record{}, fmt.Errorf("Prometheus at %s does not answer: %w", opts.URL, err)
+		return record.Record{}, fmt.Errorf("Prometheus at %s does not answer: %w", opts.URL, err)
 	}
-	rec := report.Record{Start: opts.From, End: opts.To}
-	src := &report.Source{Prometheus: opts.URL, From: opts.From, To: opts.To, Step: opts.Step.String(), Notes: slices.Clone(notes)}
+	rec := record.Record{Start: opts.From, End: opts.To}
+	src := &record.Source{Prometheus: opts.URL, From: opts.From, To: opts.To, Step: opts.Step.String(), Notes: slices.Clone(notes)}
 	if b := opts.Base; b != nil {
 		rec.Profile, rec.Parameters, rec.Target, rec.Phases = b.Profile, b.Parameters, b.Target, clip(b.Phases, opts.From, opts.To)
 		rec.Parameters.Args = nil
@@ -88,7 +87,7 @@ func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
 	} else {
 		profile, phases, err := r.phases(ctx)
 		if err != nil {
-			return report.Record{}, err
+			return record.Record{}, err
 		}
 		rec.Profile, rec.Phases, src.Phases = profile, phases, "fakelet_profile_info"
 		if len(phases) == 0 {
@@ -97,36 +96,33 @@ func Read(ctx context.Context, q Querier, opts Options) (report.Record, error) {
 		rec.Target.Description = "the cluster that Prometheus at " + opts.URL + " scraped"
 		mode, err := r.mode(ctx)
 		if err != nil {
-			return report.Record{}, err
+			return record.Record{}, err
 		}
 		rec.Parameters.Mode = mode
 	}
+	rec.Phases = record.RunPhases(rec.Phases, opts.From, opts.To)
 	l, err := r.load(ctx, rec.Phases)
 	if err != nil {
-		return report.Record{}, err
+		return record.Record{}, err
 	}
 	if len(l.Run.Requests) == 0 && len(l.Run.Fleet) == 0 {
-		return report.Record{}, fmt.Errorf("Prometheus at %s has no requests of job %s or %s between %s and %s: is it scraping them (docs/metrics.md), and is the window the run's?",
+		return record.Record{}, fmt.Errorf("Prometheus at %s has no requests of job %s or %s between %s and %s: is it scraping them (docs/metrics.md), and is the window the run's?",
 			opts.URL, opts.Jobs.APIServer, opts.Jobs.Fakelet, opts.From.UTC().Format(time.RFC3339), opts.To.UTC().Format(time.RFC3339))
 	}
 	rec.Load = l
-	phases := rec.Phases
-	if len(phases) == 0 {
-		phases = []reaction.Phase{{Name: "run", Start: opts.From, End: opts.To}}
+	if src.Actions, src.Reactions, src.Missed, err = r.reactions(ctx, rec.Phases); err != nil {
+		return record.Record{}, err
 	}
-	if src.Actions, src.Reactions, src.Missed, err = r.reactions(ctx, phases); err != nil {
-		return report.Record{}, err
-	}
-	if rec.NodeTimeline, err = r.nodeTimeline(ctx); err != nil {
-		return report.Record{}, err
+	if rec.Nodes.Timeline, err = r.nodeTimeline(ctx); err != nil {
+		return record.Record{}, err
 	}
 	if n, err := r.fleetNodes(ctx); err != nil {
-		return report.Record{}, err
+		return record.Record{}, err
 	} else if n > 0 {
 		rec.Parameters.Nodes = n
 	}
 	if rec.Versions.Server, err = r.serverVersion(ctx); err != nil {
-		return report.Record{}, err
+		return record.Record{}, err
 	}
 	rec.Parameters.ScrapeInterval = ""
 	rec.Source = src

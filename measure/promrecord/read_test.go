@@ -16,6 +16,7 @@ import (
 
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/measure/reaction"
+	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
 )
@@ -237,13 +238,13 @@ var phases = []reaction.Phase{{Name: "steady", Start: at(0), End: at(3)}, {Name:
 func TestLoadFromPrometheusEqualsLoadFromScrapes(t *testing.T) {
 	p, snaps := fixture(t)
 	srv := p.server(t)
-	want := report.Build(report.Record{Start: at(0), End: at(8), Phases: phases, Snapshots: snaps})
-	base := &report.Report{Profile: "p", Phases: phases, Start: at(0), End: at(8)}
+	want := record.LoadOf(snaps, phases, at(0), at(8))
+	base := &record.Record{Profile: "p", Phases: phases, Start: at(0), End: at(8)}
 	rec, err := Read(context.Background(), queryAPI(t, srv.URL), Options{URL: srv.URL, From: at(0), To: at(8), Step: 15 * time.Second, Base: base, BaseName: "base.json"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := report.Build(rec)
+	got := rec
 	// The fleet is not in the run's scrapes of the control plane: TestFleetFromPrometheusSumsShards.
 	for _, l := range append(got.Load.Phases, got.Load.Run) {
 		if len(l.Requests) == 0 {
@@ -254,11 +255,11 @@ func TestLoadFromPrometheusEqualsLoadFromScrapes(t *testing.T) {
 		got.Load.Phases[i].Fleet, got.Load.Phases[i].Processes = nil, withoutFleet(got.Load.Phases[i].Processes)
 	}
 	got.Load.Run.Fleet, got.Load.Run.Processes = nil, withoutFleet(got.Load.Run.Processes)
-	if diff := differ(want.Load, got.Load); diff != "" {
+	if diff := differ(want, got.Load); diff != "" {
 		t.Errorf("load from Prometheus differs from the scrapes' at %s", diff)
 	}
-	if want.Load.Run.Requests[0].Count != 150*7+40 {
-		t.Errorf("the scrapes count %v PUT leases over the run, want 1090 (the restart's 40 whole)", want.Load.Run.Requests[0].Count)
+	if want.Run.Requests[0].Count != 150*7+40 {
+		t.Errorf("the scrapes count %v PUT leases over the run, want 1090 (the restart's 40 whole)", want.Run.Requests[0].Count)
 	}
 	if got.Source == nil || got.Source.Phases != "base.json" || len(got.Source.Notes) == 0 {
 		t.Errorf("source %+v, want phases from base.json and notes", got.Source)
@@ -278,12 +279,12 @@ func TestShortPhaseIsReadOverAStep(t *testing.T) {
 		{Name: "b", Start: t0.Add(50 * time.Second), End: t0.Add(62 * time.Second)},
 		{Name: "c", Start: t0.Add(62 * time.Second), End: at(8)},
 	}
-	base := &report.Report{Profile: "p", Phases: short, Start: at(0), End: at(8)}
+	base := &record.Record{Profile: "p", Phases: short, Start: at(0), End: at(8)}
 	rec, err := Read(context.Background(), queryAPI(t, srv.URL), Options{URL: srv.URL, From: at(0), To: at(8), Step: 30 * time.Second, Base: base})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := report.Build(rec).Load.Phases[1]
+	b := rec.Load.Phases[1]
 	// b (50-62 s) holds one scrape, at 60 s. Read over 41-71 s: the scrapes at 45 and 60 s, 150 PUTs
 	// apart, extrapolated to 300 over the 30 s, scaled to 12 s: 120, 10 a second as in every step.
 	if b.Seconds != 12 || len(b.Requests) == 0 || math.Abs(b.Requests[0].Count-120) > 1e-9 {
@@ -398,7 +399,7 @@ func TestFleetFromPrometheusSumsShards(t *testing.T) {
 	// The outage's 3 stops and 3 reactions: 1 in (30, 45], 2 in (45, 60]; p50 at rank 1.5 is
 	// 45 + 15 x 0.5/2. The steady phase has none.
 	src := r.Source
-	if len(src.Actions) != 1 || src.Actions[0] != (report.ActionCount{Phase: "outage", Op: "stop", Group: "victims", Count: 3}) {
+	if len(src.Actions) != 1 || src.Actions[0] != (record.ActionCount{Phase: "outage", Op: "stop", Group: "victims", Count: 3}) {
 		t.Errorf("actions %+v, want 3 stops of victims in outage", src.Actions)
 	}
 	if len(src.Reactions) != 1 || src.Reactions[0].Phase != "outage" || src.Reactions[0].Count != 3 || src.Reactions[0].P50 != 48.75 {
