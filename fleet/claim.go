@@ -164,6 +164,16 @@ func (c *claim) renew(ctx context.Context, now time.Time) error {
 	l := c.latest.DeepCopy()
 	c.stamp(l, now)
 	got, err := c.leases().Update(ctx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// An earlier renewal may have been written although its answer never came back (a timeout
+		// under overload): the claim is still this run's, at a newer version. Renewed from that,
+		// as a kubelet's lease controller renews from a GET after a conflict.
+		if cur, rerr := c.read(ctx); rerr == nil && holder(cur) == c.run {
+			l = cur.DeepCopy()
+			c.stamp(l, now)
+			got, err = c.leases().Update(ctx, l, metav1.UpdateOptions{})
+		}
+	}
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		c.held = false
 		taker := "another run"

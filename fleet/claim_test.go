@@ -226,3 +226,36 @@ func (r racingLeases) Get(ctx context.Context, name string, opts metav1.GetOptio
 	}
 	return l, err
 }
+
+// TestClaimRenewalWrittenWithoutItsAnswerIsNoTakeOver: under overload a renewal of the claim can be
+// written while its answer never reaches the run (the renewer's timeout); the next renewal, from the
+// older copy, conflicts with the run's own write. The claim is still this run's and is renewed; a
+// claim another run holds is still lost. Before, the run ended at once, deleting nothing: a 1000-node
+// run on a loaded local control plane stopped after 33 s with "the claim was taken over by another
+// run (run 20261202-050410-afa07b)", its own run ID.
+func TestClaimRenewalWrittenWithoutItsAnswerIsNoTakeOver(t *testing.T) {
+	client := fake.NewClientset()
+	fleettest.ResourceVersions(client)
+	ctx := context.Background()
+	c := newClaim(client, Config{NamePrefix: "p", Fleet: "f", RunID: "mine"}.WithDefaults())
+	if err := c.take(ctx, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	lost := c.latest.DeepCopy() // the renewal whose answer was lost
+	c.stamp(lost, t0.Add(10*time.Second))
+	if _, err := client.CoordinationV1().Leases(agent.LeaseNamespace).Update(ctx, lost, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.renew(ctx, t0.Add(20*time.Second)); err != nil {
+		t.Fatalf("renew after its own lost answer: %v, want the claim renewed", err)
+	}
+	other := c.latest.DeepCopy()
+	other.Spec.HolderIdentity = new(string)
+	*other.Spec.HolderIdentity = "theirs"
+	if _, err := client.CoordinationV1().Leases(agent.LeaseNamespace).Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.renew(ctx, t0.Add(30*time.Second)); !errors.Is(err, errClaimLost) || !strings.Contains(err.Error(), "run theirs") {
+		t.Fatalf("renew of a claim run theirs took: %v, want it lost to run theirs", err)
+	}
+}
