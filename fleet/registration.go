@@ -24,6 +24,8 @@ type Registration struct {
 	// Throttled counts the 429s and Failed the failed requests of the agents from Start to
 	// Registered (to now while they register).
 	Throttled, Failed int64
+	// the tally's counts at Start
+	throttledBefore, failedBefore int64
 }
 
 // Duration is the time from the first start to every node registered, or 0 before.
@@ -50,7 +52,7 @@ func (f *Fleet) Registration() Registration {
 	f.mu.Unlock()
 	r.PeakQPS, r.Cuts = f.pace.paced()
 	if r.Registered.IsZero() && !r.Start.IsZero() {
-		r.Throttled, r.Failed = f.tally.Throttled()-r.Throttled, f.tally.Errors()-r.Failed
+		r.Throttled, r.Failed = f.tally.Throttled()-r.throttledBefore, f.tally.Errors()-r.failedBefore
 	}
 	return r
 }
@@ -85,8 +87,7 @@ func (s *starter) Run() {
 	}
 	if s.nextAdjust.IsZero() {
 		f.mu.Lock()
-		// The tally's counts so far, subtracted from what Registration reads.
-		f.registration.Start, f.registration.Throttled, f.registration.Failed = now, f.tally.Throttled(), f.tally.Errors()
+		f.registration.Start, f.registration.throttledBefore, f.registration.failedBefore = now, f.tally.Throttled(), f.tally.Errors()
 		f.mu.Unlock()
 		s.nextAdjust = now.Add(PaceInterval)
 	}
