@@ -156,6 +156,21 @@ func (c *claim) renew(ctx context.Context, now time.Time) error {
 	l := c.latest.DeepCopy()
 	c.stamp(l, now)
 	got, err := c.leases().Update(ctx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// An earlier renewal may have been written although its answer never came back (a timeout
+		// under overload): the claim is still this run's, at a newer version. Renewed from that,
+		// as a kubelet's lease controller renews from a GET after a conflict; a claim it cannot read
+		// is tried again at the next renewal, as another failure is.
+		cur, rerr := c.read(ctx)
+		if rerr != nil {
+			return fmt.Errorf("renew the claim Lease %s/%s after a conflict: %w", agent.LeaseNamespace, c.name, rerr)
+		}
+		if holder(cur) == c.run {
+			l = cur.DeepCopy()
+			c.stamp(l, now)
+			got, err = c.leases().Update(ctx, l, metav1.UpdateOptions{})
+		}
+	}
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		c.held = false
 		taker := "another run"

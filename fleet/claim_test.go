@@ -10,10 +10,13 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
@@ -225,4 +228,53 @@ func (r racingLeases) Get(ctx context.Context, name string, opts metav1.GetOptio
 		r.claimRead.wait()
 	}
 	return l, err
+}
+
+// TestClaimRenewalWrittenWithoutItsAnswerIsNoTakeOver: under overload a renewal of the claim can be
+// written while its answer never reaches the run (the renewer's timeout); the next renewal, from the
+// older copy, conflicts with the run's own write. The claim is still this run's and is renewed; a
+// claim another run holds is still lost, and one that cannot be read after the conflict is tried
+// again at the next renewal. Before, the run ended at once, deleting nothing: a 1000-node
+// run on a loaded local control plane stopped after 33 s with "the claim was taken over by another
+// run (run 20261202-050410-afa07b)", its own run ID.
+func TestClaimRenewalWrittenWithoutItsAnswerIsNoTakeOver(t *testing.T) {
+	client := fake.NewClientset()
+	fleettest.ResourceVersions(client)
+	ctx := context.Background()
+	c := newClaim(client, Config{NamePrefix: "p", Fleet: "f", RunID: "mine"}.WithDefaults())
+	if err := c.take(ctx, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	lost := c.latest.DeepCopy() // the renewal whose answer was lost
+	c.stamp(lost, t0.Add(10*time.Second))
+	if _, err := client.CoordinationV1().Leases(agent.LeaseNamespace).Update(ctx, lost, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.renew(ctx, t0.Add(20*time.Second)); err != nil {
+		t.Fatalf("renew after its own lost answer: %v, want the claim renewed", err)
+	}
+	stale := c.latest.DeepCopy()
+	c.stamp(stale, t0.Add(25*time.Second))
+	if _, err := client.CoordinationV1().Leases(agent.LeaseNamespace).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewTimeoutError("overloaded", 1)
+	})
+	if err := c.renew(ctx, t0.Add(26*time.Second)); err == nil || errors.Is(err, errClaimLost) {
+		t.Fatalf("renew after a conflict, the claim unreadable: %v, want an error to try again, not a loss", err)
+	}
+	client.ReactionChain = client.ReactionChain[1:]
+	if err := c.renew(ctx, t0.Add(27*time.Second)); err != nil {
+		t.Fatalf("renew once the claim reads again: %v", err)
+	}
+	other := c.latest.DeepCopy()
+	other.Spec.HolderIdentity = new(string)
+	*other.Spec.HolderIdentity = "theirs"
+	if _, err := client.CoordinationV1().Leases(agent.LeaseNamespace).Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.renew(ctx, t0.Add(30*time.Second)); !errors.Is(err, errClaimLost) || !strings.Contains(err.Error(), "run theirs") {
+		t.Fatalf("renew of a claim run theirs took: %v, want it lost to run theirs", err)
+	}
 }

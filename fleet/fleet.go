@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -40,6 +38,7 @@ type Fleet struct {
 	claim            *claim      // the run's claim on its shard, taken by Preflight
 
 	running chan struct{} // closed once agents start
+	pace    *pacer        // the initial agents' registration rate
 
 	mu sync.Mutex
 	// agents holds every agent the fleet has had, by position (index - FirstIndex): the initial ones,
@@ -52,6 +51,8 @@ type Fleet struct {
 	started int
 	added   int
 	failed  []error // agents that gave up for good
+	// registration is how the initial agents registered (Registration).
+	registration Registration
 }
 
 // New builds a fleet against the cluster of restConfig.
@@ -149,7 +150,8 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		tally:     tally,
 		running:   make(chan struct{}),
 	}
-	rec := agent.JoinRecorders(f.tally, cfg.Recorder)
+	f.pace = newPacer(cfg.RegisterQPS, tally.Throttled)
+	rec := agent.JoinRecorders(f.tally, f.pace, cfg.Recorder)
 	f.acfg = &agent.Config{
 		Template:  tmpl,
 		Heartbeat: cfg.Heartbeat,
@@ -282,7 +284,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		f.runCtx = runCtx
 		initial := f.agents[:len(f.agents):len(f.agents)]
 		f.mu.Unlock()
-		f.sched.After(0, &starter{f: f, agents: initial, ctx: runCtx, limit: f.limiter(f.cfg.RegisterQPS)})
+		f.sched.After(0, f.newStarter(runCtx, initial))
 		if f.pods != nil {
 			f.pods.resume() // for the nodes the watch's first list showed before the fleet ran
 		}
@@ -361,43 +363,6 @@ func (f *Fleet) Failures() []error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]error(nil), f.failed...)
-}
-
-// limiter allows qps a second to a task that waits for its next token on the fleet's scheduler. Its
-// burst is what accrues in one timer step, since the task wakes at the end of the step (Coalesce):
-// with a burst of one, a step of 50 ms would hold 200 registrations a second to 20.
-func (f *Fleet) limiter(qps float64) *rate.Limiter {
-	return rate.NewLimiter(rate.Limit(qps), max(1, int(math.Ceil(qps*f.cfg.Coalesce.Seconds()))))
-}
-
-// starter starts agents one by one as the registration rate limit admits them, as kubelets booting.
-type starter struct {
-	f      *Fleet
-	agents []*agent.Agent // the initial ones: AddNodes starts the others itself
-	ctx    context.Context
-	limit  *rate.Limiter
-	next   int
-}
-
-func (s *starter) Run() {
-	f := s.f
-	now := f.sched.Clock().Now()
-	for s.next < len(s.agents) && s.ctx.Err() == nil {
-		r := s.limit.ReserveN(now, 1)
-		if d := r.DelayFrom(now); d > 0 {
-			r.CancelAt(now)
-			f.sched.After(d, s)
-			return
-		}
-		a := s.agents[s.next]
-		s.next++
-		f.mu.Lock()
-		if !f.removed[a] {
-			a.Start(s.ctx)
-			f.started++
-		}
-		f.mu.Unlock()
-	}
 }
 
 // Progress is how far the fleet has come. Nodes counts every node the fleet has had: the initial

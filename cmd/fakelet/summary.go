@@ -18,6 +18,7 @@ type runSummary struct {
 	Mode      heartbeat.Mode
 	Elapsed   time.Duration
 	Progress  fleet.Progress
+	Register  fleet.Registration
 	Heartbeat map[string][2]int64 // kind -> ok, failed
 	Requests  []fleet.Count
 	Conns     fleet.Connections
@@ -29,7 +30,7 @@ type runSummary struct {
 func summarize(target string, f *fleet.Fleet, elapsed time.Duration) runSummary {
 	s := runSummary{
 		Target: target, Mode: f.Config().Heartbeat.Mode, Elapsed: elapsed,
-		Progress: f.Progress(), Heartbeat: map[string][2]int64{}, Conns: f.Connections(),
+		Progress: f.Progress(), Register: f.Registration(), Heartbeat: map[string][2]int64{}, Conns: f.Connections(),
 		Requests: f.Tally().Requests(), Failures: f.Failures(), PodsErr: f.PodCreateErr(), Usage: selfUsage(),
 	}
 	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
@@ -49,6 +50,7 @@ func (s runSummary) render(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "  duration\t%s\n", s.Elapsed.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "  nodes\t%d started, %d registered, %d Ready at the end, %d refused\n", p.Started, p.Registered, p.Ready, p.Failed)
+	fmt.Fprintf(tw, "  registration\t%s\n", registrationText(s.Register))
 	if p.Pods+p.PodsFailed > 0 {
 		fmt.Fprintf(tw, "  pods\t%d at the end, %d of them Ready, %d not created\n", p.Pods, p.PodsReady, p.PodsFailed)
 		if s.PodsErr != nil {
@@ -87,6 +89,17 @@ func (s runSummary) render(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  refused: %v\n", err)
 	}
+}
+
+// registrationText says how fast the control plane let the initial nodes register and what failed
+// meanwhile: the pacer's rate is what the server's answers allowed, up to --register-qps.
+func registrationText(r fleet.Registration) string {
+	paced := fmt.Sprintf("paced from %g/s up to %.0f/s of --register-qps %g, %d cuts", min(fleet.PaceStartQPS, r.CeilingQPS), r.PeakQPS, r.CeilingQPS, r.Cuts)
+	took := "not every node registered"
+	if d := r.Duration(); d > 0 {
+		took = fmt.Sprintf("%d nodes in %s (%.1f/s)", r.Nodes, d.Round(100*time.Millisecond), r.QPS())
+	}
+	return fmt.Sprintf("%s; %s; %d 429s, %d failed requests meanwhile", took, paced, r.Throttled, r.Failed)
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
