@@ -16,7 +16,7 @@ var tiers = [][]string{
 	{"agent"},
 	{"wire"},
 	{"fleet"},
-	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "fidelity"},
+	{"deploy", "controlplane", "internal/lockstep", "internal/metrics", "scenario", "internal/bench", "internal/standin", "fidelity"},
 	{"measure/observe", "measure/reaction", "measure/scrape", "measure/load", "measure/falsealarm", "measure/storm", "measure/workload"},
 	{"report"},
 	{"measure", "measure/promrecord", "capacity", "compare"},
