@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 
+	"fakelet.dev/fakelet/internal/bench"
 	"fakelet.dev/fakelet/internal/standin"
 )
 
@@ -94,4 +95,18 @@ func refuseStandIn(ctx context.Context, cfg *rest.Config) error {
 	}
 	return fmt.Errorf("%s is fakelet's stand-in for kube-apiserver (version %s), a benchmark target only: "+
 		"it measures the fleet, not a control plane; use it with fakelet bench --target stand-in", cfg.Host, v.GitVersion)
+}
+
+// standInBenchFlags refuses the bench flags that need a control plane when the target is the
+// stand-in: the kubemark reference and a peer compare with what an apiserver records.
+func standInBenchFlags(cmd *cobra.Command, ref referenceFlags, peer string, peerArgs []string, o bench.Options) error {
+	switch {
+	case ref.name != "" || ref.flagsUsed(cmd):
+		return fmt.Errorf("--target %s: the kubemark reference needs a control plane's audit log; drop --reference", bench.TargetStandIn)
+	case peer != "" || len(peerArgs) > 0:
+		return fmt.Errorf("--target %s: a peer is measured against a control plane; drop --peer", bench.TargetStandIn)
+	case len(o.APIServerArgs) > 0:
+		return fmt.Errorf("--target %s: there is no kube-apiserver to give --apiserver-arg", bench.TargetStandIn)
+	}
+	return nil
 }

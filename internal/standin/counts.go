@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // requestCounts is the stand-in's apiserver_request_total: what it answered by verb, resource,
@@ -13,6 +14,8 @@ import (
 type requestCounts struct {
 	mu sync.Mutex
 	n  map[countKey]uint64
+	// watches is the watches open now, the apiserver's apiserver_longrunning_requests{verb="WATCH"}.
+	watches atomic.Int64
 }
 
 type countKey struct {
@@ -41,4 +44,5 @@ func (c *requestCounts) write(w io.Writer) {
 	slices.Sort(lines)
 	fmt.Fprint(w, "# HELP apiserver_request_total Requests the fakelet stand-in answered.\n# TYPE apiserver_request_total counter\n")
 	fmt.Fprint(w, strings.Join(lines, ""))
+	fmt.Fprintf(w, "# HELP apiserver_longrunning_requests Watches the fakelet stand-in serves.\n# TYPE apiserver_longrunning_requests gauge\napiserver_longrunning_requests{verb=\"WATCH\"} %d\n", c.watches.Load())
 }

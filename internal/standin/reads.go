@@ -127,6 +127,8 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 	}
 	at := s.rv.Load()
 	st.mu.Unlock()
+	s.counts.watches.Add(1)
+	defer s.counts.watches.Add(-1)
 	defer func() {
 		st.mu.Lock()
 		st.watchers.remove(wt)
