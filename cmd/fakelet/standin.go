@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ func init() { subcommandFactories = append(subcommandFactories, newStandInComman
 // newStandInCommand is `fakelet stand-in`, hidden: the benchmark target `fakelet bench --target
 // stand-in` starts as a process of its own, so that its CPU is not the fleet's.
 func newStandInCommand() *cobra.Command {
-	var listen, kubeconfig string
+	var listen, kubeconfig, cpuProfile string
 	o := standin.Options{}
 	cmd := &cobra.Command{
 		Use:    "stand-in",
@@ -42,6 +43,17 @@ func newStandInCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--listen: %w", err)
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpu-profile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpu-profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			s := standin.New(o)
 			if err := s.WriteKubeconfig(kubeconfig, "https://"+l.Addr().String(), caPEM); err != nil {
 				return err
@@ -59,6 +71,7 @@ func newStandInCommand() *cobra.Command {
 	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to serve at")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "write the kubeconfig that reaches the stand-in to this file")
 	f.DurationVar(&o.Bookmarks, "bookmarks", time.Minute, "interval between a watch's bookmarks")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write the stand-in's CPU profile to this file, for a look at what it costs")
 	f.IntVar(&o.WatchBuffer, "watch-buffer", 100, "events a watch may have unsent before it is ended as too slow")
 	return cmd
 }

@@ -201,3 +201,37 @@ func TestReviewsAllowAndUnknownPathsAre404(t *testing.T) {
 		t.Fatalf("version %v, %v", v, err)
 	}
 }
+
+func TestConcurrentUpdatesAtOneResourceVersionOneWins(t *testing.T) {
+	_, cs := serve(t, Options{})
+	ctx := context.Background()
+	leases := cs.CoordinationV1().Leases("kube-node-lease")
+	created, err := leases.Create(ctx, testLease("n1"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 8
+	errs := make(chan error, writers)
+	for range writers {
+		go func() {
+			l := created.DeepCopy()
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			_, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+			errs <- err
+		}()
+	}
+	var ok, conflicts int
+	for range writers {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case apierrors.IsConflict(err):
+			conflicts++
+		default:
+			t.Errorf("update: %v", err)
+		}
+	}
+	if ok != 1 || conflicts != writers-1 {
+		t.Fatalf("%d updates at one resourceVersion: %d stored, %d conflicts; want 1 and %d", writers, ok, conflicts, writers-1)
+	}
+}

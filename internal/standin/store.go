@@ -110,19 +110,35 @@ func (st *store) get(namespace, name string) *entry {
 }
 
 // change is what one write does to the object at its key: it returns the new object (nil to
-// delete it), or an apiserver error.
+// delete it), or an apiserver error. It may run more than once, each time on the object then
+// stored, and must not change old.
 type change func(old *entry) (runtime.Object, error)
 
 // write applies c to the object at namespace/name and tells the watches. It returns the object
-// written (the deleted one for a delete) and the status code of its answer.
+// written (the deleted one for a delete) and the status code of its answer. c runs outside mu, as
+// the apiserver's GuaranteedUpdate runs its update function: a write that finds another stored
+// meanwhile runs c again on that one, so that a costly patch does not hold up the resource's reads.
 func (st *store) write(namespace, name string, c change) (*entry, int, error) {
+	k := key(namespace, name)
+	for {
+		old := st.get(namespace, name)
+		obj, err := c(old)
+		if err != nil {
+			return nil, 0, err
+		}
+		e, code, stored, err := st.commit(k, old, obj)
+		if stored {
+			return e, code, err
+		}
+	}
+}
+
+// commit stores obj (or deletes the object, for a nil obj) if the object at k is still old.
+func (st *store) commit(k string, old *entry, obj runtime.Object) (e *entry, code int, stored bool, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	k := key(namespace, name)
-	old := st.objects[k]
-	obj, err := c(old)
-	if err != nil {
-		return nil, 0, err
+	if st.objects[k] != old {
+		return nil, 0, false, nil
 	}
 	rv := st.s.rv.Add(1)
 	if obj == nil { // a delete: the object goes out with the resourceVersion of its deletion
@@ -130,24 +146,23 @@ func (st *store) write(namespace, name string, c change) (*entry, int, error) {
 		mustAccessor(gone).SetResourceVersion(strconv.FormatUint(rv, 10))
 		e, err := newEntry(st.res, gone, rv)
 		if err != nil {
-			return nil, 0, apierrors.NewInternalError(err)
+			return nil, 0, true, apierrors.NewInternalError(err)
 		}
 		delete(st.objects, k)
 		st.watchers.send(old, nil, e)
-		return e, http.StatusOK, nil
+		return e, http.StatusOK, true, nil
 	}
-	m := mustAccessor(obj)
-	m.SetResourceVersion(strconv.FormatUint(rv, 10))
-	e, err := newEntry(st.res, obj, rv)
+	mustAccessor(obj).SetResourceVersion(strconv.FormatUint(rv, 10))
+	e, err = newEntry(st.res, obj, rv)
 	if err != nil {
-		return nil, 0, apierrors.NewInternalError(err)
+		return nil, 0, true, apierrors.NewInternalError(err)
 	}
 	st.objects[k] = e
 	st.watchers.send(old, e, e)
 	if old == nil {
-		return e, http.StatusCreated, nil
+		return e, http.StatusCreated, true, nil
 	}
-	return e, http.StatusOK, nil
+	return e, http.StatusOK, true, nil
 }
 
 // list returns the objects that match, and the resourceVersion they are at.
@@ -157,7 +172,15 @@ func (st *store) list(namespace string, sel selector) ([]*entry, uint64) {
 	return st.matching(namespace, sel), st.s.rv.Load()
 }
 
+// matching is the objects sel selects; st.mu is held. A selector of one name, as a kubelet's watch
+// of its own Node, is a lookup.
 func (st *store) matching(namespace string, sel selector) []*entry {
+	if name, ok := exactName(sel); ok && (namespace != "" || !st.res.namespaced) {
+		if e := st.objects[key(namespace, name)]; e != nil && sel.matches(namespace, e) {
+			return []*entry{e}
+		}
+		return nil
+	}
 	var out []*entry
 	for _, e := range st.objects {
 		if sel.matches(namespace, e) {
@@ -165,6 +188,13 @@ func (st *store) matching(namespace string, sel selector) []*entry {
 		}
 	}
 	return out
+}
+
+func exactName(sel selector) (string, bool) {
+	if sel.fields == nil {
+		return "", false
+	}
+	return sel.fields.RequiresExactMatch("metadata.name")
 }
 
 func mustAccessor(obj runtime.Object) metav1.Object {
