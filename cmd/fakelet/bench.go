@@ -48,7 +48,7 @@ differences and their reasons (docs/fidelity.md).
 
 With --target stand-in, each fleet runs against fakelet's stand-in for kube-apiserver instead of a
 control plane: a benchmark target only, in a process of its own, that answers the fleet's requests
-as an apiserver does on the wire and costs little, so that the fleet's own costs (CPU per renewal,
+as an apiserver does on the wire from memory, so that the fleet's own costs (CPU per renewal,
 RSS per node, renewal interval and send lag) are measured at sizes no co-located apiserver holds.
 It prints one table of those, with the stand-in's own CPU and memory beside them.`,
 		Args: cobra.NoArgs,

@@ -6,7 +6,7 @@ import (
 )
 
 // WriteStandInTable writes the results of fleets against the stand-in as a Markdown table: the
-// fleet's own costs, which no co-located apiserver's share, against issue 26's targets.
+// fleet's own costs, shared with no co-located apiserver, and the stand-in's beside them.
 func WriteStandInTable(w io.Writer, results []Result) {
 	fmt.Fprintln(w, "| nodes | footprint | all Ready after | fleet CPU | fleet CPU per renewal | fleet RSS | RSS per node | renewal interval p50 / p99 | send lag p99 | stand-in CPU | stand-in RSS | lease PUT/s | failed heartbeats |")
 	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -130,20 +130,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, asJSON bool, err e
 		se = apierrors.NewInternalError(err)
 	}
 	st := se.Status()
-	st.Kind, st.APIVersion = "Status", "v1"
 	code := int(st.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
 	}
-	var body []byte
-	if asJSON {
-		body, _ = json.Marshal(&st)
-	} else {
-		raw, _ := st.Marshal()
-		body = envelope("v1", "Status", raw)
-	}
-	s.answer(w, code, contentType(asJSON), body)
-	return code
+	return s.writeStatus(w, asJSON, &st, code)
 }
 
 func contentType(asJSON bool) string {

@@ -3,7 +3,6 @@ package standin
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -143,7 +142,7 @@ func (st *store) commit(k string, old *entry, obj runtime.Object) (e *entry, cod
 	rv := st.s.rv.Add(1)
 	if obj == nil { // a delete: the object goes out with the resourceVersion of its deletion
 		gone := old.obj.DeepCopyObject()
-		mustAccessor(gone).SetResourceVersion(strconv.FormatUint(rv, 10))
+		mustAccessor(gone).SetResourceVersion(resourceVersionOf(rv))
 		e, err := newEntry(st.res, gone, rv)
 		if err != nil {
 			return nil, 0, true, apierrors.NewInternalError(err)
@@ -152,7 +151,7 @@ func (st *store) commit(k string, old *entry, obj runtime.Object) (e *entry, cod
 		st.watchers.send(old, nil, e)
 		return e, http.StatusOK, true, nil
 	}
-	mustAccessor(obj).SetResourceVersion(strconv.FormatUint(rv, 10))
+	mustAccessor(obj).SetResourceVersion(resourceVersionOf(rv))
 	e, err = newEntry(st.res, obj, rv)
 	if err != nil {
 		return nil, 0, true, apierrors.NewInternalError(err)
