@@ -99,14 +99,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, t target, asJSON 
 
 // answer writes a whole response with the headers an apiserver sends with every answer.
 func (s *Server) answer(w http.ResponseWriter, code int, contentType string, body []byte) {
-	h := w.Header()
+	s.setHeaders(w.Header(), contentType)
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// setHeaders sets the headers of every answer, a watch's too.
+func (s *Server) setHeaders(h http.Header, contentType string) {
 	h["Content-Type"] = []string{contentType}
 	h["Audit-Id"] = []string{s.auditID()}
 	h["Cache-Control"] = cacheControl
 	h["X-Kubernetes-Pf-Flowschema-Uid"] = flowSchemaUID
 	h["X-Kubernetes-Pf-Prioritylevel-Uid"] = priorityLevelUID
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
 }
 
 // The apiserver's constant headers, made once. Its flow schema and priority level are the ones

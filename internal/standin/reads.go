@@ -135,16 +135,11 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 		st.mu.Unlock()
 	}()
 
-	h := w.Header()
-	if asJSON {
-		h["Content-Type"] = []string{jsonType}
-	} else {
-		h["Content-Type"] = []string{protobufType + ";stream=watch"}
+	ct := jsonType
+	if !asJSON {
+		ct = protobufType + ";stream=watch"
 	}
-	h["Audit-Id"] = []string{s.auditID()}
-	h["Cache-Control"] = cacheControl
-	h["X-Kubernetes-Pf-Flowschema-Uid"] = flowSchemaUID
-	h["X-Kubernetes-Pf-Prioritylevel-Uid"] = priorityLevelUID
+	s.setHeaders(w.Header(), ct)
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	flush := func() {
