@@ -159,16 +159,30 @@ func (c *claim) stamp(l *coordinationv1.Lease, now time.Time) {
 // lease duration, and the other saw it unchanged for as long).
 var errClaimLost = errors.New("the claim was taken over by another run")
 
-// renew renews the claim from the server's last copy; a conflict means another run took it over.
+// renew renews the claim from the server's last copy; a conflict means another run took it over,
+// unless the claim read back is still this run's: an earlier renewal was stored but its answer lost
+// (a timeout on a slow server), and the renewal goes on from the copy read.
 func (c *claim) renew(ctx context.Context, now time.Time) error {
 	l := c.latest.DeepCopy()
 	c.stamp(l, now)
 	got, err := c.leases().Update(ctx, l, metav1.UpdateOptions{})
+	var current *coordinationv1.Lease
+	if apierrors.IsConflict(err) {
+		if current, _ = c.read(ctx); current != nil && holder(current) == c.run {
+			l = current.DeepCopy()
+			c.stamp(l, now)
+			got, err = c.leases().Update(ctx, l, metav1.UpdateOptions{})
+			current = nil
+		}
+	}
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		c.held = false
 		taker := "another run"
-		if l, rerr := c.read(ctx); rerr == nil && holder(l) != "" {
-			taker = "run " + holder(l)
+		if current == nil {
+			current, _ = c.read(ctx)
+		}
+		if holder(current) != "" {
+			taker = "run " + holder(current)
 		}
 		return fmt.Errorf("renew the claim Lease %s/%s: %w (%s)", agent.LeaseNamespace, c.name, errClaimLost, taker)
 	}
