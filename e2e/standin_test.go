@@ -28,6 +28,7 @@ func TestStandInFidelity(t *testing.T) {
 	if _, err := controlplane.FindBinaries(""); err != nil {
 		t.Fatalf("needs the control plane binaries (make controlplane): %v", err)
 	}
+	bin := fakeletBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	perRenewal := map[string]float64{}
@@ -36,7 +37,7 @@ func TestStandInFidelity(t *testing.T) {
 		res, err := bench.Run(ctx, bench.Options{
 			Sizes: []int{1000}, Footprints: []agent.Footprint{agent.FootprintHeartbeat},
 			Steady: 40 * time.Second, Settle: 10 * time.Second, RegisterTimeout: time.Minute, RegisterQPS: 200,
-			Fakelet: fakeletBinary(t), Dir: t.TempDir(), Target: target, Log: &log,
+			Fakelet: bin, Dir: t.TempDir(), Target: target, Log: &log,
 		})
 		t.Logf("%s:\n%s", target, log.String())
 		if err != nil {
