@@ -18,7 +18,7 @@ func init() { subcommandFactories = append(subcommandFactories, newBenchCommand)
 
 func newBenchCommand() *cobra.Command {
 	o := bench.Options{}
-	var sizes, footprints, out, peer string
+	var sizes, footprints, out, peer, target string
 	var peerArgs []string
 	ref := referenceFlags{}
 	cmd := &cobra.Command{
@@ -44,16 +44,30 @@ control plane whose apiserver audits node requests, run --nodes kubemark hollow 
 many fakelet agents, through a startup, a steady, a pods and a restart window (--windows), and
 print each node's requests per window and class (a pod's own per pod in the pods window, whose
 pods the scheduler places), hollow kubelet against fakelet, with the known
-differences and their reasons (docs/fidelity.md).`,
+differences and their reasons (docs/fidelity.md).
+
+With --target stand-in, each fleet runs against fakelet's stand-in for kube-apiserver instead of a
+control plane: a benchmark target only, in a process of its own, that answers the fleet's requests
+as an apiserver does on the wire from memory, so that the fleet's own costs (CPU per renewal,
+RSS per node, renewal interval and send lag) are measured at sizes no co-located apiserver holds.
+It prints one table of those, with the stand-in's own CPU and memory beside them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Target, err = bench.ParseTarget(target); err != nil {
+				return fmt.Errorf("--target: %w", err)
+			}
+			if o.Target == bench.TargetStandIn {
+				if err := standInBenchFlags(cmd, ref, peer, peerArgs, o); err != nil {
+					return err
+				}
+			}
 			if ref.name != "" || ref.flagsUsed(cmd) {
 				if peer != "" || len(peerArgs) > 0 {
 					return fmt.Errorf("--reference and --peer are two benches: give one")
 				}
 				return ref.run(cmd, o.Dir, o.BinDir, out)
 			}
-			var err error
 			if o.Sizes, err = bench.ParseSizes(sizes); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
 			}
@@ -104,7 +118,11 @@ differences and their reasons (docs/fidelity.md).`,
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			results, runErr := bench.Run(ctx, o)
-			writeBenchTables(cmd.OutOrStdout(), results, o.Peer != nil)
+			write := func(w io.Writer) { writeBenchTables(w, results, o.Peer != nil) }
+			if o.Target == bench.TargetStandIn {
+				write = func(w io.Writer) { bench.WriteStandInTable(w, results) }
+			}
+			write(cmd.OutOrStdout())
 			if out != "" && len(results) > 0 {
 				f, err := os.Create(out)
 				if err != nil {
@@ -115,8 +133,11 @@ differences and their reasons (docs/fidelity.md).`,
 				if o.Peer != nil {
 					how += " --peer " + peer
 				}
+				if o.Target == bench.TargetStandIn {
+					how += " --target " + o.Target
+				}
 				fmt.Fprintf(f, "Measured %s with `fakelet bench %s`.\n\n", time.Now().UTC().Format("2006-01-02"), how)
-				writeBenchTables(f, results, o.Peer != nil)
+				write(f)
 			}
 			if runErr != nil {
 				return runErr
@@ -145,6 +166,8 @@ differences and their reasons (docs/fidelity.md).`,
 	f.StringVar(&out, "out", "", "also write the tables to this file")
 	f.StringVar(&peer, "peer", "", "after each size's heartbeat footprint fleet (or its only one), hand its Nodes to this other fake kubelet and measure it the same way: "+strings.Join(bench.Peers, ", "))
 	f.StringArrayVar(&peerArgs, "peer-arg", nil, "extra flag for the peer (repeatable), such as --peer-arg=--v=INFO")
+	f.StringVar(&target, "target", bench.TargetLocal, "what the fleets run against: "+bench.TargetLocal+" (a fresh local control plane each) or "+
+		bench.TargetStandIn+" (fakelet's stand-in for kube-apiserver, a benchmark target only, to measure the fleet alone)")
 	ref.add(f)
 	return cmd
 }

@@ -137,6 +137,9 @@ func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*tar
 	}
 	if f.kubeconfig != "" || f.context != "" {
 		t, err := kubeconfigTarget(f)
+		if err == nil {
+			err = refuseStandIn(ctx, t.config)
+		}
 		if err == nil && t.warning != "" {
 			fmt.Fprintln(progress, t.warning)
 		}

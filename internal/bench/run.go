@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"fakelet.dev/fakelet/agent"
-	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/internal/pause"
 )
 
@@ -43,7 +42,10 @@ type Options struct {
 	// Peer, if set, keeps each size's Nodes after the fleet's window, on the same control plane,
 	// and is measured the same way (Result.Peer), after the fleet of PeerFootprint(Footprints).
 	Peer *Peer
-	Log  io.Writer
+	// Target is what the fleets run against: a fresh local control plane ("" or TargetLocal), or
+	// the stand-in (TargetStandIn), which measures the fleet alone.
+	Target string
+	Log    io.Writer
 }
 
 // Result is one fleet size's measurements in one footprint. CPU times and counts cover the steady
@@ -62,7 +64,8 @@ type Result struct {
 	LeasePUTp99   float64 // seconds, from apiserver_request_duration_seconds
 	RenewalP50    float64 // seconds between a node's renewals, from fakelet's histogram
 	RenewalP99    float64
-	RegisteredErr string // why not every node became Ready, if not
+	SendLagP99    float64 // seconds from a heartbeat's due time to its send, from fakelet's histogram
+	RegisteredErr string  // why not every node became Ready, if not
 	// Watches is the watch streams the fleet's agents held at the window's end (fakelet_watches).
 	Watches float64
 	// APIServerWatches is the watches the apiserver served at the window's end
@@ -125,24 +128,12 @@ func ParseFootprints(s string) ([]agent.Footprint, error) {
 func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result, error) {
 	res := Result{Nodes: n, Footprint: fp, CPU: map[string]time.Duration{}, RSS: map[string]int64{}}
 	dir := filepath.Join(o.Dir, fmt.Sprintf("%d-%s", n, fp))
-	fmt.Fprintf(o.Log, "== %d nodes, %s footprint: starting a control plane in %s\n", n, fp, dir)
-	cp, err := controlplane.Up(ctx, controlplane.Options{Dir: dir, BinDir: o.BinDir, APIServerArgs: o.APIServerArgs})
+	tgt, err := startTarget(ctx, o, dir, fmt.Sprintf("== %d nodes, %s footprint", n, fp))
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if err := cp.Down(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintf(o.Log, "stop control plane: %v\n", err)
-		}
-	}()
-	pids := map[string]int{}
-	for _, c := range cp.State().Components {
-		pids[c.Name] = c.PID
-	}
-	mc, err := cp.MetricsClient()
-	if err != nil {
-		return res, err
-	}
+	defer tgt.down()
+	pids := tgt.pids
 	addr, err := freeAddr()
 	if err != nil {
 		return res, err
@@ -152,11 +143,11 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 		return res, err
 	}
 	defer logFile.Close()
-	args := append([]string{"run", "--kubeconfig", cp.Kubeconfig, "--nodes", strconv.Itoa(n),
+	args := append([]string{"run", "--kubeconfig", tgt.kubeconfig, "--nodes", strconv.Itoa(n),
 		"--metrics-addr", addr, "--register-qps", strconv.FormatFloat(o.RegisterQPS, 'f', -1, 64),
 		"--footprint", string(fp), "--keep"}, o.RunArgs...)
 	child := exec.CommandContext(ctx, o.Fakelet, args...)
-	child.Env = append(os.Environ(), o.RunEnv...)
+	child.Env = append(append(os.Environ(), tgt.env...), o.RunEnv...)
 	child.Stdout, child.Stderr = logFile, logFile
 	child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
 	child.WaitDelay = 30 * time.Second
@@ -191,14 +182,14 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 		return res, err
 	}
 
-	before, err := snapshot(pids, mc, cp.APIServerURL+"/metrics", fleetURL)
+	before, err := snapshot(pids, tgt.metrics, tgt.metricsURL, fleetURL)
 	if err != nil {
 		return res, err
 	}
 	if err := pause.For(ctx, o.Steady); err != nil {
 		return res, err
 	}
-	after, err := snapshot(pids, mc, cp.APIServerURL+"/metrics", fleetURL)
+	after, err := snapshot(pids, tgt.metrics, tgt.metricsURL, fleetURL)
 	if err != nil {
 		return res, err
 	}
@@ -214,10 +205,12 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 	renewals := after.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil).
 		minus(before.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil))
 	res.RenewalP50, res.RenewalP99 = renewals.quantile(0.5), renewals.quantile(0.99)
+	res.SendLagP99 = after.fleet.histogram("fakelet_heartbeat_send_lag_seconds", nil).
+		minus(before.fleet.histogram("fakelet_heartbeat_send_lag_seconds", nil)).quantile(0.99)
 	res.Watches = after.fleet.sum("fakelet_watches", nil)
 	res.APIServerWatches = apiserverWatches(after.apiserver)
-	fmt.Fprintf(o.Log, "   fleet %.1fs CPU, apiserver %.1fs CPU, %.0f lease PUTs, %.0f watches held by the fleet, %.0f served by the apiserver\n",
-		res.CPU[Fakelet].Seconds(), res.CPU[controlplane.APIServer].Seconds(), res.LeasePUTs, res.Watches, res.APIServerWatches)
+	fmt.Fprintf(o.Log, "   fleet %.1fs CPU, %s %.1fs CPU, %.0f lease PUTs, %.0f watches held by the fleet, %.0f served by the apiserver\n",
+		res.CPU[Fakelet].Seconds(), tgt.server, res.CPU[tgt.server].Seconds(), res.LeasePUTs, res.Watches, res.APIServerWatches)
 	if o.Peer == nil {
 		return res, nil
 	}
@@ -229,17 +222,17 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 		return res, fmt.Errorf("stop the fleet: %w; see %s", err, logFile.Name())
 	}
 	delete(pids, Fakelet)
-	cs, err := kubernetes.NewForConfig(cp.AdminConfig())
+	cs, err := kubernetes.NewForConfig(tgt.admin)
 	if err != nil {
 		return res, err
 	}
 	pr, err := peerRun{
 		peer:       *o.Peer,
-		kubeconfig: cp.Kubeconfig,
+		kubeconfig: tgt.kubeconfig,
 		dir:        dir,
 		pids:       pids,
 		snapshot: func(pids map[string]int) (snap, error) {
-			return snapshot(pids, mc, cp.APIServerURL+"/metrics", "")
+			return snapshot(pids, tgt.metrics, tgt.metricsURL, "")
 		},
 		handedOver:     func(ctx context.Context) (bool, error) { return handedOver(ctx, cs, n) },
 		poll:           2 * time.Second,

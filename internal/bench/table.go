@@ -29,6 +29,13 @@ func WriteTable(w io.Writer, results []Result) {
 			mib(r.RSS[Fakelet]), mib(r.RSS[controlplane.APIServer]), r.LeasePUTs/secs,
 			nan(r.LeasePUTp99*1000, "%.1f ms"), nan(r.RenewalP50, "%.2f s"), nan(r.RenewalP99, "%.2f s"), r.Failures)
 	}
+	writeIncrementalRSS(w, results)
+	fmt.Fprintln(w, "\nCPU is per cent of one core over the steady window; fleet CPU per heartbeat divides the fleet's CPU time by the lease renewals and status patches it sent in the window.")
+}
+
+// writeIncrementalRSS writes, for each footprint measured at two sizes or more, the fleet's RSS
+// per node between its smallest and largest.
+func writeIncrementalRSS(w io.Writer, results []Result) {
 	for _, fp := range footprints(results) {
 		var of []Result
 		for _, r := range results {
@@ -44,7 +51,6 @@ func WriteTable(w io.Writer, results []Result) {
 		fmt.Fprintf(w, "\nIncremental fleet RSS per node in the %s footprint, (RSS at %d - RSS at %d) / %d: %.1f KiB.\n",
 			fp, hi.Nodes, lo.Nodes, hi.Nodes-lo.Nodes, perNode/1024)
 	}
-	fmt.Fprintln(w, "\nCPU is per cent of one core over the steady window; fleet CPU per heartbeat divides the fleet's CPU time by the lease renewals and status patches it sent in the window.")
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

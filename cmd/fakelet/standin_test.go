@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"fakelet.dev/fakelet/internal/standin"
+)
+
+func TestRunRefusesTheStandIn(t *testing.T) {
+	cert, caPEM, err := standin.SelfSigned(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := standin.New(standin.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, l, cert) }()
+	defer func() { cancel(); <-done }()
+	cfg := &rest.Config{Host: "https://" + l.Addr().String(), BearerToken: s.Token(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+
+	t.Setenv(standin.BenchEnv, "")
+	err = refuseStandIn(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "benchmark target only") {
+		t.Fatalf("a run against the stand-in: %v, want it refused as a benchmark target", err)
+	}
+	t.Setenv(standin.BenchEnv, standin.BenchEnvValue)
+	if err := refuseStandIn(ctx, cfg); err != nil {
+		t.Fatalf("a run fakelet bench started: %v", err)
+	}
+}
+
+func TestBenchStandInRefusesWhatNeedsAControlPlane(t *testing.T) {
+	for _, args := range [][]string{{"--peer", "kwok"}, {"--reference", "kubemark"}, {"--apiserver-arg", "--v=2"}} {
+		cmd := newBenchCommand()
+		cmd.SetArgs(append([]string{"--target", "stand-in"}, args...))
+		cmd.SetOut(new(strings.Builder))
+		cmd.SetErr(new(strings.Builder))
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--target stand-in") {
+			t.Errorf("bench --target stand-in %v: %v, want it refused", args, err)
+		}
+	}
+	cmd := newBenchCommand()
+	cmd.SetArgs([]string{"--target", "elsewhere"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--target") {
+		t.Errorf("bench --target elsewhere: %v", err)
+	}
+}

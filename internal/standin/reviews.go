@@ -1,0 +1,101 @@
+package standin
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// review answers a create that is not stored, with its status filled: 201.
+func (s *Server) review(w http.ResponseWriter, req *http.Request, t target, asJSON bool) int {
+	in, err := decodeBody(req, t.res)
+	if err != nil {
+		return s.fail(w, req, asJSON, err)
+	}
+	return s.answerObject(w, req, t.res, t.res.review(s, in), http.StatusCreated, asJSON)
+}
+
+// allowAccess allows whatever a SelfSubjectAccessReview asks: the stand-in authorizes everything.
+func allowAccess(_ *Server, in runtime.Object) runtime.Object {
+	r := in.(*authorizationv1.SelfSubjectAccessReview)
+	r.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "the fakelet stand-in allows every request"}
+	return r
+}
+
+// allowRules answers a SelfSubjectRulesReview with every verb on everything.
+func allowRules(_ *Server, in runtime.Object) runtime.Object {
+	r := in.(*authorizationv1.SelfSubjectRulesReview)
+	all := []string{"*"}
+	r.Status = authorizationv1.SubjectRulesReviewStatus{
+		ResourceRules:    []authorizationv1.ResourceRule{{Verbs: all, APIGroups: all, Resources: all}},
+		NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: all, NonResourceURLs: all}},
+	}
+	return r
+}
+
+// tokenRequest answers a pod's TokenRequest with a token that names nothing, valid as long as asked.
+func (s *Server) tokenRequest(w http.ResponseWriter, req *http.Request, t target, asJSON bool) int {
+	tokenRes := &resource{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenrequests"), kind: "TokenRequest", namespaced: true}
+	in, err := decodeBody(req, tokenRes)
+	if err != nil {
+		return s.fail(w, req, asJSON, err)
+	}
+	tr := in.(*authenticationv1.TokenRequest)
+	secs := int64(3600)
+	if tr.Spec.ExpirationSeconds != nil {
+		secs = *tr.Spec.ExpirationSeconds
+	}
+	tr.Namespace, tr.Name = t.namespace, t.name
+	tr.Status = authenticationv1.TokenRequestStatus{Token: "fakelet-stand-in." + t.namespace + "." + t.name,
+		ExpirationTimestamp: metav1.NewTime(s.o.Clock.Now().Add(time.Duration(secs) * time.Second))}
+	return s.answerObject(w, req, tokenRes, tr, http.StatusCreated, asJSON)
+}
+
+// answerObject encodes an object that is not stored and answers it.
+func (s *Server) answerObject(w http.ResponseWriter, req *http.Request, r *resource, obj runtime.Object, code int, asJSON bool) int {
+	obj.GetObjectKind().SetGroupVersionKind(r.gvk())
+	var body []byte
+	if asJSON {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return s.fail(w, req, asJSON, err)
+		}
+		body = b
+	} else {
+		raw, err := obj.(marshaler).Marshal()
+		if err != nil {
+			return s.fail(w, req, asJSON, err)
+		}
+		body = envelope(r.gvk().GroupVersion().String(), r.kind, raw)
+	}
+	s.answer(w, code, contentType(asJSON), body)
+	return code
+}
+
+// managedFields is the entry the apiserver's field manager keeps for a writer of a Lease, so that a
+// Lease carries as many bytes to and fro as it does from an apiserver: a kubelet's lease controller
+// owns its spec and the ownerReference to its Node. Other kinds carry none.
+func managedFields(req *http.Request, r *resource, obj runtime.Object, op metav1.ManagedFieldsOperationType, at metav1.Time) []metav1.ManagedFieldsEntry {
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok || r.gvr.Group != coordinationv1.GroupName {
+		return nil
+	}
+	var owners strings.Builder
+	for _, o := range lease.OwnerReferences {
+		owners.WriteString(`,"k:{\"uid\":\"` + string(o.UID) + `\"}":{}`)
+	}
+	fields := `{"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`
+	if owners.Len() > 0 {
+		fields = `{"f:metadata":{"f:ownerReferences":{".":{}` + owners.String() + `}},"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`
+	}
+	manager, _, _ := strings.Cut(req.UserAgent(), "/")
+	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: op, APIVersion: r.gvr.GroupVersion().String(),
+		Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}
+}

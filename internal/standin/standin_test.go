@@ -1,0 +1,237 @@
+package standin
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	testclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+// serve starts a stand-in on a loopback port and returns it with a protobuf clientset for it.
+func serve(t *testing.T, o Options) (*Server, *kubernetes.Clientset) {
+	t.Helper()
+	cert, caPEM, err := SelfSigned(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, l, cert) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	cfg := &rest.Config{Host: "https://" + l.Addr().String(), BearerToken: s.Token(),
+		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM},
+		ContentConfig:   rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json"},
+		QPS:             -1, UserAgent: "kubelet/v1.37.2"}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cs
+}
+
+func testLease(name string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-node-lease"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40)}}
+}
+
+func TestLeaseCreateGetUpdateAndConflict(t *testing.T) {
+	_, cs := serve(t, Options{})
+	ctx := context.Background()
+	leases := cs.CoordinationV1().Leases("kube-node-lease")
+	created, err := leases.Create(ctx, testLease("n1"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.UID == "" || created.ResourceVersion == "" || len(created.ManagedFields) != 1 || created.ManagedFields[0].Manager != "kubelet" {
+		t.Fatalf("created lease lacks what the apiserver sets: %+v", created.ObjectMeta)
+	}
+	if _, err := leases.Create(ctx, testLease("n1"), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("second create: %v, want 409 AlreadyExists", err)
+	}
+	renewed := created.DeepCopy()
+	renewed.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	updated, err := leases.Update(ctx, renewed, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updated.ResourceVersion == created.ResourceVersion || updated.UID != created.UID {
+		t.Fatalf("update: resourceVersion %s after %s, uid %s after %s", updated.ResourceVersion, created.ResourceVersion, updated.UID, created.UID)
+	}
+	// The first copy is stale now: a PUT of it is a conflict, as the lease controller's GET-and-retry expects.
+	if _, err := leases.Update(ctx, renewed, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("PUT at a stale resourceVersion: %v, want 409 Conflict", err)
+	}
+	got, err := leases.Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil || got.ResourceVersion != updated.ResourceVersion || !got.Spec.RenewTime.Equal(updated.Spec.RenewTime) {
+		t.Fatalf("GET after the update: %v, %+v", err, got)
+	}
+	if _, err := leases.Get(ctx, "missing", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("GET of a missing lease: %v, want 404", err)
+	}
+	if _, err := leases.Update(ctx, testLease("missing"), metav1.UpdateOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("PUT of a missing lease: %v, want 404", err)
+	}
+}
+
+func TestNodeStatusPatchIsWhatTheNextGetReturns(t *testing.T) {
+	_, cs := serve(t, Options{})
+	ctx := context.Background()
+	nodes := cs.CoreV1().Nodes()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"fakelet.dev/fleet": "f"}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}},
+			Capacity: corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("4")}}}
+	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"uid":"` + string(created.UID) + `"},"status":{"$setElementOrder/conditions":[{"type":"Ready"}],"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}`)
+	if _, err := nodes.Patch(ctx, "n1", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := nodes.Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Status.Conditions; len(c) != 1 || c[0].Status != corev1.ConditionTrue || c[0].Reason != "KubeletReady" || got.Status.Capacity.Cpu().String() != "4" {
+		t.Fatalf("after the patch the Node's status is %+v", got.Status)
+	}
+	stale := []byte(`{"metadata":{"uid":"not-the-node"},"status":{"phase":"Running"}}`)
+	if _, err := nodes.Patch(ctx, "n1", types.StrategicMergePatchType, stale, metav1.PatchOptions{}, "status"); !apierrors.IsConflict(err) {
+		t.Fatalf("a patch with another uid as its precondition: %v, want 409", err)
+	}
+}
+
+func TestWatchStreamingListEndsWithBookmarkThenEventsAndBookmarks(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Now())
+	_, cs := serve(t, Options{Clock: clk, Bookmarks: time.Minute})
+	ctx := context.Background()
+	leases := cs.CoordinationV1().Leases("kube-node-lease")
+	if _, err := leases.Create(ctx, testLease("n1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := leases.Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true, SendInitialEvents: ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, FieldSelector: "metadata.name=n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	next := func() watch.Event {
+		t.Helper()
+		select {
+		case ev := <-w.ResultChan():
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event in 10 s")
+			return watch.Event{}
+		}
+	}
+	if ev := next(); ev.Type != watch.Added || ev.Object.(*coordinationv1.Lease).Name != "n1" {
+		t.Fatalf("first event %v %T, want the lease ADDED", ev.Type, ev.Object)
+	}
+	ev := next()
+	if ev.Type != watch.Bookmark || ev.Object.(*coordinationv1.Lease).Annotations[initialEventsEnd] != "true" {
+		t.Fatalf("second event %v %+v, want the bookmark that ends the initial events", ev.Type, ev.Object)
+	}
+	got, _ := leases.Get(ctx, "n1", metav1.GetOptions{})
+	got.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	updated, err := leases.Update(ctx, got, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); ev.Type != watch.Modified || ev.Object.(*coordinationv1.Lease).ResourceVersion != updated.ResourceVersion {
+		t.Fatalf("after the update: %v %+v, want MODIFIED at %s", ev.Type, ev.Object, updated.ResourceVersion)
+	}
+	// Another lease's renewal does not reach a watch of n1.
+	if _, err := leases.Create(ctx, testLease("n2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(time.Minute)
+	if ev := next(); ev.Type != watch.Bookmark {
+		t.Fatalf("a minute on: %v %+v, want a bookmark (and nothing of n2)", ev.Type, ev.Object)
+	}
+}
+
+func TestReviewsAllowAndUnknownPathsAre404(t *testing.T) {
+	_, cs := serve(t, Options{})
+	ctx := context.Background()
+	if _, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, "x", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("missing lease: %v", err)
+	}
+	res := cs.Discovery().RESTClient().Get().AbsPath("/apis/nothing.example/v1/things").Do(ctx)
+	var code int
+	res.StatusCode(&code)
+	if code != http.StatusNotFound {
+		t.Fatalf("an unserved resource answered %d, want 404", code)
+	}
+	review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases"}}}, metav1.CreateOptions{})
+	if err != nil || !review.Status.Allowed {
+		t.Fatalf("SelfSubjectAccessReview: %v, %+v", err, review)
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil || v.GitVersion != GitVersion {
+		t.Fatalf("version %v, %v", v, err)
+	}
+}
+
+func TestConcurrentUpdatesAtOneResourceVersionOneWins(t *testing.T) {
+	_, cs := serve(t, Options{})
+	ctx := context.Background()
+	leases := cs.CoordinationV1().Leases("kube-node-lease")
+	created, err := leases.Create(ctx, testLease("n1"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 8
+	errs := make(chan error, writers)
+	for range writers {
+		go func() {
+			l := created.DeepCopy()
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			_, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+			errs <- err
+		}()
+	}
+	var ok, conflicts int
+	for range writers {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case apierrors.IsConflict(err):
+			conflicts++
+		default:
+			t.Errorf("update: %v", err)
+		}
+	}
+	if ok != 1 || conflicts != writers-1 {
+		t.Fatalf("%d updates at one resourceVersion: %d stored, %d conflicts; want 1 and %d", writers, ok, conflicts, writers-1)
+	}
+}
