@@ -19,6 +19,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // The fleet's pods (Config.PodsPerNode): the fleet creates them with its own credential, as a user or
@@ -295,7 +296,7 @@ func (p *podSet) observe(oldObj, obj any) {
 
 // countReady keeps the count of Ready pods among those the fleet created or adopted.
 func (p *podSet) countReady(pod *corev1.Pod) {
-	ready := podReady(pod)
+	ready := conditions.PodReady(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.created[pod.Name] != pod.UID {
@@ -373,15 +374,6 @@ func (p *podSet) createdUID(name string) (types.UID, bool) {
 	return uid, ok
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // fleetPod is what the fleet's pod watch keeps of a pod in its store for the run: a few hundred
 // bytes where a decoded pod takes kilobytes. The fleet and the OnPod handlers read it as a pod
 // (pod).
@@ -412,7 +404,7 @@ func compactPod(p *corev1.Pod, fleet string) *fleetPod {
 	out := &fleetPod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 			Labels: labels, DeletionTimestamp: p.DeletionTimestamp},
-		node: p.Spec.NodeName, ready: podReady(p),
+		node: p.Spec.NodeName, ready: conditions.PodReady(p),
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {

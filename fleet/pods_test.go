@@ -18,6 +18,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // podActions counts the requests on pods by verb (with "/status" for the subresource), leaving out
@@ -100,7 +101,7 @@ func podsCreatedBoundAndReportedReadyOnce(t *testing.T, fp agent.Footprint, patc
 				p.Spec.Tolerations[1].Key != corev1.TaintNodeUnreachable || p.Spec.Tolerations[1].Effect != corev1.TaintEffectNoExecute {
 				t.Errorf("pod %s: tolerations %+v, want not-ready and unreachable NoExecute for 20 s", p.Name, p.Spec.Tolerations)
 			}
-			if p.Status.Phase != corev1.PodRunning || !podReady(p) || p.Status.PodIP == "" || p.Status.HostIP == "" ||
+			if p.Status.Phase != corev1.PodRunning || !conditions.PodReady(p) || p.Status.PodIP == "" || p.Status.HostIP == "" ||
 				len(p.Status.ContainerStatuses) != 1 || !p.Status.ContainerStatuses[0].Ready {
 				t.Errorf("pod %s: status %+v, want Running and Ready with IPs and a ready container", p.Name, p.Status)
 			}

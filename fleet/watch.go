@@ -13,6 +13,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/conditions"
 )
 
 // nodeWatch is the one watch on the fleet's Nodes that stands in for every kubelet's own node
@@ -124,7 +125,7 @@ type nodeState struct {
 }
 
 func stateOf(n *corev1.Node) nodeState {
-	ready := isReady(n)
+	ready := conditions.NodeReady(n)
 	return nodeState{ready: ready, schedulable: ready && !hasControllerTaint(n)}
 }
 
@@ -148,15 +149,6 @@ func hasControllerTaint(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
 			return true
-		}
-	}
-	return false
-}
-
-func isReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false

@@ -35,7 +35,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/scheduler", "nodeshape"}},
 	"transport": {imports: []string{"agent", "internal/pause", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
 	"fleet": {
-		imports: []string{"access", "agent", "fleetname", "heartbeat", "internal/pause", "internal/scheduler", "transport", "wire"},
+		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/pause", "internal/scheduler", "transport", "wire"},
 		tests:   []string{"internal/fleettest"},
 	},
 	"scenario": {
