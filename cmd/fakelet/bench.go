@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ func newBenchCommand() *cobra.Command {
 	var sizes, footprints, out, peer string
 	var peerArgs []string
 	ref := referenceFlags{}
+	pods := podsFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure what fleets of several sizes cost fakelet and the control plane",
@@ -44,7 +46,15 @@ control plane whose apiserver audits node requests, run --nodes kubemark hollow 
 many fakelet agents, through a startup, a steady, a pods and a restart window (--windows), and
 print each node's requests per window and class (a pod's own per pod in the pods window, whose
 pods the scheduler places), hollow kubelet against fakelet, with the known
-differences and their reasons (docs/fidelity.md).`,
+differences and their reasons (docs/fidelity.md).
+
+With --pods-per-node N (without --reference), each fleet goes on after its window: Deployments of
+the bench's own, N pods for every node in all, are created, the controller manager creates their
+pods and the scheduler places them on the fleet's nodes; once all are Running (a watch of them), or
+--pods-timeout, and --settle, a second window as long is measured with them. A third table gives the
+rollout (its times and every process's CPU, and how much the controller manager's and the
+scheduler's client-side rate limits held them back), the two windows side by side, and what a pod
+costs the fleet and the apiserver.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if ref.name != "" || ref.flagsUsed(cmd) {
@@ -59,6 +69,9 @@ differences and their reasons (docs/fidelity.md).`,
 			}
 			if o.Footprints, err = bench.ParseFootprints(footprints); err != nil {
 				return fmt.Errorf("--footprints: %w", err)
+			}
+			if err := pods.apply(cmd, ref.podsPerNode, &o, peer != ""); err != nil {
+				return err
 			}
 			if o.Steady <= 0 || o.Settle < 0 || o.RegisterTimeout <= 0 {
 				return fmt.Errorf("--steady and --register-timeout must be positive, --settle not negative")
@@ -115,6 +128,9 @@ differences and their reasons (docs/fidelity.md).`,
 				if o.Peer != nil {
 					how += " --peer " + peer
 				}
+				if p := pods.how(o); p != "" {
+					how += " " + p
+				}
 				fmt.Fprintf(f, "Measured %s with `fakelet bench %s`.\n\n", time.Now().UTC().Format("2006-01-02"), how)
 				writeBenchTables(f, results, o.Peer != nil)
 			}
@@ -146,6 +162,7 @@ differences and their reasons (docs/fidelity.md).`,
 	f.StringVar(&peer, "peer", "", "after each size's heartbeat footprint fleet (or its only one), hand its Nodes to this other fake kubelet and measure it the same way: "+strings.Join(bench.Peers, ", "))
 	f.StringArrayVar(&peerArgs, "peer-arg", nil, "extra flag for the peer (repeatable), such as --peer-arg=--v=INFO")
 	ref.add(f)
+	pods.add(f)
 	return cmd
 }
 
@@ -158,6 +175,10 @@ func writeBenchTables(w io.Writer, results []bench.Result, peer bool) {
 	if peer {
 		fmt.Fprintln(w)
 		bench.WritePeerTable(w, results)
+	}
+	if slices.ContainsFunc(results, func(r bench.Result) bool { return r.Pods != nil }) {
+		fmt.Fprintln(w)
+		bench.WritePodsTable(w, results)
 	}
 }
 
