@@ -159,11 +159,19 @@ func (c *claim) stamp(l *coordinationv1.Lease, now time.Time) {
 // lease duration, and the other saw it unchanged for as long).
 var errClaimLost = errors.New("the claim was taken over by another run")
 
-// renew renews the claim from the server's last copy; a conflict means another run took it over.
+// renew renews the claim from the server's last copy; a conflict means another run took it over,
+// unless the claim is still this run's: a renewal whose answer was lost (a timeout on a busy
+// apiserver) can have changed it, and the renewal is made again from what the server holds.
 func (c *claim) renew(ctx context.Context, now time.Time) error {
 	l := c.latest.DeepCopy()
 	c.stamp(l, now)
 	got, err := c.leases().Update(ctx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		if cur, rerr := c.read(ctx); rerr == nil && holder(cur) == c.run {
+			c.stamp(cur, now)
+			got, err = c.leases().Update(ctx, cur, metav1.UpdateOptions{})
+		}
+	}
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		c.held = false
 		taker := "another run"
