@@ -10,11 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"fakelet.dev/fakelet/internal/pause"
 )
 
 // watchPods lists and watches the pods of namespace that match selector, handing each one that is
 // not deleted to see, until see says it has seen enough or deadline passes (both nil), listing again
-// when the server ends the watch.
+// when the server ends the watch or a request fails.
 func watchPods(ctx context.Context, cs kubernetes.Interface, namespace, selector string, deadline time.Time, see func(*corev1.Pod) bool) error {
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -45,6 +47,9 @@ func watchPods(ctx context.Context, cs kubernetes.Interface, namespace, selector
 		case errors.Is(err, watchtools.ErrWatchClosed):
 			continue
 		}
-		return err
+		// A busy apiserver times out a list of thousands of pods: list again a moment later.
+		if err := pause.For(wctx, time.Second); err != nil && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 	}
 }
