@@ -161,13 +161,19 @@ var errClaimLost = errors.New("the claim was taken over by another run")
 
 // renew renews the claim from the server's last copy; a conflict means another run took it over,
 // unless the claim is still this run's: a renewal whose answer was lost (a timeout on a busy
-// apiserver) can have changed it, and the renewal is made again from what the server holds.
+// apiserver) can have changed it, and the renewal is made again from what the server holds. A
+// conflict whose holder cannot be read is tried again at the next renewal.
 func (c *claim) renew(ctx context.Context, now time.Time) error {
 	l := c.latest.DeepCopy()
 	c.stamp(l, now)
 	got, err := c.leases().Update(ctx, l, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
-		if cur, rerr := c.read(ctx); rerr == nil && holder(cur) == c.run {
+		cur, rerr := c.read(ctx)
+		if rerr != nil {
+			// Who holds it is not known: tried again at the next renewal, within the lease duration.
+			return fmt.Errorf("renew the claim Lease %s/%s: %w", agent.LeaseNamespace, c.name, rerr)
+		}
+		if holder(cur) == c.run {
 			c.stamp(cur, now)
 			got, err = c.leases().Update(ctx, cur, metav1.UpdateOptions{})
 		}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/agent"
@@ -18,7 +20,8 @@ import (
 // with a stale copy of its own claim: the next renewal conflicts, and the claim is still this run's.
 // Before, the run stopped as if another had taken it over, naming itself: a 500-node bench on a
 // loaded machine (etcd put p99 7.9 s) stopped after 54 s with "the claim was taken over by another
-// run (run 20261202-050225-b55164)", its own run.
+// run (run 20261202-050225-b55164)", its own run; a 100-node one, whose GET of the claim timed out
+// too, with "...taken over by another run (another run)".
 func TestClaimRenewedAfterItsOwnLostRenewal(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
@@ -38,6 +41,26 @@ func TestClaimRenewedAfterItsOwnLostRenewal(t *testing.T) {
 	}
 	if !c.held || !c.latest.Spec.RenewTime.Time.Equal(t0.Add(20*time.Second)) {
 		t.Errorf("held %v, renewed at %v; want held, renewed at +20s", c.held, c.latest.Spec.RenewTime)
+	}
+
+	// A conflict whose holder cannot be read (the GET times out too) is not a takeover.
+	stale := c.latest.DeepCopy()
+	if _, err := client.CoordinationV1().Leases(agent.LeaseNamespace).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	failGet := true
+	client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failGet {
+			failGet = false
+			return true, nil, errors.New("context deadline exceeded")
+		}
+		return false, nil, nil
+	})
+	if err := c.renew(ctx, t0.Add(25*time.Second)); err == nil || errors.Is(err, errClaimLost) || !c.held {
+		t.Errorf("renewal whose holder could not be read: %v, held %v; want a failure to retry, still held", err, c.held)
+	}
+	if err := c.renew(ctx, t0.Add(27*time.Second)); err != nil {
+		t.Fatalf("the next renewal: %v", err)
 	}
 
 	// Taken over by another run: still lost.
