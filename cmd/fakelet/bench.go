@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ func newBenchCommand() *cobra.Command {
 	var sizes, footprints, out, peer, target string
 	var peerArgs []string
 	ref := referenceFlags{}
+	pods := podsFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure what fleets of several sizes cost fakelet and the control plane",
@@ -50,7 +52,15 @@ With --target stand-in, each fleet runs against fakelet's stand-in for kube-apis
 control plane: a benchmark target only, in a process of its own, that answers the fleet's requests
 as an apiserver does on the wire from memory, so that the fleet's own costs (CPU per renewal,
 RSS per node, renewal interval and send lag) are measured at sizes no co-located apiserver holds.
-It prints one table of those, with the stand-in's own CPU and memory beside them.`,
+It prints one table of those, with the stand-in's own CPU and memory beside them.
+
+With --pods-per-node N (without --reference), each fleet goes on after its window: Deployments of
+the bench's own, N pods for every node in all, are created, the controller manager creates their
+pods and the scheduler places them on the fleet's nodes; once all are Running (a watch of them), or
+--pods-timeout, and --settle, a second window as long is measured with them. A third table gives the
+rollout (its times and every process's CPU, and how much the controller manager's and the
+scheduler's client-side rate limits held them back), the two windows side by side, and what a pod
+costs the fleet and the apiserver.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -73,6 +83,9 @@ It prints one table of those, with the stand-in's own CPU and memory beside them
 			}
 			if o.Footprints, err = bench.ParseFootprints(footprints); err != nil {
 				return fmt.Errorf("--footprints: %w", err)
+			}
+			if err := pods.apply(cmd, ref.podsPerNode, &o, peer != ""); err != nil {
+				return err
 			}
 			if o.Steady <= 0 || o.Settle < 0 || o.RegisterTimeout <= 0 {
 				return fmt.Errorf("--steady and --register-timeout must be positive, --settle not negative")
@@ -136,6 +149,9 @@ It prints one table of those, with the stand-in's own CPU and memory beside them
 				if o.Target == bench.TargetStandIn {
 					how += " --target " + o.Target
 				}
+				if p := pods.how(o); p != "" {
+					how += " " + p
+				}
 				fmt.Fprintf(f, "Measured %s with `fakelet bench %s`.\n\n", time.Now().UTC().Format("2006-01-02"), how)
 				write(f)
 			}
@@ -169,6 +185,7 @@ It prints one table of those, with the stand-in's own CPU and memory beside them
 	f.StringVar(&target, "target", bench.TargetLocal, "what the fleets run against: "+bench.TargetLocal+" (a fresh local control plane each) or "+
 		bench.TargetStandIn+" (fakelet's stand-in for kube-apiserver, a benchmark target only, to measure the fleet alone)")
 	ref.add(f)
+	pods.add(f)
 	return cmd
 }
 
@@ -181,6 +198,10 @@ func writeBenchTables(w io.Writer, results []bench.Result, peer bool) {
 	if peer {
 		fmt.Fprintln(w)
 		bench.WritePeerTable(w, results)
+	}
+	if slices.ContainsFunc(results, func(r bench.Result) bool { return r.Pods != nil }) {
+		fmt.Fprintln(w)
+		bench.WritePodsTable(w, results)
 	}
 }
 

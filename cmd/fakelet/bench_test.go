@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Bad --peer and --footprints input is refused, with the fix, before any control plane starts.
+// Bad --peer, --footprints and --pods-per-node input is refused, with the fix, before any control plane starts.
 func TestBenchFlagsAreCheckedFirst(t *testing.T) {
 	empty := t.TempDir()
 	for _, tc := range []struct {
@@ -21,6 +21,11 @@ func TestBenchFlagsAreCheckedFirst(t *testing.T) {
 		{[]string{"--footprints", "heartbeat,heartbeat"}, `--footprints: footprint "heartbeat" given twice`},
 		{[]string{"--run-arg=--footprint=kubelet"}, "--run-arg --footprint=kubelet: give the footprints with --footprints"},
 		{[]string{"--run-arg=--footprint", "--run-arg=heartbeat"}, "--run-arg --footprint: give the footprints with --footprints"},
+		{[]string{"--pods-per-node=111"}, "--pods-per-node: pods per node must be between 0 and 110 (a node's pod capacity), got 111"},
+		{[]string{"--pods-per-node=-1"}, "--pods-per-node: pods per node must be between 0 and 110"},
+		{[]string{"--pods-timeout=10m"}, "--pods-timeout needs --pods-per-node"},
+		{[]string{"--pods-per-node=30", "--pods-timeout=0s"}, "--pods-timeout must be positive, got 0s"},
+		{[]string{"--pods-per-node=30", "--peer", "kwok"}, "--pods-per-node and --peer are two benches: give one"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := t.TempDir()

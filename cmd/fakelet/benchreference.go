@@ -26,16 +26,16 @@ type referenceFlags struct {
 }
 
 // referenceOnly are the flags that mean something only with --reference.
-var referenceOnly = []string{"nodes", "windows", "pods-per-node"}
+var referenceOnly = []string{"nodes", "windows"}
 
 // benchOnly are fakelet bench's flags that a reference run does not use.
-var benchOnly = []string{"sizes", "footprints", "steady", "settle", "register-timeout", "register-qps", "run-arg", "run-env", "apiserver-arg"}
+var benchOnly = []string{"sizes", "footprints", "steady", "settle", "register-timeout", "register-qps", "run-arg", "run-env", "apiserver-arg", "pods-timeout", "controller-manager-arg", "scheduler-arg"}
 
 func (r *referenceFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&r.name, "reference", "", "compare fakelet's agents with a reference kubelet instead: "+bench.Reference+" (see docs/fidelity.md)")
 	f.IntVar(&r.nodes, "nodes", 2, "with --reference: hollow kubelets, and as many fakelet agents")
 	f.StringVar(&r.windows, "windows", "", "with --reference: window lengths, NAME=DURATION comma-separated (default "+bench.DefaultWindows.String()+")")
-	f.IntVar(&r.podsPerNode, "pods-per-node", 3, "with --reference: pods created for every node in the pods window, placed by the scheduler")
+	f.IntVar(&r.podsPerNode, "pods-per-node", 0, fmt.Sprintf("pods placed by the scheduler for every node: with --reference, in its pods window (%d if not given); otherwise each fleet is measured again with them", bench.DefaultReferencePodsPerNode))
 }
 
 // flagsUsed says whether a flag of a reference run was given.
@@ -51,6 +51,9 @@ func (r *referenceFlags) flagsUsed(cmd *cobra.Command) bool {
 // options checks the flags, all of them before anything starts.
 func (r *referenceFlags) options(cmd *cobra.Command, dir, binDir string) (bench.ReferenceOptions, error) {
 	o := bench.ReferenceOptions{Nodes: r.nodes, PodsPerNode: r.podsPerNode, BinDir: binDir}
+	if !cmd.Flags().Changed("pods-per-node") {
+		o.PodsPerNode = bench.DefaultReferencePodsPerNode
+	}
 	if r.name != bench.Reference {
 		if r.name == "" {
 			return o, fmt.Errorf("--%s needs --reference %s", strings.Join(changed(cmd, referenceOnly), ", --"), bench.Reference)

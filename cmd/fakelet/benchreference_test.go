@@ -23,10 +23,11 @@ func TestBenchReferenceFlagsAreCheckedFirst(t *testing.T) {
 		want string
 	}{
 		{[]string{"--nodes=3"}, "--nodes needs --reference kubemark"},
-		{[]string{"--windows=steady=1m", "--pods-per-node=1"}, "--windows, --pods-per-node needs --reference kubemark"},
+		{[]string{"--windows=steady=1m", "--nodes=1"}, "--nodes, --windows needs --reference kubemark"},
 		{[]string{"--reference=kwok"}, `--reference "kwok": the only reference is kubemark`},
 		{[]string{"--reference=kubemark", "--sizes=10"}, "--sizes: not used with --reference"},
 		{[]string{"--reference=kubemark", "--footprints=kubelet"}, "--footprints: not used with --reference"},
+		{[]string{"--reference=kubemark", "--pods-timeout=1m"}, "--pods-timeout: not used with --reference"},
 		{[]string{"--reference=kubemark", "--windows=warmup=1m"}, `--windows: unknown window "warmup"`},
 		{[]string{"--reference=kubemark", "--windows=steady=0s"}, "--windows: steady=0s: want a positive duration"},
 		{[]string{"--reference=kubemark", "--nodes=0"}, "nodes must be between 1 and 100"},

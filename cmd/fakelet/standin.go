@@ -120,6 +120,8 @@ func standInBenchFlags(cmd *cobra.Command, ref referenceFlags, peer string, peer
 		return fmt.Errorf("--target %s: a peer is measured against a control plane; drop --peer", bench.TargetStandIn)
 	case len(o.APIServerArgs) > 0:
 		return fmt.Errorf("--target %s: there is no kube-apiserver to give --apiserver-arg", bench.TargetStandIn)
+	case cmd.Flags().Changed("pods-per-node") || cmd.Flags().Changed("controller-manager-arg") || cmd.Flags().Changed("scheduler-arg"):
+		return fmt.Errorf("--target %s: no controller manager or scheduler makes and places pods there; drop --pods-per-node", bench.TargetStandIn)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func TestRunRefusesTheStandIn(t *testing.T) {
 }
 
 func TestBenchStandInRefusesWhatNeedsAControlPlane(t *testing.T) {
-	for _, args := range [][]string{{"--peer", "kwok"}, {"--reference", "kubemark"}, {"--apiserver-arg", "--v=2"}} {
+	for _, args := range [][]string{{"--peer", "kwok"}, {"--reference", "kubemark"}, {"--apiserver-arg", "--v=2"}, {"--pods-per-node", "30"}} {
 		cmd := newBenchCommand()
 		cmd.SetArgs(append([]string{"--target", "stand-in"}, args...))
 		cmd.SetOut(new(strings.Builder))

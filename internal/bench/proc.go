@@ -53,3 +53,17 @@ func rss(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages, as uptime prints them: benches on a
+// shared machine are quoted beside it. Empty where /proc/loadavg cannot be read.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -134,3 +134,14 @@ func (b buckets) quantile(q float64) float64 {
 	}
 	return prevBound
 }
+
+// histogramSum adds up the sums of the histograms of name whose labels match.
+func (f families) histogramSum(name string, labels map[string]string) float64 {
+	var s float64
+	for _, m := range f[name].GetMetric() {
+		if matches(m, labels) && m.Histogram != nil {
+			s += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return s
+}

@@ -57,6 +57,9 @@ type Windows struct {
 // long enough for the kubelets' 5-minute status reports and 5-10 minute watch timeouts.
 var DefaultWindows = Windows{Startup: time.Minute, Steady: 10 * time.Minute, Pods: 2 * time.Minute, Restart: 2 * time.Minute}
 
+// DefaultReferencePodsPerNode is the pods window's pods for each node unless told otherwise.
+const DefaultReferencePodsPerNode = 3
+
 // ReferenceOptions configure a reference run.
 type ReferenceOptions struct {
 	Nodes       int // of each kind
@@ -73,8 +76,8 @@ func (o ReferenceOptions) Validate() error {
 	switch {
 	case o.Nodes < 1 || o.Nodes > 100:
 		return fmt.Errorf("nodes must be between 1 and 100 of each kind (one kubemark process each), got %d", o.Nodes)
-	case o.PodsPerNode < 0 || o.PodsPerNode > fleet.MaxPodsPerNode:
-		return fmt.Errorf("pods per node must be between 0 and %d, got %d", fleet.MaxPodsPerNode, o.PodsPerNode)
+	case ValidatePodsPerNode(o.PodsPerNode) != nil:
+		return ValidatePodsPerNode(o.PodsPerNode)
 	case w.Startup <= 0 || w.Steady <= 0 || w.Pods <= 0 || w.Restart <= 0:
 		return fmt.Errorf("every window must be longer than 0 (startup %v, steady %v, pods %v, restart %v)", w.Startup, w.Steady, w.Pods, w.Restart)
 	}

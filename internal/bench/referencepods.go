@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,9 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/fleet"
@@ -84,37 +81,10 @@ func waitPlaced(ctx context.Context, admin kubernetes.Interface, created map[str
 		}
 		return len(placed) == len(created)
 	}
-	wctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	pods := admin.CoreV1().Pods(fleetname.PodNamespace)
-	for {
-		list, err := pods.List(wctx, metav1.ListOptions{LabelSelector: referenceLabel})
-		if err == nil {
-			for i := range list.Items {
-				if see(&list.Items[i]) {
-					return placed, nil
-				}
-			}
-			var w watch.Interface
-			if w, err = pods.Watch(wctx, metav1.ListOptions{LabelSelector: referenceLabel, ResourceVersion: list.ResourceVersion}); err == nil {
-				_, err = watchtools.UntilWithoutRetry(wctx, w, func(e watch.Event) (bool, error) {
-					pod, ok := e.Object.(*corev1.Pod)
-					return ok && e.Type != watch.Deleted && see(pod), nil
-				})
-			}
-		}
-		switch {
-		case err == nil:
-			return placed, nil
-		case ctx.Err() != nil:
-			return nil, context.Cause(ctx)
-		case wctx.Err() != nil:
-			return placed, nil // the pods placed by the deadline are those the comparison counts
-		case errors.Is(err, watchtools.ErrWatchClosed):
-			continue // the server ended the watch: list again
-		}
+	if err := watchPods(ctx, admin, fleetname.PodNamespace, referenceLabel, deadline, see); err != nil {
 		return nil, fmt.Errorf("watch the reference's pods until the scheduler placed them: %w", err)
 	}
+	return placed, nil
 }
 
 // referencePod is pod i of the pods window: the fleet's kind of pod (fleet/pods.go), one pause

@@ -45,7 +45,15 @@ type Options struct {
 	// Target is what the fleets run against: a fresh local control plane ("" or TargetLocal), or
 	// the stand-in (TargetStandIn), which measures the fleet alone.
 	Target string
-	Log    io.Writer
+	// PodsPerNode, if above 0, measures each fleet again after its window, with that many pods on
+	// every node placed by the scheduler from Deployments of the bench's own (Result.Pods), waiting
+	// at most PodsTimeout for all of them to be Running.
+	PodsPerNode int
+	PodsTimeout time.Duration
+	// ControllerManagerArgs and SchedulerArgs are extra flags of those components, such as their
+	// --kube-api-qps, which bound how fast the pods are created and placed.
+	ControllerManagerArgs, SchedulerArgs []string
+	Log                                  io.Writer
 }
 
 // Result is one fleet size's measurements in one footprint. CPU times and counts cover the steady
@@ -72,7 +80,14 @@ type Result struct {
 	// (apiserver_longrunning_requests{verb="WATCH"}): the agents', the fleet process's own (its
 	// Nodes, its measurement), the controller manager's and the apiserver's.
 	APIServerWatches float64
-	Peer             *PeerResult
+	// FleetHeap and FleetGoroutines are the fleet process's go_memstats_heap_inuse_bytes and
+	// go_goroutines at the window's end.
+	FleetHeap, FleetGoroutines float64
+	Load                       string // the machine's 1, 5 and 15 minute load averages at the window's end
+	Peer                       *PeerResult
+	// Pods, with Options.PodsPerNode, is the same fleet after the window: its pods' rollout and a
+	// window with them on every node.
+	Pods *PodsResult
 }
 
 // Fakelet is the key of the fleet's own process in Result.CPU and Result.RSS.
@@ -182,35 +197,20 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 		return res, err
 	}
 
-	before, err := snapshot(pids, tgt.metrics, tgt.metricsURL, fleetURL)
-	if err != nil {
+	snapshotNow := func() (snap, error) { return snapshot(pids, tgt.metrics, tgt.metricsURL, fleetURL) }
+	if err := steadyWindow(ctx, &res, pids, snapshotNow, o.Steady); err != nil {
 		return res, err
 	}
-	if err := pause.For(ctx, o.Steady); err != nil {
-		return res, err
-	}
-	after, err := snapshot(pids, tgt.metrics, tgt.metricsURL, fleetURL)
-	if err != nil {
-		return res, err
-	}
-	res.Window = after.at.Sub(before.at)
-	for name := range pids {
-		res.CPU[name] = after.cpu[name] - before.cpu[name]
-		res.RSS[name] = after.rss[name]
-	}
-	res.Heartbeats = after.fleet.sum("fakelet_heartbeats_total", nil) - before.fleet.sum("fakelet_heartbeats_total", nil)
-	failed := map[string]string{"result": "failure"}
-	res.Failures = after.fleet.sum("fakelet_heartbeats_total", failed) - before.fleet.sum("fakelet_heartbeats_total", failed)
-	res.LeasePUTs, res.LeasePUTp99 = leasePUTs(before.apiserver, after.apiserver)
-	renewals := after.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil).
-		minus(before.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil))
-	res.RenewalP50, res.RenewalP99 = renewals.quantile(0.5), renewals.quantile(0.99)
-	res.SendLagP99 = after.fleet.histogram("fakelet_heartbeat_send_lag_seconds", nil).
-		minus(before.fleet.histogram("fakelet_heartbeat_send_lag_seconds", nil)).quantile(0.99)
-	res.Watches = after.fleet.sum("fakelet_watches", nil)
-	res.APIServerWatches = apiserverWatches(after.apiserver)
 	fmt.Fprintf(o.Log, "   fleet %.1fs CPU, %s %.1fs CPU, %.0f lease PUTs, %.0f watches held by the fleet, %.0f served by the apiserver\n",
 		res.CPU[Fakelet].Seconds(), tgt.server, res.CPU[tgt.server].Seconds(), res.LeasePUTs, res.Watches, res.APIServerWatches)
+	if o.PodsPerNode > 0 {
+		pr, err := podsRun{
+			o: o, nodes: n, res: res, pids: pids, snapshot: snapshotNow,
+			admin: tgt.admin, components: tgt.components, metrics: tgt.metrics,
+		}.run(ctx)
+		res.Pods = pr
+		return res, err
+	}
 	if o.Peer == nil {
 		return res, nil
 	}
@@ -248,6 +248,44 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 	}
 	res.Peer = &pr
 	return res, ctx.Err()
+}
+
+// steadyWindow measures a window of d into res: the processes' CPU over it and RSS at its end, the
+// fleet's heartbeats, renewal intervals, heap, goroutines and watches, the apiserver's lease PUTs and
+// watches, and the machine's load average at its end.
+func steadyWindow(ctx context.Context, res *Result, pids map[string]int, snapshot func() (snap, error), d time.Duration) error {
+	before, err := snapshot()
+	if err != nil {
+		return err
+	}
+	if err := pause.For(ctx, d); err != nil {
+		return err
+	}
+	after, err := snapshot()
+	if err != nil {
+		return err
+	}
+	res.Window = after.at.Sub(before.at)
+	res.CPU, res.RSS = map[string]time.Duration{}, map[string]int64{}
+	for name := range pids {
+		res.CPU[name] = after.cpu[name] - before.cpu[name]
+		res.RSS[name] = after.rss[name]
+	}
+	res.Heartbeats = after.fleet.sum("fakelet_heartbeats_total", nil) - before.fleet.sum("fakelet_heartbeats_total", nil)
+	failed := map[string]string{"result": "failure"}
+	res.Failures = after.fleet.sum("fakelet_heartbeats_total", failed) - before.fleet.sum("fakelet_heartbeats_total", failed)
+	res.LeasePUTs, res.LeasePUTp99 = leasePUTs(before.apiserver, after.apiserver)
+	renewals := after.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil).
+		minus(before.fleet.histogram("fakelet_lease_renewal_interval_seconds", nil))
+	res.RenewalP50, res.RenewalP99 = renewals.quantile(0.5), renewals.quantile(0.99)
+	res.SendLagP99 = after.fleet.histogram("fakelet_heartbeat_send_lag_seconds", nil).
+		minus(before.fleet.histogram("fakelet_heartbeat_send_lag_seconds", nil)).quantile(0.99)
+	res.Watches = after.fleet.sum("fakelet_watches", nil)
+	res.APIServerWatches = apiserverWatches(after.apiserver)
+	res.FleetHeap = after.fleet.sum("go_memstats_heap_inuse_bytes", nil)
+	res.FleetGoroutines = after.fleet.sum("go_goroutines", nil)
+	res.Load = loadAverage()
+	return nil
 }
 
 // leasePUTs returns the lease PUTs the apiserver counted between two scrapes, and their p99 latency

@@ -47,7 +47,10 @@ type benchTarget struct {
 	metrics    *http.Client
 	metricsURL string
 	pids       map[string]int // the target's processes, by name
-	env        []string       // what the fleet's process needs in its environment to target it
+	// components are the local control plane's (none for the stand-in): a pods bench scrapes the
+	// controller manager's and the scheduler's client metrics.
+	components []controlplane.ComponentState
+	env        []string // what the fleet's process needs in its environment to target it
 	down       func()
 }
 
@@ -58,7 +61,10 @@ func startTarget(ctx context.Context, o Options, dir, what string) (*benchTarget
 		return startStandIn(ctx, o, dir)
 	}
 	fmt.Fprintf(o.Log, "%s: starting a control plane in %s\n", what, dir)
-	cp, err := controlplane.Up(ctx, controlplane.Options{Dir: dir, BinDir: o.BinDir, APIServerArgs: o.APIServerArgs})
+	cp, err := controlplane.Up(ctx, controlplane.Options{
+		Dir: dir, BinDir: o.BinDir, APIServerArgs: o.APIServerArgs,
+		ControllerManagerArgs: o.ControllerManagerArgs, SchedulerArgs: o.SchedulerArgs,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +79,7 @@ func startTarget(ctx context.Context, o Options, dir, what string) (*benchTarget
 		return nil, err
 	}
 	t := &benchTarget{server: controlplane.APIServer, kubeconfig: cp.Kubeconfig, admin: cp.AdminConfig(), metrics: mc,
-		metricsURL: cp.APIServerURL + "/metrics", pids: map[string]int{}, down: down}
+		metricsURL: cp.APIServerURL + "/metrics", pids: map[string]int{}, components: cp.State().Components, down: down}
 	for _, c := range cp.State().Components {
 		t.pids[c.Name] = c.PID
 	}
