@@ -43,8 +43,11 @@ func (r *Report) writeWorkloads(w io.Writer) {
 	}
 	_ = tw.Flush()
 	for _, re := range wl.Reactions {
-		fmt.Fprintf(w, "  %s: %s on %s (%s, %s on them): %s lost for good\n", re.Phase, re.Op, re.Group,
-			count(re.Nodes, "node"), count(re.Pods, "pod"), count(re.Lost, "pod"))
+		fmt.Fprintf(w, "  %s: %s on %s (%s, %s on them, %s of the workloads Running): %s lost for good\n", re.Phase, re.Op, re.Group,
+			count(re.Nodes, "node"), count(re.Pods, "pod"), count(re.Running, "pod"), count(re.Lost, "pod"))
+		if re.Running == 0 {
+			fmt.Fprintf(w, "    (no pod of the workloads was Running when the op began: there was no workload to follow)\n")
+		}
 		if len(re.Steps) == 0 {
 			continue
 		}
@@ -100,7 +103,7 @@ const htmlWorkloads = `{{with .R.Workloads}}<h2>Workloads</h2>
 {{range .Throughput}}<tr><td class="l">{{.Phase}}</td><td>{{.Scheduled}}</td><td>{{printf "%.0f" .Perc50}}</td><td>{{printf "%.0f" .Perc90}}</td><td>{{printf "%.0f" .Perc99}}</td><td>{{printf "%.0f" .Max}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Reactions}}<h3>{{.Phase}}: {{.Op}} on {{.Group}}</h3>
-<p>{{.Nodes}} nodes, {{.Pods}} pods on them when the op reached them; <span{{if .Lost}} class="missing"{{end}}>{{.Lost}} lost for good</span>. Seconds from the op.</p>
+<p>{{.Nodes}} nodes, {{.Pods}} pods on them when the op reached them, {{.Running}} of the workloads' pods Running when it began; <span{{if .Lost}} class="missing"{{end}}>{{.Lost}} lost for good</span>. Seconds from the op.</p>
 {{if .Steps}}<table>
 <tr><th class="l">step</th><th>count</th><th>first</th><th>median</th><th>last</th></tr>
 {{range .Steps}}<tr><td class="l">{{.Name}}</td><td>{{.Count}}</td><td>{{printf "%.1f" .First}}</td><td>{{printf "%.1f" .Median}}</td><td>{{printf "%.1f" .Last}}</td></tr>

@@ -26,7 +26,7 @@ func fixtureWorkloads() *workload.Summary {
 		}},
 		Throughput: []workload.Throughput{{Phase: "steady", Scheduled: 10, Perc50: 10, Perc90: 10, Perc99: 10, Max: 10},
 			{Phase: "outage", Scheduled: 1, Perc50: 1, Perc90: 1, Perc99: 1, Max: 1}},
-		Reactions: []workload.Reaction{{Phase: "outage", Group: "victims", Op: "stop", Nodes: 2, Pods: 2, Lost: 0, Steps: []workload.Step{
+		Reactions: []workload.Reaction{{Phase: "outage", Group: "victims", Op: "stop", Nodes: 2, Pods: 2, Running: 11, Lost: 0, Steps: []workload.Step{
 			{Name: workload.StepNotReady, Count: 2, First: 21, Median: 21, Last: 23},
 			{Name: workload.StepEndpointNotReady, Count: 2, First: 21.2, Median: 21.2, Last: 23.1},
 			{Name: workload.StepEvicted, Count: 1, First: 61, Median: 61, Last: 61},
@@ -67,5 +67,19 @@ func TestWorkloadsInThePageAndPerfData(t *testing.T) {
 	}
 	if it := items["WorkloadReaction/outage/evicted"]; it.Data["Median"] != 61000 || it.Labels["Group"] != "victims" {
 		t.Errorf("evicted item = %+v", it)
+	}
+}
+
+// An op that reached no pod of workloads that had none Running is no outage ridden out: the summary
+// says there was nothing to follow rather than read as "0 pods lost for good" alone.
+func TestWorkloadsThatNeverRanAreSaidToHaveNoneRunning(t *testing.T) {
+	r := &Report{}
+	r.Workloads = &workload.Summary{Namespace: "ns", Pods: 78, Reactions: []workload.Reaction{
+		{Phase: "outage", Group: "stopped", Op: "stop", Nodes: 100},
+	}}
+	var b bytes.Buffer
+	r.writeWorkloads(&b)
+	if !strings.Contains(b.String(), "0 pods of the workloads Running") || !strings.Contains(b.String(), "no workload to follow") {
+		t.Errorf("summary:\n%s\nwant it to say no pod of the workloads was Running", b.String())
 	}
 }

@@ -51,9 +51,12 @@ type Reaction struct {
 	Op    string `json:"op"`
 	// Nodes counts the nodes the op reached; Pods the workloads' pods on them when it did (bound, not
 	// being deleted).
-	Nodes int    `json:"nodes"`
-	Pods  int    `json:"pods"`
-	Steps []Step `json:"steps"`
+	Nodes int `json:"nodes"`
+	Pods  int `json:"pods"`
+	// Running counts the workloads' pods Running anywhere when the op began: with none, an op that
+	// reached no pod is not a workload that rode the outage out, but one that never ran.
+	Running int    `json:"running"`
+	Steps   []Step `json:"steps"`
 	// Lost counts the affected pods neither Ready again on their node nor replaced by a pod Ready by
 	// the end (the profile's last phase's): the pods lost for good.
 	Lost int `json:"lost"`
@@ -97,8 +100,12 @@ func (r *Recorder) reaction(b *breakOp, end time.Time, rp *replacements) Reactio
 		lost     int
 	)
 	firstByWorkload := map[string]time.Time{}
+	running := 0
 	for _, uid := range r.order {
 		p := r.pods[uid]
+		if p.workload != "" && !p.running.IsZero() && !p.running.After(b.first) && p.gone(b.first).IsZero() {
+			running++
+		}
 		opAt, ok := b.nodes[p.node]
 		if !ok || p.scheduled.IsZero() || p.scheduled.After(opAt) || !p.gone(opAt).IsZero() {
 			continue
@@ -154,7 +161,7 @@ func (r *Recorder) reaction(b *breakOp, end time.Time, rp *replacements) Reactio
 			}
 		}
 	}
-	re := Reaction{Phase: b.phase, Group: b.group, Op: b.op, Nodes: len(b.nodes), Pods: len(affected), Lost: lost}
+	re := Reaction{Phase: b.phase, Group: b.group, Op: b.op, Nodes: len(b.nodes), Pods: len(affected), Running: running, Lost: lost}
 	for _, name := range Steps {
 		if s := steps[name]; len(s) > 0 {
 			slices.Sort(s)

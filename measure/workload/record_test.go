@@ -142,7 +142,7 @@ func TestReactionOfADeploymentToANodeOutage(t *testing.T) {
 		t.Fatalf("reactions = %+v, want one (latency breaks nothing)", sum.Reactions)
 	}
 	re := sum.Reactions[0]
-	want := Reaction{Phase: "outage", Group: "victims", Op: "stop", Nodes: 1, Pods: 2, Lost: 0, Steps: []Step{
+	want := Reaction{Phase: "outage", Group: "victims", Op: "stop", Nodes: 1, Pods: 2, Running: 3, Lost: 0, Steps: []Step{
 		{Name: StepNotReady, Count: 2, First: 50, Median: 50, Last: 50},
 		{Name: StepEndpointNotReady, Count: 2, First: 51, Median: 51, Last: 51},
 		{Name: StepEvicted, Count: 1, First: 80, Median: 80, Last: 80},
@@ -280,7 +280,7 @@ func TestReactionToUnreadyPods(t *testing.T) {
 	if len(sum.Reactions) != 1 {
 		t.Fatalf("reactions = %+v, want unreadyPods' alone", sum.Reactions)
 	}
-	want := Reaction{Phase: "faults", Group: "g", Op: "unreadyPods", Nodes: 1, Pods: 1, Steps: []Step{
+	want := Reaction{Phase: "faults", Group: "g", Op: "unreadyPods", Nodes: 1, Pods: 1, Running: 1, Steps: []Step{
 		{Name: StepNotReady, Count: 1, First: 1, Median: 1, Last: 1},
 		{Name: StepEndpointNotReady, Count: 1, First: 1.5, Median: 1.5, Last: 1.5},
 		{Name: StepReadyInPlace, Count: 1, First: 11, Median: 11, Last: 11},
