@@ -14,29 +14,27 @@ import (
 func selectedListWatch[L runtime.Object](selector string,
 	list func(context.Context, metav1.ListOptions) (L, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return list(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return watchFn(ctx, o)
-		},
-	}
+	return optionsListWatch(func(o *metav1.ListOptions) { o.LabelSelector = selector }, list, watchFn)
 }
 
 // selectedFieldListWatch is selectedListWatch by field selector.
 func selectedFieldListWatch[L runtime.Object](selector string,
 	list func(context.Context, metav1.ListOptions) (L, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return optionsListWatch(func(o *metav1.ListOptions) { o.FieldSelector = selector }, list, watchFn)
+}
+
+// optionsListWatch lists and watches with each request's options set by set.
+func optionsListWatch[L runtime.Object](set func(*metav1.ListOptions),
+	list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
+			set(&o)
 			return list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
+			set(&o)
 			return watchFn(ctx, o)
 		},
 	}
