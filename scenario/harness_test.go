@@ -126,9 +126,24 @@ func (h *harness) waitForPhases() time.Time {
 	<-h.fleet.Running()
 	h.fleet.Scheduler().Advance(h.clock, t0.Add(5*time.Second))
 	n := h.runner.plan.Nodes
-	if err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return h.fleet.Progress().Ready >= n, nil }); err != nil {
-		h.t.Fatalf("%d of %d nodes Ready", h.fleet.Progress().Ready, n)
+	// Registration is paced on the fleet's clock (fleet/pace.go: 10 a second, doubling each second),
+	// and each agent registers a moment after it starts, so a large fleet needs the clock to move on
+	// until every node is Ready: a second of it each time the nodes stop getting Ready.
+	for limit := t0.Add(time.Minute); ; {
+		last := -1
+		_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) {
+				ready := h.fleet.Progress().Ready
+				stalled := ready == last
+				last = ready
+				return ready >= n || stalled, nil
+			})
+		if p := h.fleet.Progress(); p.Ready >= n {
+			break
+		} else if !h.clock.Now().Before(limit) {
+			h.t.Fatalf("%d of %d nodes Ready (%+v)", p.Ready, n, p)
+		}
+		h.fleet.Scheduler().Advance(h.clock, h.clock.Now().Add(time.Second))
 	}
 	return h.stepUntilStarted(time.Minute)
 }
