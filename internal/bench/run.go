@@ -160,7 +160,7 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 	defer logFile.Close()
 	args := append([]string{"run", "--kubeconfig", tgt.kubeconfig, "--nodes", strconv.Itoa(n),
 		"--metrics-addr", addr, "--register-qps", strconv.FormatFloat(o.RegisterQPS, 'f', -1, 64),
-		"--footprint", string(fp), "--keep"}, o.RunArgs...)
+		"--footprint", string(fp), "--keep", "--out", filepath.Join(dir, "report")}, o.RunArgs...)
 	child := exec.CommandContext(ctx, o.Fakelet, args...)
 	child.Env = append(append(os.Environ(), tgt.env...), o.RunEnv...)
 	child.Stdout, child.Stderr = logFile, logFile
