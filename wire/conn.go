@@ -45,7 +45,7 @@ type conn struct {
 	pingSent  atomic.Int64 // when the health check's PING went out; 0: none waiting
 	health    *time.Timer  // the health check: a timer, not a goroutine; under mu
 
-	readerState // the reader's alone (readlimits.go)
+	readerState // the reader's alone (read_limits.go)
 }
 
 // goAway is what a connection keeps of the server's GOAWAY.
