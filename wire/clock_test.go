@@ -39,13 +39,7 @@ func TestSilentServerIsDetected(t *testing.T) {
 				}
 			}
 		}
-		for {
-			r, ok := rc.Request()
-			if !ok {
-				return
-			}
-			rc.Respond(r.StreamID, 200, "text/plain", nil)
-		}
+		answerAll(rc)
 	})
 	c := scriptedClient(t, srv, Config{Clock: fc})
 	t0 := fc.Now()
@@ -90,15 +84,7 @@ func TestSilentServerIsDetected(t *testing.T) {
 // and again only when AuthRefresh has passed on the Client's clock.
 func TestCredentialsAreReadAgainAfterAuthRefresh(t *testing.T) {
 	fc := testingclock.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
-		for {
-			r, ok := rc.Request()
-			if !ok {
-				return
-			}
-			rc.Respond(r.StreamID, 200, "text/plain", nil)
-		}
-	})
+	srv := h2script.New(t, nil, answerAll)
 	var reads atomic.Int32
 	auth := func() ([]Field, error) {
 		reads.Add(1)
