@@ -149,7 +149,7 @@ func (ca *CA) Issue(req CertRequest) (certPEM, keyPEM []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	now := time.Now()
+	now := time.Now() // wall time: the processes that check the certificate read it
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: req.CommonName, Organization: req.Organization},

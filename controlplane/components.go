@@ -42,15 +42,9 @@ func etcdComponent(bin, dir string, pki PKI, ports []int, extra []string) Compon
 		// HTTP: it serves only /metrics and /health, no data.
 		"--listen-metrics-urls=" + loopbackURL("http", metrics),
 	}
-	return ComponentState{
-		Name:  Etcd,
-		Args:  append(args, extra...),
-		Ports: map[string]int{"client": client, "peer": peer, "metrics": metrics},
-		// The metrics port answers /health too, without a client certificate.
-		HealthURL:  loopbackURL("http", metrics) + "/health",
-		MetricsURL: loopbackURL("http", metrics) + "/metrics",
-		Log:        logPath(dir, Etcd),
-	}
+	// The metrics port answers /health too, without a client certificate.
+	return component(Etcd, dir, append(args, extra...), map[string]int{"client": client, "peer": peer, "metrics": metrics},
+		loopbackURL("http", metrics), "/health")
 }
 
 func apiServerComponent(bin, dir string, pki PKI, etcdClientURL string, port int, extra []string) ComponentState {
@@ -80,14 +74,7 @@ func apiServerComponent(bin, dir string, pki PKI, etcdClientURL string, port int
 		// API Priority and Fairness stays on (the default): how it classifies the fleet's
 		// requests is part of what is measured.
 	}
-	return ComponentState{
-		Name:       APIServer,
-		Args:       append(args, extra...),
-		Ports:      map[string]int{"secure": port},
-		HealthURL:  url + "/readyz",
-		MetricsURL: url + "/metrics",
-		Log:        logPath(dir, APIServer),
-	}
+	return component(APIServer, dir, append(args, extra...), map[string]int{"secure": port}, url, "/readyz")
 }
 
 func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []string) ComponentState {
@@ -118,14 +105,7 @@ func controllerManagerComponent(bin, dir string, pki PKI, port int, extra []stri
 		"--node-cidr-mask-size=" + strconv.Itoa(nodeCIDRMaskSize),
 		"--service-cluster-ip-range=" + serviceCIDR,
 	}...)
-	return ComponentState{
-		Name:       ControllerManager,
-		Args:       append(args, extra...),
-		Ports:      map[string]int{"secure": port},
-		HealthURL:  url + "/healthz",
-		MetricsURL: url + "/metrics",
-		Log:        logPath(dir, ControllerManager),
-	}
+	return component(ControllerManager, dir, append(args, extra...), map[string]int{"secure": port}, url, "/healthz")
 }
 
 // schedulerComponent is kube-scheduler as kubeadm runs it, with its own client certificate
@@ -140,16 +120,9 @@ func schedulerComponent(bin, dir string, pki PKI, port int, extra []string) Comp
 		"--kubeconfig=" + kubeconfig,
 	}
 	args = append(args, servingArgs(kubeconfig, pki.CACert, port, pki.SchedulerCert, pki.SchedulerKey)...)
-	return ComponentState{
-		Name:  Scheduler,
-		Args:  append(args, extra...),
-		Ports: map[string]int{"secure": port},
-		// Ready once its informers have synced and it schedules: /healthz would answer as soon as
-		// it serves.
-		HealthURL:  url + "/readyz",
-		MetricsURL: url + "/metrics",
-		Log:        logPath(dir, Scheduler),
-	}
+	// Ready once its informers have synced and it schedules: /healthz would answer as soon as it
+	// serves.
+	return component(Scheduler, dir, append(args, extra...), map[string]int{"secure": port}, url, "/readyz")
 }
 
 // servingArgs are the arguments the controller manager and the scheduler share: how they serve
@@ -180,7 +153,13 @@ func loopbackURL(scheme string, port int) string {
 	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
 }
 
-func logPath(dir, component string) string { return filepath.Join(dir, component+".log") }
+// component is the state of name run with args, on ports, answering its health check at health and
+// its metrics at /metrics of url, and logging into dir.
+func component(name, dir string, args []string, ports map[string]int, url, health string) ComponentState {
+	return ComponentState{Name: name, Args: args, Ports: ports, HealthURL: url + health, MetricsURL: url + "/metrics", Log: logPath(dir, name)}
+}
+
+func logPath(dir, name string) string { return filepath.Join(dir, name+".log") }
 
 // KubeconfigPath is where Up writes the admin kubeconfig of the control plane in dir.
 func KubeconfigPath(dir string) string { return filepath.Join(dir, "kubeconfig") }

@@ -88,7 +88,7 @@ var errExited = errors.New("exited")
 func waitHealthy(ctx context.Context, client *http.Client, url string, p *process, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tick := time.NewTicker(healthPollInterval)
+	tick := time.NewTicker(healthPollInterval) // the wall clock: a real process starts on it
 	defer tick.Stop()
 	var last error
 	for {

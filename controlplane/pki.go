@@ -123,7 +123,7 @@ func ensurePKI(dir string, reuse bool) (PKI, *CA, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "pki"), 0o700); err != nil {
 		return p, nil, fmt.Errorf("create PKI directory: %w", err)
 	}
-	ca, caKey, err := newCA(caName, time.Now())
+	ca, caKey, err := newCA(caName, time.Now()) // wall time: the processes that check it read it
 	if err != nil {
 		return p, nil, err
 	}
@@ -213,7 +213,7 @@ func completeLeaves(p PKI, ca *CA) (bool, error) {
 // writeEtcdPKI creates etcd's CA, its serving and peer certificate and the apiserver's client
 // certificate for it.
 func writeEtcdPKI(p PKI) error {
-	ca, caKey, err := newCA(etcdCAName, time.Now())
+	ca, caKey, err := newCA(etcdCAName, time.Now()) // wall time: etcd reads it
 	if err != nil {
 		return err
 	}

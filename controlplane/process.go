@@ -209,6 +209,7 @@ func signalGroup(pid int, sig syscall.Signal) error {
 
 // waitGone waits up to timeout for c's process to be gone; false if it is still there.
 func waitGone(ctx context.Context, r procReader, c ComponentState, timeout time.Duration) bool {
+	// The wall clock: a real process takes its signal and exits on it.
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(exitPollInterval)

@@ -222,14 +222,7 @@ func prometheusComponent(bin, dir string, port int, extra []string) ComponentSta
 		"--storage.tsdb.path=" + filepath.Join(pdir, "data"),
 		"--web.listen-address=" + loopbackAddr(port),
 	}
-	return ComponentState{
-		Name:       Prometheus,
-		Args:       append(args, extra...),
-		Ports:      map[string]int{"web": port},
-		HealthURL:  url + "/-/ready",
-		MetricsURL: url + "/metrics",
-		Log:        logPath(dir, Prometheus),
-	}
+	return component(Prometheus, dir, append(args, extra...), map[string]int{"web": port}, url, "/-/ready")
 }
 
 func loopbackAddr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }

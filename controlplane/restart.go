@@ -90,7 +90,7 @@ func startRecorded(ctx context.Context, dir, name string, timeout time.Duration,
 		return c, err
 	}
 	defer client.CloseIdleConnections()
-	started := time.Now()
+	started := time.Now() // wall time, for the progress line's duration
 	p, err := startDetached(c.Args, c.Log, dieWithParent)
 	if err != nil {
 		return c, err

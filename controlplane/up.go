@@ -66,7 +66,7 @@ const startAttempts = 3
 // what is left of it and starts afresh. On failure, Up stops what it started and returns an error
 // with the last lines of the failing component's log.
 func Up(ctx context.Context, opts Options) (*ControlPlane, error) {
-	begin := time.Now()
+	begin := time.Now() // wall time, for the progress lines' durations
 	dir, err := absDir(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -340,7 +340,7 @@ func (s *starter) startComponent(name string, nPorts int, client *http.Client,
 			}
 		}
 		fmt.Fprintf(s.progress, "starting %s on 127.0.0.1 port(s) %v\n", name, ports)
-		started := time.Now()
+		started := time.Now() // wall time, for the progress line's duration
 		p, err := startDetached(c.Args, c.Log, s.opts.dieWithParent)
 		if err != nil {
 			return c, err

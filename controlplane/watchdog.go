@@ -93,7 +93,7 @@ func watchdog(ctx context.Context, dir string, r procReader, clk clock.Clock, lo
 		}
 		done, err := watchOnce(ctx, dir, startedAt, r, stopAll)
 		if err != nil {
-			fmt.Fprintf(log, "%s: %v\n", time.Now().Format(time.RFC3339), err)
+			fmt.Fprintf(log, "%s: %v\n", time.Now().Format(time.RFC3339), err) // a log line's date: wall time
 		}
 		if done {
 			return nil

@@ -15,13 +15,7 @@ import (
 // deploy/kubernetes/base/rbac.yaml are RBAC(w, "fakelet", 1000); `fakelet rbac` prints it for other
 // fleets.
 func RBAC(w io.Writer, prefix string, nodes int) error {
-	if err := checkFleet(prefix, 0, nodes); err != nil {
-		return err
-	}
-	var b strings.Builder
-	b.WriteString(rbacHeader)
-	writeRoles(&b, baseRoles...)
-	if _, err := io.WriteString(w, b.String()); err != nil {
+	if err := writeFleetRoles(w, prefix, nodes, rbacHeader, baseRoles); err != nil {
 		return err
 	}
 	if err := KubeletRBAC(w, prefix, 0, nodes); err != nil {
@@ -35,16 +29,23 @@ func RBAC(w io.Writer, prefix string, nodes int) error {
 // of their Leases for those names only. deploy/rbac/fleet-identity.yaml is
 // FleetIdentityRBAC(w, "fakelet", 1000); `fakelet rbac --identity fleet` prints it for other fleets.
 func FleetIdentityRBAC(w io.Writer, prefix string, nodes int) error {
+	if err := writeFleetRoles(w, prefix, nodes, fleetIdentityHeader, fleetIdentityRoles); err != nil {
+		return err
+	}
+	return byName(w, prefix, 0, nodes, fleetIdentityChunk)
+}
+
+// writeFleetRoles checks the fleet's names and writes header and the roles that grant what every
+// fleet needs whatever its names, before the roles by name that follow them.
+func writeFleetRoles(w io.Writer, prefix string, nodes int, header string, roles []role) error {
 	if err := checkFleet(prefix, 0, nodes); err != nil {
 		return err
 	}
 	var b strings.Builder
-	b.WriteString(fleetIdentityHeader)
-	writeRoles(&b, fleetIdentityRoles...)
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return err
-	}
-	return byName(w, prefix, 0, nodes, fleetIdentityChunk)
+	b.WriteString(header)
+	writeRoles(&b, roles...)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // KubeletChunk is how many user names one ClusterRole of KubeletRBAC holds: about 150 KB of YAML,

@@ -46,7 +46,9 @@ type Config struct {
 	NodeCredentials transport.NodeCredentials
 	RegisterQPS     float64 // agents started per second
 	Keep            bool    // leave Nodes and Leases behind on shutdown
-	Clock           clock.Clock
+	// Clock is the agents' and their transport's clock (the wire connections' health checks and
+	// the Retry-After waits included); nil: the real clock.
+	Clock clock.WithDelayedExecution
 	// Coalesce is the step of the fleet's timers: work due within one step runs together at its end
 	// (scheduler.Coalesce); 0 runs everything at its own time.
 	Coalesce time.Duration

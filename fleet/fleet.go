@@ -77,11 +77,11 @@ func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
 			creds = cfg.NodeCredentials
 		}
 		var c agent.Clients
-		if c, conns.perNode, err = transport.PerNodeClients(restConfig, cfg.Identity == IdentityNode, creds, tally.throttledCounter(), conns.counter); err != nil {
+		if c, conns.perNode, err = transport.PerNodeClients(restConfig, cfg.Identity == IdentityNode, creds, tally.throttledCounter(), cfg.Clock, conns.counter); err != nil {
 			return nil, err
 		}
 		clients = []agent.Clients{c}
-	} else if clients, err = transport.SharedClients(restConfig, cfg.Connections, cfg.Identity == IdentityNode, tally.throttledCounter(), transport.Path{Legacy: cfg.LegacyWire, FlushWindow: cfg.FlushWindow}, conns.counter); err != nil {
+	} else if clients, err = transport.SharedClients(restConfig, cfg.Connections, cfg.Identity == IdentityNode, tally.throttledCounter(), transport.Path{Legacy: cfg.LegacyWire, FlushWindow: cfg.FlushWindow, Clock: cfg.Clock}, conns.counter); err != nil {
 		return nil, err
 	}
 	f, err := newFleet(cfg, admin, clients, tally)

@@ -39,7 +39,7 @@ func newBoundPodWatch(client kubernetes.Interface, agentOf func(name string) *ag
 // start runs the watch until ctx ends and waits for its first list.
 func (w *boundPodWatch) start(ctx context.Context, timeout time.Duration) error {
 	go w.reflector.RunWithContext(ctx)
-	deadline := time.NewTimer(timeout)
+	deadline := time.NewTimer(timeout) // the wall clock, the reflector's: a fake fleet clock stands still here
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/record"
@@ -28,7 +29,8 @@ func TestSixHourFlapKeepsTheHeapFlat(t *testing.T) {
 	)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := t0
-	s := New(Options{Now: func() time.Time { return now }})
+	clk := testingclock.NewFakeClock(now)
+	s := New(Options{Clock: clk})
 	ready := make([]*corev1.Node, nodes)
 	unknown := make([]*corev1.Node, nodes)
 	for i := range nodes {
@@ -52,6 +54,7 @@ func TestSixHourFlapKeepsTheHeapFlat(t *testing.T) {
 	actions := 0
 	for sec := 0; sec < 6*3600; sec++ {
 		now = t0.Add(time.Duration(sec) * time.Second)
+		clk.SetTime(now)
 		if sec%3600 == 0 {
 			atHour[sec/3600] = heap()
 		}
@@ -89,6 +92,7 @@ func TestSixHourFlapKeepsTheHeapFlat(t *testing.T) {
 	}
 
 	now = now.Add(time.Second)
+	clk.SetTime(now)
 	s.PhaseEnded(now)
 	r := s.Record("flap", record.Parameters{}, record.Versions{}, record.Target{})
 	if want := nodes + 6*nodes*period*3; r.Nodes.Transitions < want {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
@@ -41,8 +42,9 @@ type Options struct {
 	// latency from the action and, for ops that silence a node, from its last heartbeat (else -1).
 	// It runs on a watch's goroutine and must be cheap.
 	OnReaction func(event, group string, fromAction, fromLastRenewal time.Duration)
-	// Now is the session's clock; nil is time.Now.
-	Now func() time.Time
+	// Clock is the session's: its start and end, the arrival of what its watches see, the scrapes'
+	// interval and timestamps; nil: the real clock.
+	Clock clock.WithTicker
 	// GracePeriod is the node lifecycle controller's --node-monitor-grace-period: the window before
 	// a false alarm whose requests say what caused it (package falsealarm); 0 is its default, 50 s.
 	GracePeriod time.Duration
@@ -91,15 +93,15 @@ type liveAction struct {
 
 // New returns a session that has not started.
 func New(opts Options) *Session {
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
-	s := &Session{opts: opts, recorder: observe.NewRecorder(opts.Now), fleetSrc: &scrape.FleetSource{},
+	s := &Session{opts: opts, recorder: observe.NewRecorder(opts.Clock), fleetSrc: &scrape.FleetSource{},
 		tracker: reaction.NewTracker(), actions: headtail.Sample[*reaction.Action]{Keep: actionsKept}, latest: map[string]*reaction.Action{},
 		alarms: falsealarm.New(opts.GracePeriod), storms: storm.NewRecorder()}
 	s.recorder.OnRenewal(s.renewed)
 	sources := append([]scrape.Source{s.fleetSrc}, opts.Sources...)
-	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, nil)
+	s.scraper = scrape.NewScraper(sources, opts.ScrapeInterval, opts.Clock)
 	if opts.OnReaction != nil {
 		s.live = map[string]*liveAction{}
 	}
@@ -151,7 +153,7 @@ func (s *Session) ObserveWorkloads(namespace string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.workloadNS = namespace
-	s.workloads = workload.NewRecorder(s.opts.Now, s.opts.Now())
+	s.workloads = workload.NewRecorder(s.opts.Clock, s.opts.Clock.Now())
 	if s.opts.OnPodStartup != nil {
 		s.workloads.OnStartup(s.opts.OnPodStartup)
 	}
@@ -175,7 +177,7 @@ func (s *Session) EndWorkloads(at time.Time) {
 func (s *Session) Start(ctx context.Context, ours func(name string) bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.start, s.cancel, s.done, s.ctx = s.opts.Now(), cancel, make(chan struct{}), ctx
+	s.start, s.cancel, s.done, s.ctx = s.opts.Clock.Now(), cancel, make(chan struct{}), ctx
 	s.mu.Unlock()
 	if c := s.opts.Client; c != nil {
 		if v, err := c.Discovery().ServerVersion(); err == nil {
@@ -321,7 +323,7 @@ func (s *Session) Stop() {
 		s.mu.Unlock()
 		return
 	}
-	s.end = s.opts.Now()
+	s.end = s.opts.Clock.Now()
 	if n := len(s.phases); n > 0 && s.phases[n-1].End.IsZero() {
 		s.phases[n-1].End = s.end
 	}
@@ -344,7 +346,7 @@ func (s *Session) Record(profile string, params record.Parameters, versions reco
 	}
 	end := s.end
 	if end.IsZero() {
-		end = s.opts.Now()
+		end = s.opts.Clock.Now()
 	}
 	phases := append([]reaction.Phase(nil), s.phases...)
 	for i := range phases {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/record"
@@ -115,14 +116,17 @@ func TestACommittedRenewalInFlightAtAStopIsTheLastRenewal(t *testing.T) {
 func TestRecordCountsFalseAlarms(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	now := t0
-	s := New(Options{Now: func() time.Time { return now }})
+	clk := testingclock.NewFakeClock(now)
+	s := New(Options{Clock: clk})
 	s.PhaseBegan("steady", t0)
 	for _, n := range []string{"n0", "n1"} {
 		s.recorder.ObserveNode(nil, testNode(n, corev1.ConditionTrue))
 	}
 	now = t0.Add(time.Minute)
+	clk.SetTime(now)
 	s.Applied(reaction.Action{Phase: "steady", Group: "victims", Op: "stop", Node: "n1", At: now})
 	now = t0.Add(2 * time.Minute)
+	clk.SetTime(now)
 	for _, n := range []string{"n0", "n1"} {
 		s.recorder.ObserveNode(testNode(n, corev1.ConditionTrue), testNode(n, corev1.ConditionUnknown))
 	}
@@ -137,9 +141,11 @@ func TestRecordCountsFalseAlarms(t *testing.T) {
 func TestFalseAlarmsOfARunWithoutPhasesAreInRun(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	now := t0
-	s := New(Options{Now: func() time.Time { return now }})
+	clk := testingclock.NewFakeClock(now)
+	s := New(Options{Clock: clk})
 	s.recorder.ObserveNode(nil, testNode("n0", corev1.ConditionTrue))
 	now = t0.Add(time.Minute)
+	clk.SetTime(now)
 	s.recorder.ObserveNode(testNode("n0", corev1.ConditionTrue), testNode("n0", corev1.ConditionFalse))
 	rec := s.Record("", record.Parameters{}, record.Versions{}, record.Target{})
 	if fa := rec.FalseAlarms; len(fa) != 1 || fa[0].Phase != "run" || fa[0].Event != reaction.ReadyFalse {

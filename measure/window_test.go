@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/measure/reaction"
 )
@@ -14,18 +15,21 @@ import (
 func TestPhaseLoadAndFalseAlarmsAreThePhases(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	now := t0
-	s := New(Options{Now: func() time.Time { return now }})
+	clk := testingclock.NewFakeClock(now)
+	s := New(Options{Clock: clk})
 	s.PhaseBegan("settle 10", t0)
 	for _, n := range []string{"n0", "n1"} {
 		s.recorder.ObserveNode(nil, testNode(n, corev1.ConditionTrue))
 	}
 	now = t0.Add(time.Minute)
+	clk.SetTime(now)
 	s.recorder.ObserveNode(testNode("n1", corev1.ConditionTrue), testNode("n1", corev1.ConditionUnknown))
 	s.PhaseBegan("10 nodes", t0.Add(2*time.Minute))
 	if _, ok := s.PhaseLoad("10 nodes"); ok {
 		t.Error("a load for a phase that has not ended")
 	}
 	now = t0.Add(3 * time.Minute)
+	clk.SetTime(now)
 	s.recorder.ObserveNode(testNode("n0", corev1.ConditionTrue), testNode("n0", corev1.ConditionFalse))
 	s.PhaseEnded(t0.Add(4 * time.Minute))
 	if ph, ok := s.PhaseLoad("10 nodes"); !ok || ph.Name != "10 nodes" || !ph.Start.Equal(t0.Add(2*time.Minute)) {

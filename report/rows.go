@@ -98,6 +98,34 @@ func apiserver(f func(load.Phase) (float64, bool)) func(load.Phase) (float64, bo
 	}
 }
 
+// processRow is a row of one component's process: get of it, or none if it was not measured.
+func processRow(component string, get func(load.Process) float64) func(load.Phase) (float64, bool) {
+	return func(p load.Phase) (float64, bool) {
+		pr, ok := processOf(p, component)
+		return get(pr), ok
+	}
+}
+
+// etcdRow is a row of etcd's load: get of it, or none if it was not measured.
+func etcdRow(get func(*load.EtcdLoad) float64) func(load.Phase) (float64, bool) {
+	return func(p load.Phase) (float64, bool) {
+		if p.Etcd == nil {
+			return 0, false
+		}
+		return get(p.Etcd), true
+	}
+}
+
+// sendLagRow is a row of the fleet's send lag: get of it, or none if it was not measured.
+func sendLagRow(get func(*load.SendLag) float64) func(load.Phase) (float64, bool) {
+	return func(p load.Phase) (float64, bool) {
+		if p.SendLag == nil {
+			return 0, false
+		}
+		return get(p.SendLag), true
+	}
+}
+
 func processOf(p load.Phase, component string) (load.Process, bool) {
 	for _, pr := range p.Processes {
 		if pr.Component == component {
@@ -149,30 +177,11 @@ var LoadRows = []Row{
 	{"APF rejected", apiserver(func(p load.Phase) (float64, bool) {
 		return sumOf(p.PriorityLevels, func(l load.PriorityLevel) float64 { return l.Rejected })
 	}), fixed(0)},
-	{"apiserver CPU-seconds", func(p load.Phase) (float64, bool) {
-		pr, ok := processOf(p, load.APIServer)
-		return pr.CPUSeconds, ok
-	}, fixed(1)},
-	{"apiserver memory", func(p load.Phase) (float64, bool) {
-		pr, ok := processOf(p, load.APIServer)
-		return pr.MaxMemoryBytes, ok
-	}, bytesText},
-	{"etcd bytes written (WAL)", func(p load.Phase) (float64, bool) {
-		if p.Etcd == nil {
-			return 0, false
-		}
-		return p.Etcd.WALBytes, true
-	}, bytesText},
-	{"etcd db growth", func(p load.Phase) (float64, bool) {
-		if p.Etcd == nil {
-			return 0, false
-		}
-		return p.Etcd.DBGrowth, true
-	}, bytesText},
-	{"etcd CPU-seconds", func(p load.Phase) (float64, bool) {
-		pr, ok := processOf(p, load.Etcd)
-		return pr.CPUSeconds, ok
-	}, fixed(1)},
+	{"apiserver CPU-seconds", processRow(load.APIServer, func(pr load.Process) float64 { return pr.CPUSeconds }), fixed(1)},
+	{"apiserver memory", processRow(load.APIServer, func(pr load.Process) float64 { return pr.MaxMemoryBytes }), bytesText},
+	{"etcd bytes written (WAL)", etcdRow(func(e *load.EtcdLoad) float64 { return e.WALBytes }), bytesText},
+	{"etcd db growth", etcdRow(func(e *load.EtcdLoad) float64 { return e.DBGrowth }), bytesText},
+	{"etcd CPU-seconds", processRow(load.Etcd, func(pr load.Process) float64 { return pr.CPUSeconds }), fixed(1)},
 	{"etcd p99 put latency (ms)", func(p load.Phase) (float64, bool) {
 		var worst float64
 		found := false
@@ -183,10 +192,7 @@ var LoadRows = []Row{
 		}
 		return worst, found
 	}, ms},
-	{"controller-manager CPU-seconds", func(p load.Phase) (float64, bool) {
-		pr, ok := processOf(p, load.ControllerManager)
-		return pr.CPUSeconds, ok
-	}, fixed(1)},
+	{"controller-manager CPU-seconds", processRow(load.ControllerManager, func(pr load.Process) float64 { return pr.CPUSeconds }), fixed(1)},
 	{"fleet requests/s", func(p load.Phase) (float64, bool) {
 		v, _ := sumOf(p.Fleet, func(f load.FleetRequests) float64 { return f.OK + f.Errors })
 		if len(p.Fleet) == 0 || p.Seconds <= 0 {
@@ -200,18 +206,8 @@ var LoadRows = []Row{
 	}, fixed(0)},
 	{"fleet request bytes/s", fleetBytesRate(func(f load.FleetRequests) float64 { return f.RequestBytes }), fixed(0)},
 	{"fleet response bytes/s", fleetBytesRate(func(f load.FleetRequests) float64 { return f.ResponseBytes }), fixed(0)},
-	{"fleet send lag p50 ms", func(p load.Phase) (float64, bool) {
-		if p.SendLag == nil {
-			return 0, false
-		}
-		return p.SendLag.P50, true
-	}, ms},
-	{"fleet send lag p99 ms", func(p load.Phase) (float64, bool) {
-		if p.SendLag == nil {
-			return 0, false
-		}
-		return p.SendLag.P99, true
-	}, ms},
+	{"fleet send lag p50 ms", sendLagRow(func(l *load.SendLag) float64 { return l.P50 }), ms},
+	{"fleet send lag p99 ms", sendLagRow(func(l *load.SendLag) float64 { return l.P99 }), ms},
 }
 
 // fleetBytesRate is the fleet's body bytes of one direction per second over a phase.

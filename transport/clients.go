@@ -18,6 +18,7 @@ import (
 	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/wire"
@@ -37,8 +38,8 @@ const Protobuf = "application/vnd.kubernetes.protobuf"
 // net/http (renewals, watches) and client-go (patches), as before the wire package, for comparison.
 // counter counts their connections.
 //
-// path says which way, and the wire connections' flush window; impersonate makes each request
-// impersonate its agent (IdentityNode).
+// path says which way, the wire connections' flush window and the clock; impersonate makes each
+// request impersonate its agent (IdentityNode).
 func SharedClients(base *rest.Config, n int, impersonate bool, throttled *atomic.Int64, path Path, counter *Counter) ([]agent.Clients, error) {
 	out := make([]agent.Clients, n)
 	for i := range out {
@@ -46,11 +47,11 @@ func SharedClients(base *rest.Config, n int, impersonate bool, throttled *atomic
 		var wc, watchWire *wire.Client
 		if !path.Legacy {
 			var err error
-			if wc, err = wireClient(cfg, path.FlushWindow, counter.dialer(connHeartbeat)); err != nil {
+			if wc, err = wireClient(cfg, path, counter.dialer(connHeartbeat)); err != nil {
 				return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 			}
 			// The watches' own connections (wireWatcher says why), dialled at the first watch.
-			if watchWire, err = wireClient(cfg, path.FlushWindow, counter.dialer(connWatch)); err != nil {
+			if watchWire, err = wireClient(cfg, path, counter.dialer(connWatch)); err != nil {
 				return nil, fmt.Errorf("build watch client %d: %w", i, err)
 			}
 		}
@@ -63,7 +64,7 @@ func SharedClients(base *rest.Config, n int, impersonate bool, throttled *atomic
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
-		if out[i], err = clientSet(cfg, hc, wc, watchWire, impersonate, throttled); err != nil {
+		if out[i], err = clientSet(cfg, hc, wc, watchWire, impersonate, throttled, path.Clock); err != nil {
 			return nil, fmt.Errorf("build heartbeat client %d: %w", i, err)
 		}
 	}
@@ -74,8 +75,8 @@ func SharedClients(base *rest.Config, n int, impersonate bool, throttled *atomic
 // (PerNode), everything included: the renewals and patches take the net/http way there,
 // since a wire.Client holds a connection and two goroutines of its own. With creds, each node
 // authenticates with its own client certificate; else with base's credential, impersonating the
-// node if impersonate.
-func PerNodeClients(base *rest.Config, impersonate bool, creds NodeCredentials, throttled *atomic.Int64, counter *Counter) (agent.Clients, *PerNode, error) {
+// node if impersonate. clk is what their Retry-After waits are measured on (Path.Clock).
+func PerNodeClients(base *rest.Config, impersonate bool, creds NodeCredentials, throttled *atomic.Int64, clk clock.WithDelayedExecution, counter *Counter) (agent.Clients, *PerNode, error) {
 	cfg := agentConfig(base)
 	router, err := newPerNode(cfg, creds, counter)
 	if err != nil {
@@ -89,7 +90,7 @@ func PerNodeClients(base *rest.Config, impersonate bool, creds NodeCredentials, 
 		rt = impersonateNode{rt}
 	}
 	hc := &http.Client{Transport: countWire{rt, throttled}, Timeout: cfg.Timeout}
-	c, err := clientSet(cfg, hc, nil, nil, false, throttled)
+	c, err := clientSet(cfg, hc, nil, nil, false, throttled, clk)
 	if err != nil {
 		return agent.Clients{}, nil, fmt.Errorf("build per-node clients: %w", err)
 	}
@@ -110,8 +111,12 @@ func agentConfig(base *rest.Config) *rest.Config {
 
 // clientSet is a set of agent clients over hc, and wc for the renewals and patches and watchWire for
 // the watches if not nil; impersonate makes wc's and watchWire's requests impersonate their agent
-// (hc's transport does it for its own).
-func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, impersonate bool, throttled *atomic.Int64) (agent.Clients, error) {
+// (hc's transport does it for its own); clk is what their Retry-After waits are measured on, nil the
+// real clock.
+func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, impersonate bool, throttled *atomic.Int64, clk clock.WithDelayedExecution) (agent.Clients, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	core, err := corev1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return agent.Clients{}, err
@@ -123,15 +128,15 @@ func clientSet(cfg *rest.Config, hc *http.Client, wc, watchWire *wire.Client, im
 	u := coord.RESTClient().Put().URL()
 	s := &heartbeatSender{http: hc, wire: wc, host: u.Scheme + "://" + u.Host, timeout: cfg.Timeout,
 		header: []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}, {Name: "content-type", Value: Protobuf}},
-		node:   impersonate, throttled: throttled}
+		node:   impersonate, throttled: throttled, clock: clk}
 	if u.RawQuery != "" {
 		s.query = "?" + u.RawQuery
 	}
 	var watches agent.Watcher
 	if watchWire != nil {
-		watches, err = newWireWatcher(watchWire, cfg, impersonate, throttled)
+		watches, err = newWireWatcher(watchWire, cfg, impersonate, throttled, clk)
 	} else {
-		watches, err = newHTTPWatcher(hc, cfg)
+		watches, err = newHTTPWatcher(hc, cfg, clk)
 	}
 	if err != nil {
 		return agent.Clients{}, err
@@ -162,6 +167,10 @@ type Path struct {
 	// FlushWindow is each wire connection's flush window (wire.Config.FlushWindow): 0 is
 	// wire.MaxFlushWindow, negative none (fleet.Config.FlushWindow).
 	FlushWindow time.Duration
+	// Clock is what the Retry-After waits and the wire connections' health checks, credential
+	// refresh and flush window are measured on (wire.Config.Clock): the fleet's (fleet.Config.Clock);
+	// nil: the real clock. On a fake clock, a flush window holds each write until the clock moves.
+	Clock clock.WithDelayedExecution
 }
 
 // CloseWire closes the wire.Clients of heartbeat clients, the watches' too: their connections'
@@ -180,7 +189,7 @@ func CloseWire(clients []agent.Clients) {
 // wireClient is the wire.Client of cfg, or nil if the wire package cannot reach its server (plain
 // HTTP): then everything goes the legacy way. A proxy, the config's or HTTPS_PROXY's, it goes
 // through as client-go does (wire.ForConfig), or refuses by name.
-func wireClient(cfg *rest.Config, flushWindow time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*wire.Client, error) {
+func wireClient(cfg *rest.Config, path Path, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*wire.Client, error) {
 	if u, _, err := rest.DefaultServerUrlFor(cfg); err != nil || u.Scheme != "https" {
 		return nil, nil
 	}
@@ -191,10 +200,11 @@ func wireClient(cfg *rest.Config, flushWindow time.Duration, dial func(ctx conte
 	if wc.Dial == nil {
 		wc.Dial = dial // counted; a dialer of the config's own is left as it is
 	}
-	wc.FlushWindow = max(0, flushWindow)
-	if flushWindow == 0 {
+	wc.FlushWindow = max(0, path.FlushWindow)
+	if path.FlushWindow == 0 {
 		wc.FlushWindow = wire.MaxFlushWindow
 	}
+	wc.Clock = path.Clock
 	return wire.New(wc)
 }
 

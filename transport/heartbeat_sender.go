@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/internal/pause"
@@ -31,6 +32,7 @@ type heartbeatSender struct {
 	header    []wire.Field  // Accept, User-Agent and the protobuf Content-Type
 	node      bool          // impersonate the agent of each request (IdentityNode)
 	throttled *atomic.Int64 // nil counts no 429s
+	clock     clock.Clock   // of the Retry-After waits
 }
 
 // exchange is one request's wire-level outcome.
@@ -71,7 +73,7 @@ func (s *heartbeatSender) send(ctx context.Context, method, path, contentType st
 		}
 		if wait, ok := x.retry(); ok && attempt < maxRetries {
 			x.free()
-			if err := pause.For(ctx, wait); err != nil {
+			if err := pause.On(ctx, s.clock, wait); err != nil {
 				return err
 			}
 			continue

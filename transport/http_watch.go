@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/internal/pause"
@@ -33,9 +34,10 @@ type httpWatcher struct {
 	base   url.URL
 	accept string
 	agent  string
+	clock  clock.Clock // of the Retry-After waits
 }
 
-func newHTTPWatcher(hc *http.Client, cfg *rest.Config) (*httpWatcher, error) {
+func newHTTPWatcher(hc *http.Client, cfg *rest.Config, clk clock.Clock) (*httpWatcher, error) {
 	base, err := url.Parse(cfg.Host)
 	if err != nil || base.Host == "" {
 		// rest.Config takes a bare host:port too.
@@ -49,6 +51,7 @@ func newHTTPWatcher(hc *http.Client, cfg *rest.Config) (*httpWatcher, error) {
 		base:   *base,
 		accept: cfg.AcceptContentTypes,
 		agent:  cfg.UserAgent,
+		clock:  clk,
 	}, nil
 }
 
@@ -82,7 +85,7 @@ func (w *httpWatcher) stream(ctx context.Context, req agent.WatchRequest, h agen
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
 		resp.Body.Close()
 		if wait, ok := (exchange{code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}).retry(); ok && attempt < maxRetries {
-			if err := pause.For(ctx, wait); err != nil {
+			if err := pause.On(ctx, w.clock, wait); err != nil {
 				h.Opened(err)
 				return
 			}

@@ -168,7 +168,7 @@ func TestPerNodeConnectionsCarryOneNodeEach(t *testing.T) {
 			if tc.perNode {
 				var router *PerNode
 				var err error
-				if c, router, err = PerNodeClients(srv.restConfig(), true, tc.creds, nil, counter); err != nil {
+				if c, router, err = PerNodeClients(srv.restConfig(), true, tc.creds, nil, nil, counter); err != nil {
 					t.Fatal(err)
 				}
 				defer router.Close()
@@ -221,7 +221,7 @@ func TestPerNodeConnectionsCarryOneNodeEach(t *testing.T) {
 func TestPerNodeConnectionsCloseWithTheFleet(t *testing.T) {
 	srv := newConnServer(t)
 	counter := &Counter{}
-	c, router, err := PerNodeClients(srv.restConfig(), true, nil, nil, counter)
+	c, router, err := PerNodeClients(srv.restConfig(), true, nil, nil, nil, counter)
 	if err != nil {
 		t.Fatal(err)
 	}

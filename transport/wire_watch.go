@@ -11,9 +11,9 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/wire"
@@ -34,13 +34,14 @@ import (
 // (docs/performance.md).
 type wireWatcher struct {
 	client    *wire.Client
-	prefix    string        // the server's path prefix, if its URL has one
-	header    []wire.Field  // Accept and User-Agent
-	node      bool          // impersonate the agent of each watch (IdentityNode)
-	throttled *atomic.Int64 // nil counts no 429s
+	prefix    string                     // the server's path prefix, if its URL has one
+	header    []wire.Field               // Accept and User-Agent
+	node      bool                       // impersonate the agent of each watch (IdentityNode)
+	throttled *atomic.Int64              // nil counts no 429s
+	clock     clock.WithDelayedExecution // of the Retry-After waits
 }
 
-func newWireWatcher(wc *wire.Client, cfg *rest.Config, node bool, throttled *atomic.Int64) (*wireWatcher, error) {
+func newWireWatcher(wc *wire.Client, cfg *rest.Config, node bool, throttled *atomic.Int64, clk clock.WithDelayedExecution) (*wireWatcher, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("watch client: %w", err)
@@ -51,6 +52,7 @@ func newWireWatcher(wc *wire.Client, cfg *rest.Config, node bool, throttled *ato
 		header:    []wire.Field{{Name: "accept", Value: cfg.AcceptContentTypes}, {Name: "user-agent", Value: cfg.UserAgent}},
 		node:      node,
 		throttled: throttled,
+		clock:     clk,
 	}, nil
 }
 
@@ -163,7 +165,9 @@ func (s *wireWatch) end(err error) {
 		// client-go sends a watch again after the Retry-After of a 429 or 5xx, up to 10 times,
 		// before its caller sees the error, as it does any request.
 		if wait, ok := (exchange{code: r.status, retryAfter: r.retryAfter}).retry(); ok && s.attempt < maxRetries && s.ctx.Err() == nil {
-			time.AfterFunc(wait, func() { s.w.send(s.ctx, s.req, h, s.resource, s.dec.pods, s.attempt+1) })
+			// On a goroutine of its own: a fake clock runs the function while it holds its lock,
+			// which the send's own timers would wait for.
+			s.w.clock.AfterFunc(wait, func() { go s.w.send(s.ctx, s.req, h, s.resource, s.dec.pods, s.attempt+1) })
 			return
 		}
 		body := r.body

@@ -26,7 +26,7 @@ type Client struct {
 	addr         string // host:port to dial
 	authority    string
 	streamWindow uint32
-	clock        clock.Clock
+	clock        clock.WithDelayedExecution
 	ctx          context.Context // of the dials: Close ends one in progress
 	cancel       context.CancelFunc
 
@@ -88,7 +88,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.handshakeTimeout == 0 {
 		cfg.handshakeTimeout = tlsHandshakeTimeout
 	}
-	clk := cfg.clock
+	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}

@@ -49,12 +49,13 @@ type Config struct {
 	// DisableCompression leaves out Accept-Encoding: gzip, which net/http's transport (so client-go)
 	// sends by default.
 	DisableCompression bool
+	// Clock is what the connections' health checks, the credentials' refresh, the retries' backoff
+	// and the writers' flush window are measured on (the fleet's, so that a fake one steps them all);
+	// nil: the real clock.
+	Clock clock.WithDelayedExecution
 
-	// clock is what the writers' flush window is measured on; nil: the real clock. A test sets a
-	// fake one to step through the window, and observe to learn, from the writer itself, when it
-	// holds frames on its timer and when it flushes them: the moments at which stepping the clock
-	// means something.
-	clock   clock.Clock
+	// observe lets a test learn, from the writer itself, when it holds frames on its timer and when
+	// it flushes them: the moments at which stepping a fake Clock means something.
 	observe func(writerEvent)
 	// handshakeTimeout is tlsHandshakeTimeout but in a test that would not wait as long.
 	handshakeTimeout time.Duration

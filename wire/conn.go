@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"k8s.io/utils/clock"
 )
 
 // conn is one HTTP/2 connection: its streams, its writer's queue, and both goroutines' state.
@@ -43,9 +44,9 @@ type conn struct {
 	lastRead  atomic.Int64 // when the reader last read a frame, in Unix nanoseconds
 	batchFrom atomic.Int64 // when the writer took the batch it is writing; 0: it waits for work
 	pingSent  atomic.Int64 // when the health check's PING went out; 0: none waiting
-	health    *time.Timer  // the health check: a timer, not a goroutine; under mu
+	health    clock.Timer  // the health check: a timer, not a goroutine; under mu
 
-	readerState // the reader's alone (readlimits.go)
+	readerState // the reader's alone (read_limits.go)
 }
 
 // goAway is what a connection keeps of the server's GOAWAY.
@@ -142,9 +143,9 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		tc.Close()
 		return nil, err
 	}
-	cn.lastRead.Store(time.Now().UnixNano())
+	cn.lastRead.Store(c.clock.Now().UnixNano())
 	cn.mu.Lock()
-	cn.health = time.AfterFunc(c.cfg.PingTimeout, cn.checkHealth)
+	cn.scheduleHealth(c.cfg.PingTimeout)
 	cn.mu.Unlock()
 	go cn.readLoop()
 	go cn.writeLoop()
@@ -365,7 +366,7 @@ func (e errWriteStuck) Error() string {
 // same batch for PingTimeout, which reads alone do not show.
 func (cn *conn) checkHealth() {
 	cfg := &cn.client.cfg
-	now := time.Now().UnixNano()
+	now := cn.client.clock.Now().UnixNano()
 	next := cfg.PingTimeout
 	if from := cn.batchFrom.Load(); from != 0 {
 		stuck := time.Duration(now - from)
@@ -385,7 +386,15 @@ func (cn *conn) checkHealth() {
 	}
 	cn.mu.Lock()
 	if cn.err == nil {
-		cn.health.Reset(next)
+		cn.scheduleHealth(next)
 	}
 	cn.mu.Unlock()
+}
+
+// scheduleHealth runs checkHealth in d, on a goroutine of its own: a fake clock runs the function
+// while it holds its lock, which checkHealth's reads of the clock would wait for. Each check is a
+// timer of its own rather than one Reset: a fake clock's timer fired again blocks on the channel it
+// filled the first time, which no one reads. Under mu.
+func (cn *conn) scheduleHealth(d time.Duration) {
+	cn.health = cn.client.clock.AfterFunc(d, func() { go cn.checkHealth() })
 }

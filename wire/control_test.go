@@ -7,14 +7,18 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"fakelet.dev/fakelet/internal/h2script"
 )
 
 // TestServerThatPingsAndNeverReadsIsFailed: a server that goes on sending PINGs while it reads
 // nothing keeps the connection's reads fresh, so the health check's PING never goes; the writer,
 // stuck on the full socket, fails the connection once it has been stuck for the ping timeout, and
-// the request written to it fails, long before its own timeout.
+// the request written to it fails, long before its own timeout. The ping timeout is on the Client's
+// clock: the connection fails when the clock has moved 15 s with the writer stuck, not before.
 func TestServerThatPingsAndNeverReadsIsFailed(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	stalled, stop := make(chan struct{}), make(chan struct{})
 	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
 		if r, ok := rc.Request(); ok {
@@ -34,19 +38,27 @@ func TestServerThatPingsAndNeverReadsIsFailed(t *testing.T) {
 	})
 	defer close(stop)
 	var dialer stallingDialer
-	c := scriptedClient(t, srv, Config{Dial: dialer.dial, ReadIdleTimeout: 100 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
+	c := scriptedClient(t, srv, Config{Dial: dialer.dial, Clock: fc})
 	if _, err := c.Do(context.Background(), &Request{Path: "/warm"}); err != nil {
 		t.Fatal(err)
 	}
 	dialer.conn(0).stall()
 	close(stalled)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	start := time.Now()
-	_, err := c.Do(ctx, &Request{Method: "PUT", Path: "/x", Body: []byte("b")})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Do(ctx, &Request{Method: "PUT", Path: "/x", Body: []byte("b")})
+		done <- err
+	}()
+	dialer.conn(0).blocked(t)
+	untilWaiting(t, fc, 1, done) // the health check
+	fc.Step(defaultPingTimeout - time.Second)
+	untilWaiting(t, fc, 1, done) // a second short of the timeout, the request still waits
+	fc.Step(time.Second)
 	var stuck errWriteStuck
-	if !errors.As(err, &stuck) {
-		t.Fatalf("got %v after %v, want the connection failed for its stuck writer", err, time.Since(start))
+	if err := <-done; !errors.As(err, &stuck) || stuck.d != defaultPingTimeout {
+		t.Fatalf("got %v, want the connection failed for its writer stuck %v", err, defaultPingTimeout)
 	}
 }
 

@@ -146,7 +146,7 @@ func refusedBackOff(t *testing.T, send func(*Client, context.Context, chan<- err
 			rc.Reset(r.StreamID, http2.ErrCodeRefusedStream)
 		}
 	})
-	c := scriptedClient(t, srv, Config{clock: fc, ReadIdleTimeout: time.Hour})
+	c := scriptedClient(t, srv, Config{Clock: fc, ReadIdleTimeout: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	send(c, ctx, done)
@@ -154,7 +154,7 @@ func refusedBackOff(t *testing.T, send func(*Client, context.Context, chan<- err
 	<-seen
 	<-seen // the first retry goes at once
 	for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
-		untilWaiting(t, fc, done)
+		untilWaiting(t, fc, 2, done) // the connection's health check and the backoff
 		select {
 		case <-seen:
 			t.Fatalf("a retry went before its %v backoff", wait)
@@ -167,25 +167,25 @@ func refusedBackOff(t *testing.T, send func(*Client, context.Context, chan<- err
 		}
 		t0 = at
 	}
-	untilWaiting(t, fc, done)
+	untilWaiting(t, fc, 2, done) // the connection's health check and the backoff
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want the context's end during the backoff", err)
 	}
 }
 
-// untilWaiting waits until a timer waits on fc: the client's backoff.
-func untilWaiting(t *testing.T, fc *testingclock.FakeClock, done <-chan error) {
+// untilWaiting waits until n timers wait on fc, and fails if the request ends first.
+func untilWaiting(t *testing.T, fc *testingclock.FakeClock, n int, done <-chan error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !fc.HasWaiters() {
+	for fc.Waiters() < n {
 		select {
 		case err := <-done:
-			t.Fatalf("the request ended (%v) instead of backing off", err)
+			t.Fatalf("the request ended (%v) while %d timers waited on the clock, want %d", err, fc.Waiters(), n)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the client never waited to retry")
+			t.Fatalf("%d timers wait on the clock after 10 s, want %d", fc.Waiters(), n)
 		}
 		time.Sleep(time.Millisecond) // no event says a timer was made
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"golang.org/x/net/http2/hpack"
+	"k8s.io/utils/clock"
 )
 
 // BenchmarkHeaderBlock compares ways to encode a lease renewal's header block, over 1000 agents
@@ -105,7 +106,7 @@ func BenchmarkHeaderBlock(b *testing.B) {
 // table, each agent's own as never-indexed literals.
 func BenchmarkWriterHeaderBlock(b *testing.B) {
 	const agents = 1000
-	c := &Client{authority: "127.0.0.1:6443", cfg: Config{Auth: func() ([]Field, error) {
+	c := &Client{authority: "127.0.0.1:6443", clock: clock.RealClock{}, cfg: Config{Auth: func() ([]Field, error) {
 		return []Field{{"authorization", "Bearer 0123456789abcdef0123456789abcdef"}}, nil
 	}}}
 	w := newWriter(&conn{client: c})

@@ -65,7 +65,7 @@ func (c *Client) dialProxy(ctx context.Context, dial func(context.Context, strin
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(deadline)
 	} else {
-		_ = nc.SetDeadline(time.Now().Add(dialTimeout))
+		_ = nc.SetDeadline(time.Now().Add(dialTimeout)) // the net package's deadlines are wall time
 	}
 	if p.Scheme == "https" {
 		t := c.tls.Clone()

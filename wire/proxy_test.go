@@ -153,15 +153,7 @@ func TestRequestsGoThroughHTTPSProxy(t *testing.T) {
 		}
 		return
 	}
-	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
-		for {
-			r, ok := rc.Request()
-			if !ok {
-				return
-			}
-			rc.Respond(r.StreamID, 200, "text/plain", nil)
-		}
-	})
+	srv := h2script.New(t, nil, answerAll)
 	proxy := newConnectProxy(t, strings.TrimPrefix(srv.URL(), "https://"))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRequestsGoThroughHTTPSProxy$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childCA+"="+string(srv.CA()), "HTTPS_PROXY="+proxy.URL("").String(), "NO_PROXY=", "no_proxy=")

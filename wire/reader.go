@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -36,7 +35,7 @@ func (cn *conn) readFrame() error {
 		return err
 	}
 	if !cn.inBlock {
-		cn.lastRead.Store(time.Now().UnixNano())
+		cn.lastRead.Store(cn.client.clock.Now().UnixNano())
 	}
 	return nil
 }

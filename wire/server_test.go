@@ -26,6 +26,17 @@ func scriptedClient(t *testing.T, s *h2script.Server, cfg Config) *Client {
 	return c
 }
 
+// answerAll answers every request of rc 200, with no body, until the connection ends.
+func answerAll(rc *h2script.Conn) {
+	for {
+		r, ok := rc.Request()
+		if !ok {
+			return
+		}
+		rc.Respond(r.StreamID, 200, "text/plain", nil)
+	}
+}
+
 // echo is a handler of Go's own HTTP/2 server: it answers with the request's method, path and body
 // size, or, for GET /big?n=N, N bytes of a known pattern.
 func echo(w http.ResponseWriter, r *http.Request) {

@@ -428,37 +428,3 @@ func TestTimeoutResetsTheStream(t *testing.T) {
 }
 
 func itoa(i int) string { return strconvItoa(i) }
-
-// TestSilentServerIsDetected: a server that stops answering anything, PINGs included, fails the
-// requests waiting on it with net/http's "client connection lost" once the health check's PING
-// goes unanswered, long before their own timeout, and the next request dials again.
-func TestSilentServerIsDetected(t *testing.T) {
-	var first atomic.Bool
-	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
-		if first.CompareAndSwap(false, true) {
-			rc.Request()
-			for { // reads on, answers nothing
-				if _, err := rc.ReadFrame(); err != nil {
-					return
-				}
-			}
-		}
-		for {
-			r, ok := rc.Request()
-			if !ok {
-				return
-			}
-			rc.Respond(r.StreamID, 200, "text/plain", nil)
-		}
-	})
-	c := scriptedClient(t, srv, Config{ReadIdleTimeout: 50 * time.Millisecond, PingTimeout: 50 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := c.Do(ctx, &Request{Path: "/x"})
-	if err == nil || !strings.HasSuffix(err.Error(), "http2: client connection lost") {
-		t.Fatalf("got %v, want the connection lost", err)
-	}
-	if _, err := c.Do(ctx, &Request{Path: "/y"}); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -84,10 +84,7 @@ func (cn *conn) writeLoop() {
 		bound = MaxFlushWindow
 	}
 	var batch []item
-	clk := cn.client.cfg.clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cn.client.clock
 	var held time.Time // when the oldest unflushed frame was written; zero: none
 	var timer clock.Timer
 	for {
@@ -95,7 +92,7 @@ func (cn *conn) writeLoop() {
 		for len(cn.queue) == 0 && cn.err == nil {
 			cn.mu.Unlock()
 			if !held.IsZero() && (window == 0 || clk.Since(held) >= window) {
-				cn.batchFrom.CompareAndSwap(0, time.Now().UnixNano()) // a flush after the window's wait
+				cn.batchFrom.CompareAndSwap(0, clk.Now().UnixNano()) // a flush after the window's wait
 				if err := w.flush(); err != nil {
 					cn.fail(err)
 					return
@@ -141,7 +138,7 @@ func (cn *conn) writeLoop() {
 		batch, cn.queue = cn.queue, batch[:0]
 		cn.control, cn.kickQueued = 0, false
 		cn.mu.Unlock()
-		cn.batchFrom.Store(time.Now().UnixNano()) // real time, as the health check's
+		cn.batchFrom.Store(clk.Now().UnixNano())
 		if held.IsZero() {
 			held = clk.Now()
 		}
@@ -276,12 +273,12 @@ func (w *writer) body(s *stream) error {
 // impersonation of a node seen recently) into an index of a byte or two.
 func (w *writer) encode(req *Request) error {
 	c := w.cn.client
-	if gen := c.authGen.Load(); c.cfg.Auth != nil && (time.Since(w.authAt) >= AuthRefresh || gen != w.authGen) {
+	if gen := c.authGen.Load(); c.cfg.Auth != nil && (c.clock.Since(w.authAt) >= AuthRefresh || gen != w.authGen) {
 		auth, err := c.cfg.Auth()
 		if err != nil {
 			return err
 		}
-		w.auth, w.authAt, w.authGen = auth, time.Now(), gen
+		w.auth, w.authAt, w.authGen = auth, c.clock.Now(), gen
 	}
 	w.block.b = w.block.b[:0]
 	e := w.enc

@@ -1,6 +1,9 @@
 // Package bench measures what a fleet costs and what it costs the control plane: CPU time and memory
 // of each process from /proc, request counts and latencies from Prometheus endpoints, at fleet sizes
 // run one after the other on fresh local control planes.
+//
+// It runs on the wall clock, which is what it measures: real processes' CPU time over real windows,
+// so none of its waits and timestamps takes an injected clock.
 package bench
 
 import (

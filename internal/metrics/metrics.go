@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/utils/clock"
 )
 
 // namespace prefixes every metric of fakelet's own.
@@ -23,8 +24,8 @@ const namespace = "fakelet"
 
 // Options configure New. The zero value takes the kubelet's defaults.
 type Options struct {
-	// Now is the clock of the phase start time; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock of the phase start time; nil: the real clock.
+	Clock clock.PassiveClock
 	// NoProcessCollectors leaves out the go_* and process_* collectors (tests that compare a whole
 	// exposition).
 	NoProcessCollectors bool
@@ -33,8 +34,8 @@ type Options struct {
 // Metrics is fakelet's metrics registry and the metrics on it. Its methods are safe for concurrent
 // use.
 type Metrics struct {
-	reg *prometheus.Registry
-	now func() time.Time
+	reg   *prometheus.Registry
+	clock clock.PassiveClock
 
 	profileInfo    *prometheus.GaugeVec
 	phaseStart     prometheus.Gauge
@@ -58,12 +59,12 @@ const (
 
 // New returns fakelet's metrics on a new registry, with the Go runtime and process collectors.
 func New(opts Options) *Metrics {
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		now: opts.Now,
+		reg:   prometheus.NewRegistry(),
+		clock: opts.Clock,
 		profileInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "profile_info",
 			Help: "The profile and phase running now: always 1, one series at a time.",
@@ -120,7 +121,7 @@ func (m *Metrics) SetPhase(profile, phase string) {
 	defer m.phaseMu.Unlock()
 	m.profileInfo.Reset()
 	m.profileInfo.WithLabelValues(profile, phase).Set(1)
-	m.phaseStart.Set(float64(m.now().UnixNano()) / 1e9)
+	m.phaseStart.Set(float64(m.clock.Now().UnixNano()) / 1e9)
 }
 
 // ActionApplied counts one op (profiles.Op, such as "stop") applied to one node of group.

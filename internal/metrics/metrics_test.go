@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
@@ -108,7 +109,7 @@ func TestMetricsFollowConventions(t *testing.T) {
 }
 
 func TestExposition(t *testing.T) {
-	m := exercised(t, Options{NoProcessCollectors: true, Now: func() time.Time { return time.Unix(1700000000, 500e6) }})
+	m := exercised(t, Options{NoProcessCollectors: true, Clock: testingclock.NewFakePassiveClock(time.Unix(1700000000, 500e6))})
 	want := `
 # HELP fakelet_heartbeats_total Heartbeat attempts of the fleet's nodes by kind (lease renewal or status patch) and result.
 # TYPE fakelet_heartbeats_total counter
@@ -187,10 +188,10 @@ func seriesOf(t *testing.T, m *Metrics, name string) []string {
 }
 
 func TestSetPhaseKeepsOneSeries(t *testing.T) {
-	now := time.Unix(100, 0)
-	m := New(Options{NoProcessCollectors: true, Now: func() time.Time { return now }})
+	clk := testingclock.NewFakePassiveClock(time.Unix(100, 0))
+	m := New(Options{NoProcessCollectors: true, Clock: clk})
 	m.SetPhase("flap", "warmup")
-	now = now.Add(time.Minute)
+	clk.SetTime(clk.Now().Add(time.Minute))
 	m.SetPhase("flap", "flapping")
 	want := `
 # HELP fakelet_profile_info The profile and phase running now: always 1, one series at a time.

@@ -162,20 +162,21 @@ func settle(t target, old *entry, obj runtime.Object) error {
 	switch o := obj.(type) {
 	case *corev1.Node:
 		was := old.obj.(*corev1.Node)
-		if status {
-			o.Spec = was.Spec
-		} else {
-			o.Status = was.Status
-		}
+		keepOther(status, &o.Spec, was.Spec, &o.Status, was.Status)
 	case *corev1.Pod:
 		was := old.obj.(*corev1.Pod)
-		if status {
-			o.Spec = was.Spec
-		} else {
-			o.Status = was.Status
-		}
+		keepOther(status, &o.Spec, was.Spec, &o.Status, was.Status)
 	}
 	return nil
+}
+
+// keepOther keeps the spec of a write of the status, and the status of a write of the object.
+func keepOther[Spec, Status any](status bool, spec *Spec, oldSpec Spec, st *Status, oldStatus Status) {
+	if status {
+		*spec = oldSpec
+	} else {
+		*st = oldStatus
+	}
 }
 
 // remove deletes an object: 200 with a Status, 404, or 409 on a failed precondition. The object goes

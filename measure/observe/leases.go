@@ -88,7 +88,7 @@ func (r *Recorder) observeLease(old, l *coordinationv1.Lease) {
 // recordLease records a Lease seen for the first time (old nil) or changed, and says whether its
 // renewTime is new.
 func (r *Recorder) recordLease(old, l *coordinationv1.Lease) (renewed bool) {
-	at := r.now()
+	at := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.flush()
@@ -113,7 +113,7 @@ func (r *Recorder) recordLease(old, l *coordinationv1.Lease) (renewed bool) {
 }
 
 func (r *Recorder) leaseDeleted(name string) {
-	at := r.now()
+	at := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.flush()

@@ -16,7 +16,7 @@ func (r *Recorder) PodHandler() func(old, new *corev1.Pod) {
 // n is nil when the pod was deleted. A pod costs one transition when it first turns Ready, and one per
 // change of readiness or deletion after that.
 func (r *Recorder) ObservePod(old, n *corev1.Pod) {
-	at := r.now()
+	at := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.flush()

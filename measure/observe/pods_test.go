@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func pod(ready corev1.ConditionStatus, conds ...corev1.PodCondition) *corev1.Pod {
@@ -31,8 +32,8 @@ func terminating(p *corev1.Pod) *corev1.Pod {
 // someone else.
 func TestRecorderPodTransitions(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &fakeClock{t0}
-	r := NewRecorder(clock.now)
+	clock := testingclock.NewFakePassiveClock(t0)
+	r := NewRecorder(clock)
 	h := r.PodHandler()
 	evicted := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager"}
 	seq := [][2]*corev1.Pod{
@@ -47,7 +48,7 @@ func TestRecorderPodTransitions(t *testing.T) {
 		{pod(corev1.ConditionTrue), nil},
 	}
 	for i, s := range seq {
-		clock.t = t0.Add(time.Duration(i) * time.Second)
+		clock.SetTime(t0.Add(time.Duration(i) * time.Second))
 		h(s[0], s[1])
 	}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/internal/conditions"
 	"fakelet.dev/fakelet/internal/headtail"
@@ -15,7 +16,7 @@ import (
 // handlers it gives (NodeHandler, and the Lease watch of WatchLeases) are cheap enough for a watch of
 // 100,000 nodes.
 type Recorder struct {
-	now func() time.Time
+	clock clock.PassiveClock
 
 	mu sync.Mutex
 	// The transitions themselves are kept only as samples, the first and the last maxKept: a run of
@@ -38,12 +39,12 @@ type leaseState struct {
 	lastRenewal time.Time // when the last renewal arrived
 }
 
-// NewRecorder returns an empty recorder that timestamps with now (time.Now if nil).
-func NewRecorder(now func() time.Time) *Recorder {
-	if now == nil {
-		now = time.Now
+// NewRecorder returns an empty recorder that timestamps with clk (the real clock if nil).
+func NewRecorder(clk clock.PassiveClock) *Recorder {
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	return &Recorder{now: now, kept: headtail.Sample[Transition]{Keep: maxKept}, strs: map[string]string{}, leases: map[string]*leaseState{}, ready: newReadyTimeline(),
+	return &Recorder{clock: clk, kept: headtail.Sample[Transition]{Keep: maxKept}, strs: map[string]string{}, leases: map[string]*leaseState{}, ready: newReadyTimeline(),
 		taints: map[string]map[[2]string]bool{}}
 }
 
@@ -93,7 +94,7 @@ func (r *Recorder) NodeHandler() func(old, new *corev1.Node) {
 
 // ObserveNode records how n differs from old (nil when n was just seen for the first time).
 func (r *Recorder) ObserveNode(old, n *corev1.Node) {
-	at := r.now()
+	at := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.flush()

@@ -7,11 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 )
-
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time { return c.t }
 
 func node(ready corev1.ConditionStatus, reason string, taints ...corev1.Taint) *corev1.Node {
 	return &corev1.Node{
@@ -32,8 +29,8 @@ var (
 
 func TestRecorderKeepsTransitionsOnly(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &fakeClock{t0}
-	r := NewRecorder(clock.now)
+	clock := testingclock.NewFakePassiveClock(t0)
+	r := NewRecorder(clock)
 	h := r.NodeHandler()
 	seq := []*corev1.Node{
 		node(corev1.ConditionFalse, "KubeletNotReady", notReadyNS),
@@ -45,7 +42,7 @@ func TestRecorderKeepsTransitionsOnly(t *testing.T) {
 	}
 	var old *corev1.Node
 	for i, n := range seq {
-		clock.t = t0.Add(time.Duration(i) * time.Second)
+		clock.SetTime(t0.Add(time.Duration(i) * time.Second))
 		h(old, n)
 		old = n
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"k8s.io/utils/clock"
 )
 
 // DefaultInterval is how often the Scraper scrapes between phase boundaries: often enough for a
@@ -71,7 +72,7 @@ const maxIntervalRounds = 480
 type Scraper struct {
 	sources  []Source
 	interval time.Duration
-	now      func() time.Time
+	clock    clock.WithTicker
 
 	mu     sync.Mutex // serializes scrapes, so that snapshots are in order of time
 	rounds []round
@@ -86,28 +87,28 @@ type round struct {
 	pinned bool // asked for (Scrape), not from a tick
 }
 
-// NewScraper returns a scraper of sources every interval (DefaultInterval if 0) that timestamps with
-// now (time.Now if nil).
-func NewScraper(sources []Source, interval time.Duration, now func() time.Time) *Scraper {
+// NewScraper returns a scraper of sources every interval (DefaultInterval if 0) on clk (the real
+// clock if nil), which times the interval and timestamps the snapshots.
+func NewScraper(sources []Source, interval time.Duration, clk clock.WithTicker) *Scraper {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	if now == nil {
-		now = time.Now
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	return &Scraper{sources: sources, interval: interval, now: now, stride: 1}
+	return &Scraper{sources: sources, interval: interval, clock: clk, stride: 1}
 }
 
 // Run scrapes at once and then every interval until ctx ends.
 func (s *Scraper) Run(ctx context.Context) {
-	t := time.NewTicker(s.interval)
+	t := s.clock.NewTicker(s.interval)
 	defer t.Stop()
 	s.Scrape(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			s.tick(ctx)
 		}
 	}
@@ -136,7 +137,7 @@ func (s *Scraper) scrape(ctx context.Context, pinned bool) {
 	var wg sync.WaitGroup
 	for i, src := range s.sources {
 		wg.Go(func() {
-			at := s.now()
+			at := s.clock.Now()
 			sctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 			defer cancel()
 			fams, err := src.Scrape(sctx)

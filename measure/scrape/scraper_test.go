@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 type countSource struct{ n int }
@@ -19,13 +21,14 @@ func (c *countSource) Scrape(context.Context) (map[string]*Family, error) {
 // phase boundaries).
 func TestScraperKeepsBoundedIntervalSnapshots(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := t0
-	s := NewScraper([]Source{&countSource{}}, time.Second, func() time.Time { return now })
+	clk := testingclock.NewFakeClock(t0)
+	s := NewScraper([]Source{&countSource{}}, time.Second, clk)
 	ctx := context.Background()
 	const seconds = 6 * 3600
 	var boundaries []time.Time
 	for sec := range seconds {
-		now = t0.Add(time.Duration(sec) * time.Second)
+		now := t0.Add(time.Duration(sec) * time.Second)
+		clk.SetTime(now)
 		if sec%1800 == 0 {
 			s.Scrape(ctx)
 			boundaries = append(boundaries, now)

@@ -16,7 +16,7 @@ import (
 // their pods evicted and replaced: the end of a large run's record.
 func BenchmarkSummary30000Pods(b *testing.B) {
 	c := testingclock.NewFakeClock(t0)
-	r := NewRecorder(c.Now, t0)
+	r := NewRecorder(c, t0)
 	pod := func(i int, node string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("p-", i), UID: types.UID(fmt.Sprint(i)),
 			Labels: map[string]string{WorkloadLabel: "web"}, CreationTimestamp: metav1.NewTime(c.Now())},
@@ -60,7 +60,7 @@ func BenchmarkRecorderHeapPerPod(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		r := NewRecorder(c.Now, t0)
+		r := NewRecorder(c, t0)
 		for i := range pods {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("web-7d9c6b5f4-", i), UID: types.UID(fmt.Sprintf("%036d", i)),
 				Labels: map[string]string{WorkloadLabel: "web"}, CreationTimestamp: metav1.NewTime(c.Now())}}

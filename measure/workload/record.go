@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/internal/conditions"
 	"fakelet.dev/fakelet/internal/headtail"
@@ -111,9 +112,9 @@ type breakOp struct {
 	first            time.Time
 }
 
-// Recorder keeps what the watches saw. Its handlers take the arrival time from now.
+// Recorder keeps what the watches saw. Its handlers take the arrival time from its clock.
 type Recorder struct {
-	now   func() time.Time
+	clock clock.PassiveClock
 	start time.Time // pods created before it are left out of the startup latency
 
 	mu          sync.Mutex
@@ -127,10 +128,10 @@ type Recorder struct {
 	onStartup   func(Startup)
 }
 
-// NewRecorder returns a Recorder whose clock is now; pods created before start are not counted in
-// the startup latency (a watch that lists pods created earlier has not seen them start).
-func NewRecorder(now func() time.Time, start time.Time) *Recorder {
-	return &Recorder{now: now, start: start, pods: map[types.UID]*podState{}, byName: map[string]types.UID{},
+// NewRecorder returns a Recorder on clk; pods created before start are not counted in the startup
+// latency (a watch that lists pods created earlier has not seen them start).
+func NewRecorder(clk clock.PassiveClock, start time.Time) *Recorder {
+	return &Recorder{clock: clk, start: start, pods: map[types.UID]*podState{}, byName: map[string]types.UID{},
 		deployments: map[string]*deploymentState{}, breakIndex: map[[3]string]*breakOp{}}
 }
 
@@ -178,7 +179,7 @@ func (r *Recorder) Applied(phase, group, op, node string, at time.Time) {
 // ObservePod records how pod n differs from old; old is nil when it first appears, n nil when it is
 // gone.
 func (r *Recorder) ObservePod(old, n *corev1.Pod) {
-	at := r.now()
+	at := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n == nil {
@@ -237,7 +238,7 @@ func (r *Recorder) ObservePod(old, n *corev1.Pod) {
 // ObserveEndpointSlice records the changes of readiness of the pods that slice n (old before it)
 // points at; n nil means the slice is gone. A pod whose address leaves a slice counts as not ready.
 func (r *Recorder) ObserveEndpointSlice(old, n *discoveryv1.EndpointSlice) {
-	at := r.now()
+	at := r.clock.Now()
 	before, after := endpoints(old), endpoints(n)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -295,7 +296,7 @@ func (r *Recorder) ObserveDeployment(_, n *appsv1.Deployment) {
 	if n == nil {
 		return
 	}
-	at := r.now()
+	at := r.clock.Now()
 	want := int32(1)
 	if n.Spec.Replicas != nil {
 		want = *n.Spec.Replicas

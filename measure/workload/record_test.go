@@ -33,7 +33,7 @@ type script struct {
 func newScript(t *testing.T) *script {
 	c := testingclock.NewFakeClock(t0)
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1}, Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(3))}}
-	return &script{t: t, clock: c, r: NewRecorder(c.Now, t0), pods: map[string]*corev1.Pod{},
+	return &script{t: t, clock: c, r: NewRecorder(c, t0), pods: map[string]*corev1.Pod{},
 		slice: &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-abcde"}}, dep: dep}
 }
 
@@ -210,7 +210,7 @@ func TestPodsLostForGood(t *testing.T) {
 // of the startup latency.
 func TestStartupLeavesOutOldPodsAndPulledImages(t *testing.T) {
 	c := testingclock.NewFakeClock(t0)
-	r := NewRecorder(c.Now, t0)
+	r := NewRecorder(c, t0)
 	running := func(name string, created time.Time, ann map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(created), Annotations: ann},
 			Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
@@ -230,7 +230,7 @@ func TestStartupLeavesOutOldPodsAndPulledImages(t *testing.T) {
 func TestWatchFeedsTheRecorder(t *testing.T) {
 	client := fake.NewClientset()
 	c := testingclock.NewFakeClock(t0)
-	r := NewRecorder(c.Now, t0)
+	r := NewRecorder(c, t0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := r.Watch(ctx, client, "ns"); err != nil {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // TestReadyTimelineMatchesTimeline: counts kept as transitions arrive give Timeline's samples, at a
@@ -43,13 +45,13 @@ func TestReadyTimelineMatchesTimeline(t *testing.T) {
 // the last maxKept transitions and counts them all.
 func TestRecorderKeepsFirstAndLastTransitions(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &fakeClock{t0}
-	r := NewRecorder(clock.now)
+	clock := testingclock.NewFakePassiveClock(t0)
+	r := NewRecorder(clock)
 	n := 3*maxKept + 5
 	for i := range n {
-		clock.t = t0.Add(time.Duration(i) * time.Second)
+		clock.SetTime(t0.Add(time.Duration(i) * time.Second))
 		r.mu.Lock()
-		r.add(Transition{At: clock.t, Node: "n0", Kind: Condition, Type: "Ready", Status: "True"})
+		r.add(Transition{At: clock.Now(), Node: "n0", Kind: Condition, Type: "Ready", Status: "True"})
 		r.mu.Unlock()
 	}
 	got := r.Transitions()
@@ -57,7 +59,7 @@ func TestRecorderKeepsFirstAndLastTransitions(t *testing.T) {
 		t.Fatalf("%d counted, %d kept; want %d and %d", r.TransitionCount(), len(got), n, 2*maxKept)
 	}
 	if !got[maxKept-1].At.Equal(t0.Add((maxKept-1)*time.Second)) || !got[maxKept].At.Equal(t0.Add(time.Duration(n-maxKept)*time.Second)) ||
-		!got[2*maxKept-1].At.Equal(clock.t) {
+		!got[2*maxKept-1].At.Equal(clock.Now()) {
 		t.Errorf("kept %v, %v .. %v: want the first and the last %d in order", got[maxKept-1].At, got[maxKept].At, got[2*maxKept-1].At, maxKept)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"golang.org/x/net/http2/hpack"
+	"k8s.io/utils/clock"
 )
 
 // TestHeaderBlocksDecodeToTheirRequestsFields encodes requests as a connection's writer does and
@@ -18,7 +19,7 @@ import (
 // the table, which would decode to another field, or not at all.
 func TestHeaderBlocksDecodeToTheirRequestsFields(t *testing.T) {
 	auth := []Field{{"authorization", "Bearer 0123456789abcdef"}}
-	c := &Client{authority: "127.0.0.1:6443", cfg: Config{Auth: func() ([]Field, error) { return auth, nil }}}
+	c := &Client{authority: "127.0.0.1:6443", clock: clock.RealClock{}, cfg: Config{Auth: func() ([]Field, error) { return auth, nil }}}
 	w := newWriter(&conn{client: c})
 	dec := hpack.NewDecoder(4096, nil)
 	header := []Field{{"accept", "application/vnd.kubernetes.protobuf,application/json"}, {"content-type", "application/vnd.kubernetes.protobuf"}}

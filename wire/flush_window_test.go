@@ -28,7 +28,7 @@ func TestFlushWindowMovesNoSendByMoreThanTheWindow(t *testing.T) {
 			rc.Respond(r.StreamID, 200, "text/plain", nil)
 		}
 	})
-	c, tap := tappedClient(t, srv, Config{FlushWindow: window, clock: fc})
+	c, tap := tappedClient(t, srv, Config{FlushWindow: window, Clock: fc})
 	done := make(chan error, 3)
 	send := func() {
 		go func() {

@@ -157,15 +157,7 @@ func TestConnectionLostUnderTheWriterSendsItsBatchAgain(t *testing.T) {
 // sends it again: the failure ended every stream the connection knew of, and nothing else would
 // end this one.
 func TestRequestOnAConnectionFailedSinceItsReserveIsSentAgain(t *testing.T) {
-	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
-		for {
-			r, ok := rc.Request()
-			if !ok {
-				return
-			}
-			rc.Respond(r.StreamID, 200, "text/plain", nil)
-		}
-	})
+	srv := h2script.New(t, nil, answerAll)
 	c := scriptedClient(t, srv, Config{})
 	if _, err := c.Do(context.Background(), &Request{Path: "/warm"}); err != nil {
 		t.Fatal(err)

@@ -127,13 +127,7 @@ func TestClientAdvertisesItsHeaderListLimit(t *testing.T) {
 		}
 		got <- v
 		_ = rc.Framer().WriteSettingsAck()
-		for {
-			r, ok := rc.Request()
-			if !ok {
-				return
-			}
-			rc.Respond(r.StreamID, 200, "text/plain", nil)
-		}
+		answerAll(rc)
 	})
 	c := scriptedClient(t, srv, Config{})
 	if _, err := c.Do(context.Background(), &Request{Path: "/x"}); err != nil {

@@ -96,7 +96,7 @@ func pacedFleet(t *testing.T, window time.Duration, agents, renewals int) ([]ren
 		}
 	})
 	// The health check's PING would wake the writer too: a long idle timeout keeps it out of the run.
-	c, tap := tappedClient(t, srv, Config{FlushWindow: window, ReadIdleTimeout: time.Hour, clock: fc})
+	c, tap := tappedClient(t, srv, Config{FlushWindow: window, ReadIdleTimeout: time.Hour, Clock: fc})
 
 	type answer struct {
 		r   renewal
