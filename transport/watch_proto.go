@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 // A protobuf watch event is read field by field, as far as an agent needs it, without decoding the
@@ -141,28 +142,5 @@ func unwrap(b []byte) ([]byte, error) {
 
 // eachField calls f with each length-delimited field of the message b, skipping the others.
 func eachField(b []byte, f func(protowire.Number, []byte) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errBadEvent
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return errBadEvent
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return errBadEvent
-		}
-		b = b[n:]
-		if err := f(num, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return protofield.Each(b, f, errBadEvent)
 }
