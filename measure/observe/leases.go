@@ -35,16 +35,18 @@ func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface,
 	if err != nil {
 		return fmt.Errorf("watch node leases in %s: %w", leaseNamespace, err)
 	}
-	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		l := &coordinationv1.LeaseList{}
-		return l, rc.Get().Namespace(leaseNamespace).Resource("leases").VersionedParams(&o, scheme.ParameterCodec).Do(ctx).Into(l)
+	leases := func(o *metav1.ListOptions) *rest.Request {
+		return rc.Get().Namespace(leaseNamespace).Resource("leases").VersionedParams(o, scheme.ParameterCodec)
 	}
 	lw := &cache.ListWatch{
-		ListWithContextFunc: list,
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := &coordinationv1.LeaseList{}
+			return l, leases(&o).Do(ctx).Into(l)
+		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.Watch = true
-			req := rc.Get().Namespace(leaseNamespace).Resource("leases").VersionedParams(&o, scheme.ParameterCodec)
-			if o.TimeoutSeconds != nil {
+			req := leases(&o)
+			if o.TimeoutSeconds != nil { // as the typed client's Watch
 				req = req.Timeout(time.Duration(*o.TimeoutSeconds) * time.Second)
 			}
 			return req.Watch(ctx)
@@ -75,10 +77,9 @@ func leaseClient(client kubernetes.Interface) (*rest.RESTClient, error) {
 	}
 	base := rc.Get().AbsPath("/").URL()
 	gv := coordinationv1.SchemeGroupVersion
-	codecs := newLeaseCodecs()
 	return rest.NewRESTClient(base, "/apis/"+gv.String(), rest.ClientContentConfig{
 		AcceptContentTypes: runtime.ContentTypeProtobuf, ContentType: runtime.ContentTypeProtobuf,
-		GroupVersion: gv, Negotiator: runtime.NewClientNegotiator(codecs, gv),
+		GroupVersion: gv, Negotiator: runtime.NewClientNegotiator(newLeaseCodecs(), gv),
 	}, rc.GetRateLimiter(), rc.Client)
 }
 
