@@ -23,7 +23,6 @@ const (
 	objectMetadata   = 1 // every object's metadata
 	metaRV           = 6 // ObjectMeta.resourceVersion
 	metaAnnotations  = 12
-	mapKey, mapValue = 1, 2
 )
 
 var errBadEvent = errors.New("undecodable Protobuf watch event")
@@ -89,16 +88,8 @@ func decodeProtobufEvent(b []byte, pods bool) (agent.WatchEvent, *metav1.Status,
 			case metaRV:
 				e.ResourceVersion = string(v)
 			case metaAnnotations:
-				var key, value []byte
-				if err := eachField(v, func(num protowire.Number, v []byte) error {
-					switch num {
-					case mapKey:
-						key = v
-					case mapValue:
-						value = v
-					}
-					return nil
-				}); err != nil {
+				key, value, err := protofield.MapEntry(v, errBadEvent)
+				if err != nil {
 					return err
 				}
 				if string(key) == metav1.InitialEventsAnnotationKey && string(value) == "true" {

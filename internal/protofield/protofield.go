@@ -32,3 +32,24 @@ func Each(b []byte, f func(protowire.Number, []byte) error, bad error) error {
 	}
 	return nil
 }
+
+// The fields of a protobuf map's entry.
+const (
+	mapKey   = 1
+	mapValue = 2
+)
+
+// MapEntry reads the key and value of one entry of a map field (a Kubernetes object's labels or
+// annotations), as Each reads a message.
+func MapEntry(b []byte, bad error) (key, value []byte, err error) {
+	err = Each(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case mapKey:
+			key = v
+		case mapValue:
+			value = v
+		}
+		return nil
+	}, bad)
+	return key, value, err
+}

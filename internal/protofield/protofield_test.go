@@ -54,3 +54,18 @@ func TestEachStopsAtTheFunctionsError(t *testing.T) {
 		t.Errorf("Each returned %v after %d calls, want the function's error after 1", err, calls)
 	}
 }
+
+func TestMapEntryReadsKeyAndValue(t *testing.T) {
+	var b []byte
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendString(b, "true")
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, "k8s.io/initial-events-end")
+	k, v, err := MapEntry(b, errBad)
+	if err != nil || string(k) != "k8s.io/initial-events-end" || string(v) != "true" {
+		t.Errorf("MapEntry = %q, %q, %v; want the key and value", k, v, err)
+	}
+	if _, _, err := MapEntry([]byte{0x0a, 0x05}, errBad); err != errBad {
+		t.Errorf("a cut entry: %v, want bad", err)
+	}
+}

@@ -79,8 +79,6 @@ const (
 	metaUID         = 5
 	metaRV          = 6
 	metaAnnotations = 12
-	mapKey          = 1
-	mapValue        = 2
 	specRenewTime   = 4 // LeaseSpec.renewTime, a MicroTime
 	timeSeconds     = 1 // MicroTime.seconds
 	timeNanos       = 2
@@ -151,16 +149,8 @@ func decodeMeta(b []byte, m *metav1.ObjectMeta) error {
 		case metaRV:
 			m.ResourceVersion = string(v)
 		case metaAnnotations:
-			var key, value []byte
-			if err := eachField(v, func(num protowire.Number, v []byte) error {
-				switch num {
-				case mapKey:
-					key = v
-				case mapValue:
-					value = v
-				}
-				return nil
-			}); err != nil {
+			key, value, err := protofield.MapEntry(v, errBadLease)
+			if err != nil {
 				return err
 			}
 			if string(key) == metav1.InitialEventsAnnotationKey {
