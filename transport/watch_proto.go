@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 // A protobuf watch event is read field by field, as far as an agent needs it, without decoding the
@@ -22,7 +23,6 @@ const (
 	objectMetadata   = 1 // every object's metadata
 	metaRV           = 6 // ObjectMeta.resourceVersion
 	metaAnnotations  = 12
-	mapKey, mapValue = 1, 2
 )
 
 var errBadEvent = errors.New("undecodable Protobuf watch event")
@@ -88,16 +88,8 @@ func decodeProtobufEvent(b []byte, pods bool) (agent.WatchEvent, *metav1.Status,
 			case metaRV:
 				e.ResourceVersion = string(v)
 			case metaAnnotations:
-				var key, value []byte
-				if err := eachField(v, func(num protowire.Number, v []byte) error {
-					switch num {
-					case mapKey:
-						key = v
-					case mapValue:
-						value = v
-					}
-					return nil
-				}); err != nil {
+				key, value, err := protofield.MapEntry(v, errBadEvent)
+				if err != nil {
 					return err
 				}
 				if string(key) == metav1.InitialEventsAnnotationKey && string(value) == "true" {
@@ -141,28 +133,5 @@ func unwrap(b []byte) ([]byte, error) {
 
 // eachField calls f with each length-delimited field of the message b, skipping the others.
 func eachField(b []byte, f func(protowire.Number, []byte) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errBadEvent
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return errBadEvent
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return errBadEvent
-		}
-		b = b[n:]
-		if err := f(num, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return protofield.Each(b, f, errBadEvent)
 }

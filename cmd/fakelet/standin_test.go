@@ -2,31 +2,19 @@ package main
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
-	"time"
-
-	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/internal/standin"
 )
 
 func TestRunRefusesTheStandIn(t *testing.T) {
-	cert, caPEM, err := standin.SelfSigned(time.Now())
+	_, cfg, stop, err := standin.ServeLoopback(standin.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := standin.New(standin.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l, cert) }()
-	defer func() { cancel(); <-done }()
-	cfg := &rest.Config{Host: "https://" + l.Addr().String(), BearerToken: s.Token(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+	defer func() { _ = stop() }()
+	ctx := context.Background()
 
 	t.Setenv(standin.BenchEnv, "")
 	err = refuseStandIn(ctx, cfg)

@@ -26,6 +26,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"internal/layout":     {},
 	"internal/pause":      {},
 	"internal/standin":    {},
+	"internal/protofield": {},
 	"internal/scheduler":  {},
 	"wire":                {tests: []string{"internal/h2script"}},
 	"fidelity":            {},
@@ -33,7 +34,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 
 	// One fake kubelet, its transport, and many.
 	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/scheduler", "nodeshape"}},
-	"transport": {imports: []string{"agent", "internal/pause", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
+	"transport": {imports: []string{"agent", "internal/pause", "internal/protofield", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
 	"fleet": {
 		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/pause", "internal/scheduler", "transport", "wire"},
 		tests:   []string{"internal/fleettest"},
@@ -54,7 +55,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"controlplane": {imports: []string{"deploy"}},
 
 	// The measurement.
-	"measure/observe":    {imports: []string{"internal/conditions", "internal/headtail"}},
+	"measure/observe":    {imports: []string{"internal/conditions", "internal/headtail", "internal/protofield"}, tests: []string{"internal/standin"}},
 	"measure/reaction":   {imports: []string{"measure/observe"}},
 	"measure/scrape":     {imports: []string{"fleet"}},
 	"measure/source":     {imports: []string{"controlplane", "measure/scrape"}},

@@ -2,8 +2,6 @@ package standin
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -25,28 +23,17 @@ import (
 // serve starts a stand-in on a loopback port and returns it with a protobuf clientset for it.
 func serve(t *testing.T, o Options) (*Server, *kubernetes.Clientset) {
 	t.Helper()
-	cert, caPEM, err := SelfSigned(time.Now())
+	s, cfg, stop, err := ServeLoopback(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l, cert) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		if err := stop(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	cfg := &rest.Config{Host: "https://" + l.Addr().String(), BearerToken: s.Token(),
-		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM},
-		ContentConfig:   rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json"},
-		QPS:             -1, UserAgent: "kubelet/v1.37.2"}
+	cfg.ContentConfig = rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json"}
+	cfg.QPS, cfg.UserAgent = -1, "kubelet/v1.37.2"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,9 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -10,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -20,52 +24,132 @@ const leaseNamespace = "kube-node-lease"
 // counts renewals (a new spec.renewTime) and records Leases created and deleted. It returns once the
 // first list arrived. The watch is one more watcher of every Lease write: leave it off when measuring
 // the watch load of lease heartbeats.
+//
+// It is a client-go Reflector (its streaming list, resumption, relist and backoff) over client's
+// connections, with two things of its own for the cost of a watch that sees every renewal of the
+// fleet: Leases decoded lean (leaseCodecs), and a store that keeps what it compares of our Leases
+// and calls the recorder itself (leaseStore), where an informer has a queue and a handler's
+// goroutines between them.
 func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface, ours func(name string) bool) error {
-	leases := client.CoordinationV1().Leases(leaseNamespace)
+	rc, err := leaseClient(client)
+	if err != nil {
+		return fmt.Errorf("watch node leases in %s: %w", leaseNamespace, err)
+	}
+	leases := func(o *metav1.ListOptions) *rest.Request {
+		return rc.Get().Namespace(leaseNamespace).Resource("leases").VersionedParams(o, scheme.ParameterCodec)
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return leases.List(ctx, o)
+			l := &coordinationv1.LeaseList{}
+			return l, leases(&o).Do(ctx).Into(l)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return leases.Watch(ctx, o)
+			o.Watch = true
+			req := leases(&o)
+			if o.TimeoutSeconds != nil { // as the typed client's Watch
+				req = req.Timeout(time.Duration(*o.TimeoutSeconds) * time.Second)
+			}
+			return req.Watch(ctx)
 		},
 	}
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &coordinationv1.Lease{}, 0, cache.Indexers{})
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		if l, ok := obj.(*coordinationv1.Lease); ok {
-			return leaseStub(l), nil
-		}
-		return obj, nil
-	})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if l, ok := obj.(*coordinationv1.Lease); ok && ours(l.Name) {
-				r.observeLease(nil, l)
-			}
-		},
-		UpdateFunc: func(old, obj any) {
-			o, _ := old.(*coordinationv1.Lease)
-			if l, ok := obj.(*coordinationv1.Lease); ok && ours(l.Name) {
-				r.observeLease(o, l)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if l, ok := obj.(*coordinationv1.Lease); ok && ours(l.Name) {
-				r.leaseDeleted(l.Name)
-			}
-		},
-	})
-	go inf.RunWithContext(ctx)
+	store := &leaseStore{r: r, ours: ours, seen: map[string]*coordinationv1.Lease{}, synced: make(chan struct{})}
+	ref := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &coordinationv1.Lease{}, store,
+		cache.ReflectorOptions{Name: "measurement leases"})
+	go ref.RunWithContext(ctx)
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) && ctx.Err() == nil {
-		return fmt.Errorf("watch node leases in %s: no list within a minute", leaseNamespace)
+	select {
+	case <-store.synced:
+	case <-syncCtx.Done():
+		if ctx.Err() == nil {
+			return fmt.Errorf("watch node leases in %s: no list within a minute", leaseNamespace)
+		}
 	}
 	return nil
 }
+
+// leaseClient is a REST client of coordination/v1 on client's connections and credentials that
+// decodes Leases with leaseCodecs.
+func leaseClient(client kubernetes.Interface) (*rest.RESTClient, error) {
+	rc, ok := client.CoordinationV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		return nil, errors.New("the client has no REST client to watch with")
+	}
+	base := rc.Get().AbsPath("/").URL()
+	gv := coordinationv1.SchemeGroupVersion
+	return rest.NewRESTClient(base, "/apis/"+gv.String(), rest.ClientContentConfig{
+		AcceptContentTypes: runtime.ContentTypeProtobuf, ContentType: runtime.ContentTypeProtobuf,
+		GroupVersion: gv, Negotiator: runtime.NewClientNegotiator(newLeaseCodecs(), gv),
+	}, rc.GetRateLimiter(), rc.Client)
+}
+
+// leaseStore is the Reflector's store: for each of our Leases, the stub of the last seen, to tell
+// a renewal and a new uid by; the others are not kept. Only the Reflector's goroutine calls it.
+type leaseStore struct {
+	r        *Recorder
+	ours     func(name string) bool
+	seen     map[string]*coordinationv1.Lease
+	synced   chan struct{} // closed at the first list
+	syncOnce sync.Once
+}
+
+func (s *leaseStore) lease(obj any) *coordinationv1.Lease {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if l, ok := obj.(*coordinationv1.Lease); ok && s.ours(l.Name) {
+		return l
+	}
+	return nil
+}
+
+func (s *leaseStore) Add(obj any) error { return s.Update(obj) }
+
+func (s *leaseStore) Update(obj any) error {
+	if l := s.lease(obj); l != nil {
+		old := s.seen[l.Name]
+		s.r.observeLease(old, l)
+		s.seen[l.Name] = leaseStub(l)
+	}
+	return nil
+}
+
+func (s *leaseStore) Delete(obj any) error {
+	if l := s.lease(obj); l != nil {
+		delete(s.seen, l.Name)
+		s.r.leaseDeleted(l.Name)
+	}
+	return nil
+}
+
+// Replace is a new list: each Lease in it seen again, and each kept that it lacks deleted, as an
+// informer's deltas would have them.
+func (s *leaseStore) Replace(list []any, _ string) error {
+	listed := make(map[string]bool, len(list))
+	for _, obj := range list {
+		if l := s.lease(obj); l != nil {
+			listed[l.Name] = true
+			_ = s.Update(l)
+		}
+	}
+	for name := range s.seen {
+		if !listed[name] {
+			delete(s.seen, name)
+			s.r.leaseDeleted(name)
+		}
+	}
+	s.syncOnce.Do(func() { close(s.synced) })
+	return nil
+}
+
+// The Reflector reads nothing back from its store.
+func (s *leaseStore) List() []any                          { return nil }
+func (s *leaseStore) ListKeys() []string                   { return nil }
+func (s *leaseStore) Get(any) (any, bool, error)           { return nil, false, nil }
+func (s *leaseStore) GetByKey(string) (any, bool, error)   { return nil, false, nil }
+func (s *leaseStore) Resync() error                        { return nil }
+func (s *leaseStore) Bookmark(string)                      {}
+func (s *leaseStore) LastStoreSyncResourceVersion() string { return "" }
 
 // leaseStub keeps of a Lease what the handlers compare, for the informer's store, which holds one
 // per node for the whole run.

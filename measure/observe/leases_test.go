@@ -7,32 +7,57 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"fakelet.dev/fakelet/internal/standin"
 )
 
-// The Lease watch passes each new renewTime of our Leases to OnRenewal, and nothing else.
-func TestWatchLeasesPassesRenewalsToOnRenewal(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	renewAt := func(s int) *metav1.MicroTime {
-		return &metav1.MicroTime{Time: time.Date(2026, 11, 29, 12, 0, s, 0, time.UTC)}
+// standIn serves fakelet's stand-in for kube-apiserver on a loopback port, for the Lease watch to
+// watch over the wire as it does a run's apiserver, and returns a protobuf clientset for it.
+func standIn(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	_, cfg, stop, err := standin.ServeLoopback(standin.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	lease := func(name string, s int) *coordinationv1.Lease {
-		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: leaseNamespace},
-			Spec: coordinationv1.LeaseSpec{RenewTime: renewAt(s)}}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("stand-in: %v", err)
+		}
+	})
+	cfg.ContentType, cfg.QPS = "application/vnd.kubernetes.protobuf", -1
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	client := fake.NewClientset(lease("ours-0", 0), lease("theirs-0", 0))
-	type renewal struct {
-		node string
-		at   time.Time
-	}
+	return cs
+}
+
+func renewAt(s int) *metav1.MicroTime {
+	return &metav1.MicroTime{Time: time.Date(2026, 11, 29, 12, 0, s, 0, time.UTC)}
+}
+
+func testLease(name string, s int) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: leaseNamespace},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, RenewTime: renewAt(s)}}
+}
+
+type renewal struct {
+	node string
+	at   time.Time
+}
+
+// watchedLeases starts the Lease watch of r on client with ours-0 ours, and returns the renewals it
+// passes to OnRenewal.
+func watchedLeases(t *testing.T, ctx context.Context, r *Recorder, client kubernetes.Interface) func() renewal {
+	t.Helper()
 	seen := make(chan renewal, 10)
-	r := NewRecorder(nil)
 	r.OnRenewal(func(node string, at time.Time) { seen <- renewal{node, at} })
 	if err := r.WatchLeases(ctx, client, func(name string) bool { return name == "ours-0" }); err != nil {
 		t.Fatal(err)
 	}
-	next := func() renewal {
+	return func() renewal {
 		select {
 		case r := <-seen:
 			return r
@@ -41,11 +66,30 @@ func TestWatchLeasesPassesRenewalsToOnRenewal(t *testing.T) {
 			return renewal{}
 		}
 	}
+}
+
+// The Lease watch passes each new renewTime of our Leases to OnRenewal, and nothing else.
+func TestWatchLeasesPassesRenewalsToOnRenewal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := standIn(t)
+	leases := client.CoordinationV1().Leases(leaseNamespace)
+	for _, l := range []*coordinationv1.Lease{testLease("ours-0", 0), testLease("theirs-0", 0)} {
+		if _, err := leases.Create(ctx, l, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewRecorder(nil)
+	next := watchedLeases(t, ctx, r, client)
 	if got := next(); got.node != "ours-0" || !got.at.Equal(renewAt(0).Time) {
 		t.Fatalf("first renewal %+v, want ours-0 at its listed renewTime", got)
 	}
-	leases := client.CoordinationV1().Leases(leaseNamespace)
-	for _, l := range []*coordinationv1.Lease{lease("theirs-0", 10), lease("ours-0", 10)} {
+	for _, name := range []string{"theirs-0", "ours-0"} {
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.RenewTime = renewAt(10)
 		if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -55,5 +99,45 @@ func TestWatchLeasesPassesRenewalsToOnRenewal(t *testing.T) {
 	}
 	if n := r.LeaseRenewals(); n != 2 {
 		t.Errorf("%d renewals counted, want 2", n)
+	}
+}
+
+// A Lease deleted and created again is recorded as both, the new one with its new uid, and its
+// first renewTime counts as a renewal.
+func TestWatchLeasesRecordsALeaseDeletedAndCreatedAgain(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := standIn(t)
+	leases := client.CoordinationV1().Leases(leaseNamespace)
+	first, err := leases.Create(ctx, testLease("ours-0", 0), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRecorder(nil)
+	next := watchedLeases(t, ctx, r, client)
+	next()
+	if err := leases.Delete(ctx, "ours-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := leases.Create(ctx, testLease("ours-0", 5), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); !got.at.Equal(renewAt(5).Time) {
+		t.Fatalf("renewal %+v, want the new Lease's at 5 s", got)
+	}
+	var kinds []string
+	for _, tr := range r.Transitions() {
+		kinds = append(kinds, string(tr.Kind)+" "+tr.Reason)
+	}
+	want := []string{string(LeaseCreated) + " " + string(first.UID), string(LeaseDeleted) + " ", string(LeaseCreated) + " " + string(again.UID)}
+	if len(kinds) != len(want) || kinds[0] != want[0] || kinds[1] != want[1] || kinds[2] != want[2] {
+		t.Errorf("transitions %q, want %q", kinds, want)
+	}
+}
+
+func TestWatchLeasesRefusesAClientWithoutARESTClient(t *testing.T) {
+	if err := NewRecorder(nil).WatchLeases(context.Background(), fake.NewClientset(), func(string) bool { return true }); err == nil {
+		t.Error("no error from a fake clientset, which has no REST client to watch with")
 	}
 }

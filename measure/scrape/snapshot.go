@@ -80,29 +80,50 @@ const (
 // Parse decodes an exposition (text or delimited protobuf, as format says; see expfmt.ResponseFormat)
 // and keeps the families of sel.
 func Parse(r io.Reader, format expfmt.Format, sel map[string]Metric) (map[string]*Family, error) {
-	dec := expfmt.NewDecoder(r, format)
-	out := map[string]*Family{}
-	bounds := map[string][]float64{} // one slice per distinct set of bucket bounds
+	p := parser{sel: sel, out: map[string]*Family{}, bounds: map[string][]float64{}}
+	if format.FormatType() == expfmt.TypeProtoDelim {
+		return p.out, p.delimited(r)
+	}
+	return p.out, p.decoded(expfmt.NewDecoder(r, format))
+}
+
+// decoded keeps the selected families of what dec decodes, every family decoded whole.
+func (p *parser) decoded(dec expfmt.Decoder) error {
 	for {
 		var mf dto.MetricFamily
 		if err := dec.Decode(&mf); err != nil {
 			if errors.Is(err, io.EOF) {
-				return out, nil
+				return nil
 			}
-			return out, err
+			return err
 		}
-		m, ok := sel[mf.GetName()]
-		if !ok {
-			continue
+		if err := p.family(&mf); err != nil {
+			return err
 		}
-		f := &Family{Type: m.Type, Labels: m.Labels, Series: map[string]*Series{}}
-		for _, metric := range mf.GetMetric() {
-			if err := f.add(metric, bounds); err != nil {
-				return out, fmt.Errorf("metric %s: %w", mf.GetName(), err)
-			}
-		}
-		out[mf.GetName()] = f
 	}
+}
+
+// parser is one exposition's parse into the families of sel.
+type parser struct {
+	sel    map[string]Metric
+	out    map[string]*Family
+	bounds map[string][]float64 // one slice per distinct set of bucket bounds
+}
+
+// family keeps mf if sel selects it.
+func (p *parser) family(mf *dto.MetricFamily) error {
+	m, ok := p.sel[mf.GetName()]
+	if !ok {
+		return nil
+	}
+	f := &Family{Type: m.Type, Labels: m.Labels, Series: map[string]*Series{}}
+	for _, metric := range mf.GetMetric() {
+		if err := f.add(metric, p.bounds); err != nil {
+			return fmt.Errorf("metric %s: %w", mf.GetName(), err)
+		}
+	}
+	p.out[mf.GetName()] = f
+	return nil
 }
 
 // add sums one metric into the family's series of its kept label values.

@@ -1,0 +1,55 @@
+// Package protofield reads protobuf messages field by field, for decoders that take a few fields
+// of a Kubernetes object off its bytes instead of unmarshalling it whole: the agents' watch events
+// (transport) and the measurement's Leases (measure/observe).
+package protofield
+
+import "google.golang.org/protobuf/encoding/protowire"
+
+// Each calls f with each length-delimited field of the message b, skipping the others, and stops
+// at f's first error. Bytes that are no message make it return bad.
+func Each(b []byte, f func(protowire.Number, []byte) error, bad error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return bad
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return bad
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return bad
+		}
+		b = b[n:]
+		if err := f(num, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The fields of a protobuf map's entry.
+const (
+	mapKey   = 1
+	mapValue = 2
+)
+
+// MapEntry reads the key and value of one entry of a map field (a Kubernetes object's labels or
+// annotations), as Each reads a message.
+func MapEntry(b []byte, bad error) (key, value []byte, err error) {
+	err = Each(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case mapKey:
+			key = v
+		case mapValue:
+			value = v
+		}
+		return nil
+	}, bad)
+	return key, value, err
+}
