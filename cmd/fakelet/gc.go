@@ -6,10 +6,10 @@ import (
 )
 
 // Above largeFleetNodes the fleet's heap is most of its RSS, and the garbage collector's default
-// headroom (GOGC=100: the heap grows to twice what is live before the next cycle) about doubles it;
-// GOGC=50 takes a quarter of the RSS off for more frequent cycles, whose CPU is measured in
-// docs/performance.md (Where the memory goes). Below it, the binary's pages and the runtime's own
-// are most of the RSS, and the default stays.
+// headroom (GOGC=100: the heap grows to twice what is live before the next cycle) keeps about as
+// much again resident; GOGC=50 keeps half as much, for cycles twice as often (their memory and CPU
+// are in docs/performance.md, Where the memory goes). Below it, the binary's pages and the
+// runtime's own are most of the RSS, and the default stays.
 const (
 	largeFleetNodes     = 5000
 	largeFleetGCPercent = 50

@@ -78,8 +78,8 @@ type node struct {
 }
 
 // keptBeat is a Beat as a node keeps it, its times in nanoseconds since the epoch (0: the zero
-// time): a node keeps beatsKept of them for the whole run, and time.Time's 24 bytes would make a
-// node's ring about twice as large.
+// time): a node keeps beatsKept of them for the whole run, and a time.Time is three words where
+// an int64 is one.
 type keptBeat struct {
 	due, sent    int64
 	lag, latency time.Duration
