@@ -414,31 +414,41 @@ type run struct {
 	lease  leaseLoop
 	status statusLoop
 	pods   podLoop
-	// The kubelet footprint's: the kubelet's reflectors (watches.go), its CSINode (csinode.go) and
-	// its Events (events.go).
+	// The kubelet footprint's loops, nil in the heartbeat footprint: every node keeps its run for
+	// as long as it runs, and the heartbeat footprint's fleets are the largest.
+	*kubeletLoops
+	// nodeEventsSent: the Node's first conditions were recorded as Events in this run.
+	nodeEventsSent bool
+	recovery       recovery // guarded by Agent.mu (recovery.go)
+}
+
+// kubeletLoops are a run's loops of the kubelet footprint: the kubelet's reflectors (watches.go),
+// its CSINode (csinode.go) and its Events (events.go).
+type kubeletLoops struct {
 	watches []*reflector
 	objects objectWatches // the configmap and secret managers' (objectwatches.go)
 	tokens  podTokens     // the token manager's (tokens.go)
 	csiNode csiNodeLoop
 	events  eventRecorder
-	// nodeEventsSent: the Node's first conditions were recorded as Events in this run.
-	nodeEventsSent bool
-	recovery       recovery // guarded by Agent.mu (recovery.go)
 }
 
 // newRun returns a run of a within ctx, its loops not scheduled yet.
 func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a, parent: ctx}
 	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
-	r.lease.r, r.status.r, r.pods.r, r.csiNode.r, r.events.r, r.objects.r, r.tokens.r = r, r, r, r, r, r, r
+	r.lease.r, r.status.r, r.pods.r = r, r, r
 	r.status.wake.s = &r.status
-	r.objects.start = a.cfg.Scheduler.Clock().Now()
 	r.lease.c.init(r)
 	r.status.c.init(r)
 	r.pods.c.init(r)
-	r.csiNode.c.init(r)
-	r.events.c.init(r)
-	r.tokens.c.init(r)
+	if a.kubelet() {
+		r.kubeletLoops = &kubeletLoops{}
+		r.csiNode.r, r.events.r, r.objects.r, r.tokens.r = r, r, r, r
+		r.objects.start = a.cfg.Scheduler.Clock().Now()
+		r.csiNode.c.init(r)
+		r.events.c.init(r)
+		r.tokens.c.init(r)
+	}
 	return r
 }
 

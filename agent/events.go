@@ -112,9 +112,6 @@ func (e *eventRecorder) nodeStatusEvent(reason string) {
 
 // podEvents records Events about pod st: about one of its containers, or the pod itself.
 func (e *eventRecorder) podEvents(st *podState, evs []podRecord) {
-	if !e.r.a.kubelet() {
-		return
-	}
 	for _, ev := range evs {
 		ref := corev1.ObjectReference{Kind: "Pod", Namespace: st.namespace, Name: st.name, UID: st.uid, APIVersion: "v1"}
 		if ev.container != "" {

@@ -441,6 +441,9 @@ func (a *Agent) admissionNode() *corev1.Node {
 // podFinished is the end of a pod in the run: its volumes are unmounted, which forgets its tokens,
 // and its ConfigMaps and Secrets unregistered. Agent.mu must be held.
 func (r *run) podFinished(uid types.UID) {
+	if r.kubeletLoops == nil {
+		return
+	}
 	r.objects.unregister(uid)
 	r.tokens.drop(uid)
 }

@@ -61,7 +61,9 @@ func (p *podLoop) syncPod(st *podState, now time.Time, all bool) error {
 	}
 	deleting := st.deleting
 	a.mu.Unlock()
-	p.r.events.podEvents(st, evs)
+	if a.kubelet() {
+		p.r.events.podEvents(st, evs)
+	}
 	if deleting {
 		return p.terminate(st, now)
 	}
@@ -109,7 +111,9 @@ func (p *podLoop) terminate(st *podState, now time.Time) error {
 		}
 	}
 	a.mu.Unlock()
-	p.r.events.podEvents(st, evs)
+	if a.kubelet() {
+		p.r.events.podEvents(st, evs)
+	}
 	if stopping && a.kubelet() {
 		if err := p.report(st, now, false); err != nil {
 			return err

@@ -22,6 +22,7 @@ type fleetRun struct {
 	out, log io.Writer
 
 	procs int
+	gogc  int
 	m     *runMetrics
 	tgt   *target
 	rr    *runReport
@@ -47,6 +48,7 @@ func (r *fleetRun) release() {
 // agrees on a start with the other shards, starts the report and builds the fleet.
 func (r *fleetRun) setUp(ctx context.Context) error {
 	r.procs = sizeProcs(r.rf.procs, r.cfg)
+	r.gogc = sizeGC(r.cfg.Nodes)
 	m, err := startMetrics(r.rf.metrics, &r.cfg, r.log)
 	if err != nil {
 		return err
@@ -82,9 +84,9 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 	}
 	m.RegisterFleet(r.f)
 	cfg := r.cfg
-	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %s, registering %g/s, GOMAXPROCS %d\n",
+	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %s, registering %g/s, GOMAXPROCS %d, GOGC %d\n",
 		cfg.Fleet, r.f.Config().RunID, cfg.Nodes, fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, connectionsText(r.f.Config()), cfg.RegisterQPS, r.procs)
+		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, connectionsText(r.f.Config()), cfg.RegisterQPS, r.procs, r.gogc)
 	return nil
 }
 

@@ -67,7 +67,7 @@ type countKey struct{ phase, group, event string }
 
 type node struct {
 	name      string
-	beats     [beatsKept]Beat
+	beats     [beatsKept]keptBeat
 	next, n   int       // ring: the slot to write next, and how many are filled
 	firstSeen time.Time // the Node's first observation
 	ready     bool      // seen Ready=True
@@ -75,6 +75,37 @@ type node struct {
 	opAt      time.Time
 	group     string
 	pending   []alarm
+}
+
+// keptBeat is a Beat as a node keeps it, its times in nanoseconds since the epoch (0: the zero
+// time): a node keeps beatsKept of them for the whole run, and a time.Time is three words where
+// an int64 is one.
+type keptBeat struct {
+	due, sent    int64
+	lag, latency time.Duration
+	rejected     bool
+}
+
+func keep(b Beat) keptBeat {
+	return keptBeat{due: nanos(b.Due), sent: nanos(b.Sent), lag: b.Lag, latency: b.Latency, rejected: b.Rejected}
+}
+
+func (k keptBeat) beat() Beat {
+	return Beat{Due: fromNanos(k.due), Lag: k.lag, Sent: fromNanos(k.sent), Latency: k.latency, Rejected: k.rejected}
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 type alarm struct {
@@ -110,7 +141,7 @@ func (d *Detector) Request(req agent.Request) {
 	n := d.node(req.Node)
 	if n.n == beatsKept && len(n.pending) > 0 {
 		// The oldest request is about to go: attribute the alarms whose window it may fall in first.
-		old := n.beats[n.next]
+		old := n.beats[n.next].beat()
 		end := old.Sent.Add(old.Latency)
 		if lagEnd := old.Due.Add(old.Lag); lagEnd.After(end) {
 			end = lagEnd
@@ -119,7 +150,7 @@ func (d *Detector) Request(req agent.Request) {
 			d.attributeAll(n)
 		}
 	}
-	n.beats[n.next] = b
+	n.beats[n.next] = keep(b)
 	n.next = (n.next + 1) % beatsKept
 	n.n = min(n.n+1, beatsKept)
 }
@@ -227,7 +258,7 @@ func (d *Detector) attributeAll(n *node) {
 func (d *Detector) attribute(n *node, a alarm) {
 	beats := make([]Beat, 0, n.n)
 	for i := range n.n {
-		beats = append(beats, n.beats[(n.next-n.n+i+beatsKept)%beatsKept])
+		beats = append(beats, n.beats[(n.next-n.n+i+beatsKept)%beatsKept].beat())
 	}
 	at := Attribute(beats, a.at, d.grace)
 	k := countKey{d.phaseAt(a.at), a.group, a.event}
