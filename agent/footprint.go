@@ -1,6 +1,6 @@
 package agent
 
-import "fmt"
+import "fakelet.dev/fakelet/internal/enum"
 
 // Footprint is which of a kubelet's requests an agent makes.
 type Footprint string
@@ -16,9 +16,5 @@ const (
 
 // ParseFootprint checks a footprint given by a user.
 func ParseFootprint(s string) (Footprint, error) {
-	switch Footprint(s) {
-	case FootprintKubelet, FootprintHeartbeat:
-		return Footprint(s), nil
-	}
-	return "", fmt.Errorf("unknown footprint %q (want %q or %q)", s, FootprintKubelet, FootprintHeartbeat)
+	return enum.Parse("footprint", s, FootprintKubelet, FootprintHeartbeat)
 }

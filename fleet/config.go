@@ -16,7 +16,6 @@ import (
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/transport"
-	"fakelet.dev/fakelet/wire"
 )
 
 // DefaultFootprint is the kubelet's whole footprint: a fleet that leaves out the kubelets' watches,
@@ -55,7 +54,7 @@ type Config struct {
 	// --legacy-wire).
 	LegacyWire bool
 	// FlushWindow is how long each wire connection's writer may hold written requests for more
-	// before one write sends them all (wire.Config.FlushWindow): 0 is wire.MaxFlushWindow; negative
+	// before one write sends them all (wire.Config.FlushWindow): 0 is transport.MaxFlushWindow; negative
 	// writes as soon as its queue is empty (fakelet run's hidden --flush-window).
 	FlushWindow time.Duration
 	// ZoneOf names node index's zone; nil uses zone-(index mod Zones + 1).
@@ -177,8 +176,8 @@ func (c Config) Validate() error {
 		return fieldError("Connections", "connections", "is one per node with per-node connections, got %d shared ones too", c.Connections)
 	case c.ConnectionMode == ConnectionsPerNode && c.LegacyWire:
 		return errors.New("the legacy wire path is one of shared connections: per-node connections send everything over net/http")
-	case c.FlushWindow > wire.MaxFlushWindow:
-		return fmt.Errorf("flush window must be at most %v, got %v", wire.MaxFlushWindow, c.FlushWindow)
+	case c.FlushWindow > transport.MaxFlushWindow:
+		return fmt.Errorf("flush window must be at most %v, got %v", transport.MaxFlushWindow, c.FlushWindow)
 	case c.Coalesce < 0 || c.Coalesce > MaxCoalesce:
 		return fieldError("Coalesce", "coalesce", "must be between 0 and %v, got %v", MaxCoalesce, c.Coalesce)
 	case !(c.RegisterQPS > 0) || math.IsInf(c.RegisterQPS, 1):

@@ -7,6 +7,8 @@ package heartbeat
 import (
 	"fmt"
 	"time"
+
+	"fakelet.dev/fakelet/internal/enum"
 )
 
 // Mode is how a fake kubelet heartbeats.
@@ -22,13 +24,7 @@ const (
 )
 
 // ParseMode checks a mode given by a user.
-func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case ModeLease, ModeStatus:
-		return Mode(s), nil
-	}
-	return "", fmt.Errorf("unknown heartbeat mode %q (want %q or %q)", s, ModeLease, ModeStatus)
-}
+func ParseMode(s string) (Mode, error) { return enum.Parse("heartbeat mode", s, ModeLease, ModeStatus) }
 
 // Kubelet defaults (v1.37), each named as the kubelet names it, so that a run that says nothing about
 // heartbeats loads the control plane the way real kubelets do.

@@ -160,9 +160,13 @@ type Path struct {
 	// before the wire package (fleet.Config.LegacyWire).
 	Legacy bool
 	// FlushWindow is each wire connection's flush window (wire.Config.FlushWindow): 0 is
-	// wire.MaxFlushWindow, negative none (fleet.Config.FlushWindow).
+	// MaxFlushWindow, negative none (fleet.Config.FlushWindow).
 	FlushWindow time.Duration
 }
+
+// MaxFlushWindow bounds Path.FlushWindow. It is the wire's bound, named here so that the fleet checks
+// its configuration against it without importing the wire.
+const MaxFlushWindow = wire.MaxFlushWindow
 
 // CloseWire closes the wire.Clients of heartbeat clients, the watches' too: their connections'
 // goroutines end with the run.
@@ -193,7 +197,7 @@ func wireClient(cfg *rest.Config, flushWindow time.Duration, dial func(ctx conte
 	}
 	wc.FlushWindow = max(0, flushWindow)
 	if flushWindow == 0 {
-		wc.FlushWindow = wire.MaxFlushWindow
+		wc.FlushWindow = MaxFlushWindow
 	}
 	return wire.New(wc)
 }

@@ -17,9 +17,10 @@ var allowed = map[string]struct{ imports, tests []string }{
 	// Leaves: vocabulary and plumbing that import nothing of fakelet's.
 	"access":              {},
 	"fleetname":           {},
-	"heartbeat":           {},
+	"heartbeat":           {imports: []string{"internal/enum"}},
 	"nodeshape":           {},
 	"internal/conditions": {},
+	"internal/enum":       {},
 	"internal/fleettest":  {},
 	"internal/h2script":   {},
 	"internal/headtail":   {},
@@ -32,10 +33,10 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"profiles":            {imports: []string{"heartbeat", "nodeshape"}},
 
 	// One fake kubelet, its transport, and many.
-	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/scheduler", "nodeshape"}},
+	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/enum", "internal/scheduler", "nodeshape"}},
 	"transport": {imports: []string{"agent", "internal/pause", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
 	"fleet": {
-		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/pause", "internal/scheduler", "transport", "wire"},
+		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/enum", "internal/pause", "internal/scheduler", "transport"},
 		tests:   []string{"internal/fleettest"},
 	},
 	"scenario": {
@@ -105,6 +106,7 @@ var forbidden = []struct {
 	{"agent", "wire", true, "an agent sends through the clients it is given"},
 	{"agent", "transport", true, "an agent sends through the clients it is given"},
 	{"transport", "fleet", true, "the transport carries agents' requests and knows nothing of the fleet"},
+	{"fleet", "wire", false, "the fleet reaches the wire through its agents' transport"},
 }
 
 func TestImportsAreTheAllowedOnes(t *testing.T) {
