@@ -30,7 +30,7 @@ func TestFleetIdentityRBAC(t *testing.T) {
 				}
 			}
 		}
-		perms := fleet.Permissions(fleet.Config{Nodes: 1000, PodsPerNode: tc.pods, Identity: fleet.IdentityFleet, Footprint: agent.FootprintKubelet})
+		perms := fleet.Permissions(resolved(t, fleet.Config{Nodes: 1000, PodsPerNode: tc.pods, Identity: fleet.IdentityFleet, Footprint: agent.FootprintKubelet}))
 		used := map[string]bool{} // namespace/group/resource/verb
 		for _, p := range perms {
 			if !slices.ContainsFunc(roles, func(r object) bool {
@@ -68,4 +68,14 @@ func grantsSub(role object, p access.Permission) bool {
 		p.Resource += "/" + p.Subresource
 	}
 	return grants(role, p)
+}
+
+// resolved is cfg resolved, for a test whose cfg must work.
+func resolved(t testing.TB, cfg fleet.Config) fleet.Resolved {
+	t.Helper()
+	r, err := cfg.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

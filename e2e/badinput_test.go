@@ -46,7 +46,7 @@ import (
 // runOnce runs a fleet with restConfig until ctx ends and returns Run's error.
 func runOnce(t *testing.T, cfg fleet.Config, restConfig *rest.Config) error {
 	t.Helper()
-	f, err := fleet.New(cfg, restConfig)
+	f, err := fleet.New(resolved(t, cfg), restConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ spec:
 		PodsPerNode: p.Spec.PodsPerNode, PodTolerationSeconds: p.Spec.PodTolerationSeconds,
 	}
 	session := measure.New(measure.Options{})
-	f, err := fleet.New(cfg, controlPlane(t).AdminConfig())
+	f, err := fleet.New(resolved(t, cfg), controlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

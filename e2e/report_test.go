@@ -320,7 +320,7 @@ func measuredFleet(t *testing.T, cp *controlplane.ControlPlane, prof *profiles.P
 	opts.Client = admin(t, cp)
 	s := measure.New(opts)
 	cfg.Nodes = plan.Nodes
-	f, err := fleet.New(cfg, cp.AdminConfig())
+	f, err := fleet.New(resolved(t, cfg), cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,8 @@ func TestPodsOfAnyoneRun(t *testing.T) {
 func podsOfAnyoneRun(t *testing.T, fp agent.Footprint) {
 	c := admin(t, controlPlane(t))
 	prefix := "wl" + string(fp[0])
-	f, err := fleet.New(fleet.Config{Nodes: 2, Fleet: prefix, NamePrefix: prefix, RegisterQPS: 50, Footprint: fp,
-		Template: agent.TemplateOptions{Images: 5}}, controlPlane(t).AdminConfig())
+	f, err := fleet.New(resolved(t, fleet.Config{Nodes: 2, Fleet: prefix, NamePrefix: prefix, RegisterQPS: 50, Footprint: fp,
+		Template: agent.TemplateOptions{Images: 5}}), controlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 func TestPreflightNamesBoundPodsFile(t *testing.T) {
 	client := fake.NewClientset()
 	reviewer(client, "erin", func(r *authorizationv1.ResourceAttributes) bool { return r.Resource != "pods" })
-	err := access.Check(t.Context(), client, Permissions(Config{Nodes: 3, Footprint: agent.FootprintHeartbeat}))
+	err := access.Check(t.Context(), client, Permissions(resolved(t, Config{Nodes: 3, Footprint: agent.FootprintHeartbeat})))
 	for _, want := range []string{"missing 2 permission(s): list pods (the fleet's watch of the pods bound to its nodes (heartbeat footprint)), watch pods",
 		"deploy/rbac/bound-pods.yaml for --footprint heartbeat"} {
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -20,7 +20,7 @@ func secondFleet(t *testing.T, tf *testFleet, cfg Config) (*testFleet, context.C
 	t.Helper()
 	cfg.Clock = tf.clock
 	cfg.Template.Images = 3
-	f, err := NewWithClients(cfg, tf.client, []agent.Clients{{Core: tf.client.CoreV1(), Coordination: tf.client.CoordinationV1()}})
+	f, err := NewWithClients(resolved(t, cfg), tf.client, []agent.Clients{{Core: tf.client.CoreV1(), Coordination: tf.client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}

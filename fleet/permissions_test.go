@@ -84,7 +84,7 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset()
 			reviewer(client, "alice", tc.allowed)
-			err := access.Check(t.Context(), client, Permissions(Config{Nodes: 1, Identity: tc.id, Footprint: tc.fp}))
+			err := access.Check(t.Context(), client, Permissions(resolved(t, Config{Nodes: 1, Identity: tc.id, Footprint: tc.fp})))
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -143,7 +143,7 @@ func TestCleanupPermissions(t *testing.T) {
 func TestPreflightRefusesARestrictedCredentialBeforeAnyWrite(t *testing.T) {
 	client := fake.NewClientset()
 	reviewer(client, "bob", func(r *authorizationv1.ResourceAttributes) bool { return r.Verb != "impersonate" })
-	f, err := NewWithClients(Config{Nodes: 3}, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	f, err := NewWithClients(resolved(t, Config{Nodes: 3}), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 	for _, fp := range []agent.Footprint{agent.FootprintHeartbeat, agent.FootprintKubelet} {
 		for _, pods := range []int{0, 2} {
 			t.Run(fmt.Sprintf("%s footprint, %d pods", fp, pods), func(t *testing.T) {
-				own := Permissions(Config{Nodes: 3, PodsPerNode: pods, Footprint: fp, Identity: IdentityFleet})
+				own := Permissions(resolved(t, Config{Nodes: 3, PodsPerNode: pods, Footprint: fp, Identity: IdentityFleet}))
 				var want []string
 				for _, p := range append(RunPermissions(IdentityFleet, "fakelet-00000", "fakelet-00002"), ClaimPermissions(fleetname.ClaimName(fleetname.DefaultNamePrefix, fleetname.Shard{}))...) {
 					want = append(want, p.String())
@@ -223,7 +223,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 					t.Errorf("the heartbeat footprint checks a kubelet footprint's permission: %v", got)
 				}
 
-				byNode := Permissions(Config{Nodes: 3, PodsPerNode: pods, Footprint: fp})
+				byNode := Permissions(resolved(t, Config{Nodes: 3, PodsPerNode: pods, Footprint: fp}))
 				for _, p := range byNode {
 					if p.For == claimPermission {
 						continue // the fleet's own, for its claim
@@ -238,7 +238,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 	// The kubelet footprint's watches of pods and Services span every namespace, as a kubelet's do;
 	// its pods' ConfigMap watches and Events are in the pods' namespace.
 	var kubelet []string
-	for _, p := range Permissions(Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet}) {
+	for _, p := range Permissions(resolved(t, Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet})) {
 		kubelet = append(kubelet, p.String())
 	}
 	for _, want := range []string{"watch pods", "watch services", "watch configmaps in fakelet-pods", "create events in default",
@@ -264,7 +264,7 @@ func TestPreflightChecksPermissions(t *testing.T) {
 			reviewed = append(reviewed, p.String())
 			return true
 		})
-		f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+		f, err := NewWithClients(resolved(t, cfg), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestPreflightChecksPermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want []string
-		for _, p := range Permissions(cfg) {
+		for _, p := range Permissions(resolved(t, cfg)) {
 			want = append(want, p.String())
 		}
 		if !slices.Equal(reviewed, want) {

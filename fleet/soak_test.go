@@ -35,7 +35,7 @@ func TestLongRunWithFlappingNodesStaysFlat(t *testing.T) {
 	// update, which would make hours of heartbeats take minutes.
 	client := fake.NewSimpleClientset()
 	fc := testingclock.NewFakeClock(t0)
-	f, err := NewWithClients(Config{Nodes: nodes, RegisterQPS: 1000, Clock: fc, Template: agent.TemplateOptions{Images: 3}},
+	f, err := NewWithClients(resolved(t, Config{Nodes: nodes, RegisterQPS: 1000, Clock: fc, Template: agent.TemplateOptions{Images: 3}}),
 		client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)

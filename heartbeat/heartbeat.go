@@ -54,14 +54,16 @@ type Config struct {
 	StatusReportFrequency time.Duration
 }
 
-// Resolve returns c with its defaults, or the first field that cannot work.
+// Resolve returns c with its defaults, or the first field that cannot work. It is the heartbeat's one
+// default and one check: a fleet's configuration calls it (fleet.Config.Resolve), and what comes
+// after reads the fields it set.
 func (c Config) Resolve() (Config, error) {
-	c = c.WithDefaults()
-	return c, c.Validate()
+	c = c.withDefaults()
+	return c, c.validate()
 }
 
-// WithDefaults returns c with every zero field set to the kubelet's default.
-func (c Config) WithDefaults() Config {
+// withDefaults returns c with every zero field set to the kubelet's default.
+func (c Config) withDefaults() Config {
 	if c.Mode == "" {
 		c.Mode = DefaultMode
 	}
@@ -80,8 +82,8 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports the first field that cannot work.
-func (c Config) Validate() error {
+// validate reports the first field that cannot work.
+func (c Config) validate() error {
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		return err
 	}

@@ -262,7 +262,7 @@ func TestNewRefusesWhatItCannotRun(t *testing.T) {
 	}
 	client := fake.NewClientset()
 	fleetOf := func(cfg fleet.Config) *fleet.Fleet {
-		f, err := fleet.NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+		f, err := fleet.NewWithClients(resolved(t, cfg), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -283,7 +283,7 @@ func TestProfilesKnowTheNodesAllocatable(t *testing.T) {
 
 func TestARunWithWorkloadsNeedsAClient(t *testing.T) {
 	plan := resolvePlan(t, workloadsProfile)
-	f, err := fleet.NewWithClients(fleet.Config{Nodes: 6, Zones: 3, ZoneOf: profiles.ZoneOf}, fake.NewClientset(), []agent.Clients{{}})
+	f, err := fleet.NewWithClients(resolved(t, fleet.Config{Nodes: 6, Zones: 3, ZoneOf: profiles.ZoneOf}), fake.NewClientset(), []agent.Clients{{}})
 	if err != nil {
 		t.Fatal(err)
 	}

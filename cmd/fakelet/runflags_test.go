@@ -117,11 +117,11 @@ func TestConnectionsFlagPicksTheMode(t *testing.T) {
 			if err := cmd.ParseFlags(append([]string{"--nodes=2500"}, tc.args...)); err != nil {
 				t.Fatal(err)
 			}
-			cfg, _, err := rf.prepare(cmd.Flags())
+			r, _, err := rf.prepare(cmd.Flags())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.ConnectionMode != tc.mode || cfg.Connections != tc.count {
+			if cfg := r.Config(); cfg.ConnectionMode != tc.mode || cfg.Connections != tc.count {
 				t.Errorf("%s connections, %d sets; want %s, %d", cfg.ConnectionMode, cfg.Connections, tc.mode, tc.count)
 			}
 		})

@@ -46,7 +46,11 @@ func newFleet(t *testing.T) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &agent.Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: f.sched,
+	hb, err := heartbeat.Config{}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &agent.Config{Template: tmpl, Heartbeat: hb, Footprint: agent.FootprintHeartbeat, Scheduler: f.sched,
 		Rand: func() float64 { return 0.5 }, Recorder: f.det}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
