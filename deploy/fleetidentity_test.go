@@ -7,6 +7,7 @@ import (
 	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // TestFleetIdentityRBAC: deploy/rbac/fakelet.yaml with fleet-identity.yaml grants what a run with
@@ -30,7 +31,7 @@ func TestFleetIdentityRBAC(t *testing.T) {
 				}
 			}
 		}
-		perms := fleet.Permissions(resolved(t, fleet.Config{Nodes: 1000, PodsPerNode: tc.pods, Identity: fleet.IdentityFleet, Footprint: agent.FootprintKubelet}))
+		perms := fleet.Permissions(fleettest.Resolve(t, fleet.Config{Nodes: 1000, PodsPerNode: tc.pods, Identity: fleet.IdentityFleet, Footprint: agent.FootprintKubelet}))
 		used := map[string]bool{} // namespace/group/resource/verb
 		for _, p := range perms {
 			if !slices.ContainsFunc(roles, func(r object) bool {
@@ -68,14 +69,4 @@ func grantsSub(role object, p access.Permission) bool {
 		p.Resource += "/" + p.Subresource
 	}
 	return grants(role, p)
-}
-
-// resolved is cfg resolved, for a test whose cfg must work.
-func resolved(t testing.TB, cfg fleet.Config) fleet.Resolved {
-	t.Helper()
-	r, err := cfg.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

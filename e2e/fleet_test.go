@@ -14,6 +14,7 @@ import (
 
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // runningFleet is a fleet running in the background of a test, stopped (and cleaned up) at its end
@@ -35,7 +36,7 @@ func startFleet(t *testing.T, cfg fleet.Config) *runningFleet {
 // the cleanup at its end, fails.
 func runFleet(t *testing.T, restConfig *rest.Config, cfg fleet.Config) *runningFleet {
 	t.Helper()
-	f, err := fleet.New(resolved(t, cfg), restConfig)
+	f, err := fleet.New(fleettest.Resolve(t, cfg), restConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +115,4 @@ func hasTaint(n *corev1.Node, key string, effect corev1.TaintEffect) bool {
 		}
 	}
 	return false
-}
-
-// resolved is cfg resolved, for a test whose cfg must work.
-func resolved(t testing.TB, cfg fleet.Config) fleet.Resolved {
-	t.Helper()
-	r, err := cfg.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

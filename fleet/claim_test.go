@@ -132,7 +132,7 @@ func runOn(t *testing.T, client kubernetes.Interface, clk *testingclock.FakeCloc
 	if r, ok := client.(racingClient); ok {
 		agents = r.Interface
 	}
-	f, err := NewWithClients(resolved(t, cfg), client, []agent.Clients{{Core: agents.CoreV1(), Coordination: agents.CoordinationV1()}})
+	f, err := NewWithClients(fleettest.Resolve(t, cfg), client, []agent.Clients{{Core: agents.CoreV1(), Coordination: agents.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // TestOnlyResolveDefaultsAndChecks holds a fleet's configuration to one default and one check:
@@ -56,18 +57,18 @@ func TestTheZeroResolvedIsRefused(t *testing.T) {
 }
 
 func TestResolveDefaultsEveryEmptyValueOnce(t *testing.T) {
-	c := resolved(t, Config{Nodes: 1}).Config()
+	c := fleettest.Resolve(t, Config{Nodes: 1}).Config()
 	if c.Footprint != agent.DefaultFootprint || c.Identity != IdentityNode || c.ConnectionMode != ConnectionsShared || c.Connections != 1 ||
 		c.Heartbeat.LeaseDurationSeconds != heartbeat.DefaultLeaseDurationSeconds || c.Heartbeat.RenewInterval != heartbeat.RenewInterval(heartbeat.DefaultLeaseDurationSeconds) {
 		t.Errorf("Config{Nodes: 1} resolved to %+v", c)
 	}
-	if again := resolved(t, c).Config(); !reflect.DeepEqual(again.Heartbeat, c.Heartbeat) || again.RunID != c.RunID || again.Connections != c.Connections {
+	if again := fleettest.Resolve(t, c).Config(); !reflect.DeepEqual(again.Heartbeat, c.Heartbeat) || again.RunID != c.RunID || again.Connections != c.Connections {
 		t.Errorf("a resolved configuration resolved again changed: %+v, then %+v", c, again)
 	}
 }
 
 func TestWithFirstNodesKeepsTheWholeFleetsConnections(t *testing.T) {
-	r := resolved(t, Config{Nodes: 2500})
+	r := fleettest.Resolve(t, Config{Nodes: 2500})
 	first, err := r.WithFirstNodes(100)
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func startFleetWith(t *testing.T, cfg Config, setup func(*testFleet), objects ..
 	}
 	cfg.Clock = fc
 	cfg.Template.Images = 3
-	f, err := NewWithClients(resolved(t, cfg), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	f, err := NewWithClients(fleettest.Resolve(t, cfg), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestUnreachableClusterFailsBeforeAnyWrite(t *testing.T) {
 	client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("connection refused")
 	})
-	f, err := NewWithClients(resolved(t, Config{Nodes: 2, Clock: testingclock.NewFakeClock(t0)}), client,
+	f, err := NewWithClients(fleettest.Resolve(t, Config{Nodes: 2, Clock: testingclock.NewFakeClock(t0)}), client,
 		[]agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestRunWithWorkloadsChecksTheirPermissionsFirst(t *testing.T) {
 	fleettest.Grant(client, func(r *authorizationv1.ResourceAttributes) bool {
 		return r.Namespace != ns && (r.Resource != "namespaces" || r.Name == fleetname.PodNamespace)
 	})
-	err = access.Check(t.Context(), client, fleet.Permissions(resolved(t, cfg)))
+	err = access.Check(t.Context(), client, fleet.Permissions(fleettest.Resolve(t, cfg)))
 	for _, want := range []string{
 		"create namespaces (the run creates its workloads' namespace)", "delete namespaces " + ns,
 		"create deployments.apps in " + ns, "delete services in " + ns, "watch endpointslices.discovery.k8s.io in " + ns,
@@ -53,7 +53,7 @@ func TestRunWithWorkloadsChecksTheirPermissionsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	var perms []string
-	for _, p := range fleet.Permissions(resolved(t, cfg)) {
+	for _, p := range fleet.Permissions(fleettest.Resolve(t, cfg)) {
 		if strings.Contains(p.String(), fleetname.WorkloadNamespace(cfg.Fleet, cfg.RunID)) || p.Resource == "namespaces" && p.Name != fleetname.PodNamespace {
 			perms = append(perms, p.String())
 		}
@@ -61,14 +61,4 @@ func TestRunWithWorkloadsChecksTheirPermissionsFirst(t *testing.T) {
 	if len(perms) != 6 || strings.Contains(strings.Join(perms, ","), "create") {
 		t.Errorf("shard 1/2 checks %v, want the 6 watches' lists and watches only", perms)
 	}
-}
-
-// resolved is cfg, a resolved configuration read back (fleet.Resolved.Config), resolved again.
-func resolved(t testing.TB, cfg fleet.Config) fleet.Resolved {
-	t.Helper()
-	r, err := cfg.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -50,7 +50,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	// preflight checks, so they, and only they, read the fleet.
 	"deploy": {
 		imports: []string{"fleetname"},
-		tests:   []string{"access", "agent", "fleet", "internal/lockstep", "internal/metrics"},
+		tests:   []string{"access", "agent", "fleet", "internal/fleettest", "internal/lockstep", "internal/metrics"},
 	},
 	"controlplane": {imports: []string{"deploy"}},
 
@@ -82,7 +82,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 			"measure/promrecord", "measure/scrape", "measure/source", "measure/workload", "nodeshape", "profiles", "report", "scenario"},
 		tests: []string{"internal/fleettest", "measure/observe", "measure/reaction"},
 	},
-	"e2e": {tests: []string{"measure/record", "agent", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "internal/bench", "internal/lockstep",
+	"e2e": {tests: []string{"measure/record", "agent", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "internal/bench", "internal/fleettest", "internal/lockstep",
 		"internal/metrics", "measure", "measure/load", "measure/reaction", "measure/source", "measure/storm", "measure/workload",
 		"nodeshape", "profiles", "report", "scenario"}},
 }
