@@ -133,9 +133,13 @@ func (r Resolved) Config() Config {
 }
 
 // WithNodeCredentials returns r whose per-node connections carry creds (Config.NodeCredentials),
-// which a run knows only once it knows its target; they have no default and nothing to check.
+// which a run knows only once it knows its target; they have no default and nothing to check. The
+// zero Resolved stays the zero one.
 func (r Resolved) WithNodeCredentials(creds transport.NodeCredentials) Resolved {
-	c := r.Config()
+	if r.c == nil {
+		return r
+	}
+	c := *r.c
 	c.NodeCredentials = creds
 	return Resolved{c: &c}
 }

@@ -50,6 +50,12 @@ func TestTheZeroResolvedIsRefused(t *testing.T) {
 	if _, err := New(Resolved{}, &rest.Config{Host: "https://127.0.0.1:1"}); err != errNotResolved {
 		t.Errorf("New(Resolved{}) = %v; want %v", err, errNotResolved)
 	}
+	if r := (Resolved{}).WithNodeCredentials(func(string) ([]byte, []byte, error) { return nil, nil, nil }); r.c != nil {
+		t.Errorf("the zero Resolved with node credentials is a Resolved of %+v", *r.c)
+	}
+	if _, err := (Resolved{}).WithFirstNodes(1); err == nil {
+		t.Error("the zero Resolved's first node: no error")
+	}
 	client := fake.NewClientset()
 	if _, err := NewWithClients(Resolved{}, client, []agent.Clients{{Core: client.CoreV1()}}); err != errNotResolved {
 		t.Errorf("NewWithClients(Resolved{}) = %v; want %v", err, errNotResolved)
