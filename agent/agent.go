@@ -17,7 +17,7 @@
 //     containers, restarts with CrashLoopBackOff, containers that end), and the status manager's GET
 //     and PatchPodStatus, and the final DELETE of a pod someone deleted (docs/workloads.md).
 //
-// The rest of a kubelet's requests are made in the kubelet footprint (FootprintKubelet, the fleet's
+// The rest of a kubelet's requests are made in the kubelet footprint (FootprintKubelet, the
 // default; FootprintHeartbeat leaves them out):
 //   - watches.go and reflector.go: the watches of the kubelet's reflectors (client-go v0.37's
 //     Reflector: streaming lists, bookmarks, jittered timeouts, resume, relist after 410 Gone, its
@@ -182,7 +182,7 @@ func (a *Agent) main() corev1client.CoreV1Interface {
 }
 
 // kubelet says whether the agent makes a kubelet's whole footprint.
-func (a *Agent) kubelet() bool { return a.cfg.Footprint == FootprintKubelet }
+func (a *Agent) kubelet() bool { return a.cfg.Footprint.Kubelet() }
 
 // Name is the agent's node name.
 func (a *Agent) Name() string { return a.name }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/scheduler"
 )
 
@@ -60,7 +59,7 @@ func benchAgent(b *testing.B) (*Agent, *run) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := &Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: scheduler.New(fc)}
+	cfg := &Config{Template: tmpl, Heartbeat: kubeletHeartbeat(b), Footprint: FootprintHeartbeat, Scheduler: scheduler.New(fc)}
 	a := New(cfg, Clients{}, "fakelet-00042", 42, "zone-1")
 	now := metav1.NewTime(t0)
 	node := tmpl.initialNode(a, now, a.health.conditions(nil, now))

@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"fakelet.dev/fakelet/fleetname"
-	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/scheduler"
 )
 
@@ -24,7 +23,7 @@ func TestCompactSharesWhatEqualsTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: scheduler.New(testingclock.NewFakeClock(t0))}
+	cfg := &Config{Template: tmpl, Heartbeat: kubeletHeartbeat(t), Footprint: FootprintHeartbeat, Scheduler: scheduler.New(testingclock.NewFakeClock(t0))}
 	a := New(cfg, Clients{}, "fakelet-00003", 3, "")
 	now := metav1.NewTime(t0)
 	sent := tmpl.initialNode(a, now, a.health.conditions(nil, now))

@@ -31,7 +31,7 @@ const (
 type Config struct {
 	Template  *Template
 	Heartbeat heartbeat.Config // resolved (heartbeat.Config.Resolve)
-	// Footprint is which of a kubelet's requests the agents make; "" is FootprintHeartbeat.
+	// Footprint is which of a kubelet's requests the agents make; "" is DefaultFootprint.
 	Footprint Footprint
 	Scheduler *scheduler.Scheduler
 	// Pods is the fake runtime's timing of the node's pods (podspec.go).

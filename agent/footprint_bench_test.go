@@ -17,8 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"fakelet.dev/fakelet/heartbeat"
 )
 
 // BenchmarkHeapPerNode is the unit-level counterpart of make bench's fleet RSS per node: the Go
@@ -82,7 +80,7 @@ func heapPerNode(b *testing.B, fp Footprint, agents int) float64 {
 		}
 		return false, nil, nil
 	})
-	cfg := &Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: sched,
+	cfg := &Config{Template: tmpl, Heartbeat: kubeletHeartbeat(b), Scheduler: sched,
 		Rand: func() float64 { return 0.5 }, Footprint: fp}
 	w := &answeringWatcher{}
 	api := Clients{Core: client.CoreV1(), Coordination: client.CoordinationV1(), Storage: client.StorageV1(), Watches: w}

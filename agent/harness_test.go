@@ -54,6 +54,16 @@ type harness struct {
 
 type harnessOption func(*Config)
 
+// kubeletHeartbeat is the kubelet's heartbeat configuration, resolved as a fleet resolves it.
+func kubeletHeartbeat(tb testing.TB) heartbeat.Config {
+	tb.Helper()
+	hb, err := heartbeat.Config{}.Resolve()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return hb
+}
+
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: testingclock.NewFakeClock(t0), client: fake.NewClientset()}
@@ -64,7 +74,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	// rand 0.5: every jittered period is 1.02 x its base and the report delay is zero, so the test
 	// can state exact times.
-	h.cfg = &Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: h.sched, Rand: func() float64 { return 0.5 }}
+	h.cfg = &Config{Template: tmpl, Heartbeat: kubeletHeartbeat(t), Footprint: FootprintHeartbeat, Scheduler: h.sched, Rand: func() float64 { return 0.5 }}
 	for _, o := range opts {
 		o(h.cfg)
 	}

@@ -74,7 +74,7 @@ var requestKinds = []RequestKind{
 func Requests(fp Footprint, pods bool) []RequestKind {
 	var out []RequestKind
 	for _, k := range requestKinds {
-		if (!k.Kubelet || fp == FootprintKubelet) && (!k.Pods || pods) {
+		if (!k.Kubelet || fp.Kubelet()) && (!k.Pods || pods) {
 			out = append(out, k)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	nodeutil "k8s.io/component-helpers/node/util"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/scheduler"
 )
 
@@ -23,7 +22,7 @@ func TestHeartbeatPatchMatchesPatchNodeStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: scheduler.New(testingclock.NewFakeClock(t0))}
+	cfg := &Config{Template: tmpl, Heartbeat: kubeletHeartbeat(t), Footprint: FootprintHeartbeat, Scheduler: scheduler.New(testingclock.NewFakeClock(t0))}
 	a := New(cfg, Clients{}, "fakelet-00007", 7, "zone-1")
 	r := newRun(a, context.Background())
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }

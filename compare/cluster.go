@@ -18,7 +18,7 @@ import (
 // Cluster is the cluster one mode is measured on.
 type Cluster struct {
 	Client   kubernetes.Interface
-	NewFleet func(fleet.Config) (*fleet.Fleet, error)
+	NewFleet func(fleet.Resolved) (*fleet.Fleet, error)
 	Sources  []scrape.Source
 	Target   record.Target
 }
@@ -36,7 +36,7 @@ func ClusterOf(cfg *rest.Config, local *controlplane.ControlPlane, description s
 	}
 	return &Cluster{
 		Client:   client,
-		NewFleet: func(c fleet.Config) (*fleet.Fleet, error) { return fleet.New(c, cfg) },
+		NewFleet: func(c fleet.Resolved) (*fleet.Fleet, error) { return fleet.New(c, cfg) },
 		Sources:  sources,
 		Target:   record.Target{Server: cfg.Host, Description: description, Local: local != nil},
 	}, nil

@@ -38,7 +38,7 @@ type Options struct {
 	// Dir receives each mode's report under Dir/<mode>.
 	Dir string
 	// Parameters describes a mode's fleet configuration in its report.
-	Parameters func(fleet.Config) record.Parameters
+	Parameters func(fleet.Resolved) record.Parameters
 	Versions   record.Versions
 	// Log receives progress.
 	Log io.Writer

@@ -63,10 +63,15 @@ func TestCompareOnOneClusterRunsTheModesOneAfterTheOther(t *testing.T) {
 	}
 	cl := &Cluster{
 		Client: client,
-		NewFleet: func(cfg fleet.Config) (*fleet.Fleet, error) {
+		NewFleet: func(r fleet.Resolved) (*fleet.Fleet, error) {
 			// A kubelet creates its Lease one renew interval after its Node (10 s): sooner here.
+			cfg := r.Config()
 			cfg.Heartbeat.RenewInterval = 100 * time.Millisecond
-			return fleet.NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+			r, err := cfg.Resolve()
+			if err != nil {
+				return nil, err
+			}
+			return fleet.NewWithClients(r, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 		},
 		Sources: []scrape.Source{cumulativeSource{t0: time.Now()}},
 		Target:  record.Target{Server: "https://fake", Description: "a fake cluster"},
@@ -74,8 +79,8 @@ func TestCompareOnOneClusterRunsTheModesOneAfterTheOther(t *testing.T) {
 	dir := t.TempDir()
 	o := Options{Nodes: 3, Duration: 500 * time.Millisecond, Settle: 100 * time.Millisecond,
 		ScrapeInterval: time.Hour, Images: 3, Dir: dir, Log: testWriter{t},
-		Parameters: func(cfg fleet.Config) record.Parameters {
-			return record.Parameters{Nodes: cfg.Nodes, Mode: string(cfg.Heartbeat.WithDefaults().Mode)}
+		Parameters: func(r fleet.Resolved) record.Parameters {
+			return record.Parameters{Nodes: r.Config().Nodes, Mode: string(r.Config().Heartbeat.Mode)}
 		}}
 	released := 0
 	reports, notes, err := measureModes(context.Background(), o, true, func(heartbeat.Mode) (*Cluster, func(), error) {

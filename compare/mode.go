@@ -19,14 +19,18 @@ import (
 func measureMode(ctx context.Context, o Options, mode heartbeat.Mode, cl *Cluster) (_ *report.Report, note string, err error) {
 	// No Lease watch: it would add watch events to lease mode only.
 	s := measure.New(measure.Options{Sources: cl.Sources, ScrapeInterval: o.ScrapeInterval, Client: cl.Client})
-	cfg := fleet.Config{Nodes: o.Nodes, Fleet: compareFleet(mode), NamePrefix: compareFleet(mode),
+	given := fleet.Config{Nodes: o.Nodes, Fleet: compareFleet(mode), NamePrefix: compareFleet(mode),
 		Heartbeat: heartbeat.Config{Mode: mode}, Footprint: o.Footprint}
-	cfg.Template.Images = o.Images
+	given.Template.Images = o.Images
 	if o.Images == 0 {
-		cfg.Template.Images = -1
+		given.Template.Images = -1
 	}
-	cfg = cfg.WithDefaults()
-	f, err := cl.NewFleet(cfg)
+	resolved, err := given.Resolve()
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := resolved.Config()
+	f, err := cl.NewFleet(resolved)
 	if err != nil {
 		return nil, "", err
 	}
@@ -61,7 +65,7 @@ func measureMode(ctx context.Context, o Options, mode heartbeat.Mode, cl *Cluste
 	if err := waitFleetGone(ctx, cl.Client, cfg.Fleet); err != nil {
 		return nil, "", err
 	}
-	rec := s.Record("compare-"+string(mode), o.Parameters(cfg), o.Versions, cl.Target)
+	rec := s.Record("compare-"+string(mode), o.Parameters(resolved), o.Versions, cl.Target)
 	return report.Build(rec), note, nil
 }
 

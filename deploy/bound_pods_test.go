@@ -7,6 +7,7 @@ import (
 	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // heldTo checks that files grant every one of perms (a ClusterRole in any namespace, a Role in its
@@ -53,7 +54,7 @@ func heldTo(t *testing.T, files []string, perms, also []access.Permission) {
 // grants nothing else. Before it, no file granted the list and watch of pods in every namespace, and
 // a deployed fleet in the heartbeat footprint was refused by its preflight.
 func TestBoundPodsRBAC(t *testing.T) {
-	perms := fleet.Permissions(fleet.Config{Nodes: 1000, Footprint: agent.FootprintHeartbeat})
+	perms := fleet.Permissions(fleettest.Resolve(t, fleet.Config{Nodes: 1000, Footprint: agent.FootprintHeartbeat}))
 	heldTo(t, []string{"rbac/fakelet.yaml", "rbac/bound-pods.yaml"}, perms, nil)
 	for _, p := range fleet.BoundPodPermissions() {
 		if !slices.ContainsFunc(perms, func(q access.Permission) bool { return q.String() == p.String() }) {

@@ -7,6 +7,7 @@ import (
 	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // TestFleetIdentityRBAC: deploy/rbac/fakelet.yaml with fleet-identity.yaml grants what a run with
@@ -30,7 +31,7 @@ func TestFleetIdentityRBAC(t *testing.T) {
 				}
 			}
 		}
-		perms := fleet.Permissions(fleet.Config{Nodes: 1000, PodsPerNode: tc.pods, Identity: fleet.IdentityFleet, Footprint: agent.FootprintKubelet})
+		perms := fleet.Permissions(fleettest.Resolve(t, fleet.Config{Nodes: 1000, PodsPerNode: tc.pods, Identity: fleet.IdentityFleet, Footprint: agent.FootprintKubelet}))
 		used := map[string]bool{} // namespace/group/resource/verb
 		for _, p := range perms {
 			if !slices.ContainsFunc(roles, func(r object) bool {

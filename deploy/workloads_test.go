@@ -11,6 +11,7 @@ import (
 	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // TestWorkloadsRBAC: deploy/rbac/fakelet.yaml with workloads.yaml grants what a run of a profile with
@@ -19,7 +20,7 @@ import (
 // workloads.yaml grants nothing else.
 func TestWorkloadsRBAC(t *testing.T) {
 	kinds := []access.Permission{{Group: "apps", Resource: "deployments"}, {Resource: "services"}, {Group: "batch", Resource: "jobs"}, {Group: "apps", Resource: "daemonsets"}}
-	perms := fleet.Permissions(fleet.Config{Nodes: 1000, RunID: "20260301-120000-abcdef", Workloads: &fleet.WorkloadAccess{Creates: kinds}})
+	perms := fleet.Permissions(fleettest.Resolve(t, fleet.Config{Nodes: 1000, RunID: "20260301-120000-abcdef", Workloads: &fleet.WorkloadAccess{Creates: kinds}}))
 	heldTo(t, []string{"rbac/fakelet.yaml", "rbac/workloads.yaml"}, perms, fleet.WorkloadCleanupPermissions())
 }
 

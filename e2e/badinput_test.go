@@ -37,6 +37,7 @@ import (
 	"fakelet.dev/fakelet/deploy"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/internal/lockstep"
 )
 
@@ -46,7 +47,7 @@ import (
 // runOnce runs a fleet with restConfig until ctx ends and returns Run's error.
 func runOnce(t *testing.T, cfg fleet.Config, restConfig *rest.Config) error {
 	t.Helper()
-	f, err := fleet.New(cfg, restConfig)
+	f, err := fleet.New(fleettest.Resolve(t, cfg), restConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // runningFleet is a fleet running in the background of a test, stopped (and cleaned up) at its end
@@ -35,7 +36,7 @@ func startFleet(t *testing.T, cfg fleet.Config) *runningFleet {
 // the cleanup at its end, fails.
 func runFleet(t *testing.T, restConfig *rest.Config, cfg fleet.Config) *runningFleet {
 	t.Helper()
-	f, err := fleet.New(cfg, restConfig)
+	f, err := fleet.New(fleettest.Resolve(t, cfg), restConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

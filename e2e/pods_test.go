@@ -13,6 +13,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/record"
@@ -78,7 +79,7 @@ spec:
 		PodsPerNode: p.Spec.PodsPerNode, PodTolerationSeconds: p.Spec.PodTolerationSeconds,
 	}
 	session := measure.New(measure.Options{})
-	f, err := fleet.New(cfg, controlPlane(t).AdminConfig())
+	f, err := fleet.New(fleettest.Resolve(t, cfg), controlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/reaction"
 	"fakelet.dev/fakelet/measure/record"
@@ -320,7 +321,7 @@ func measuredFleet(t *testing.T, cp *controlplane.ControlPlane, prof *profiles.P
 	opts.Client = admin(t, cp)
 	s := measure.New(opts)
 	cfg.Nodes = plan.Nodes
-	f, err := fleet.New(cfg, cp.AdminConfig())
+	f, err := fleet.New(fleettest.Resolve(t, cfg), cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

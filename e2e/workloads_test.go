@@ -24,6 +24,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/measure/workload"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
@@ -44,8 +45,8 @@ func TestPodsOfAnyoneRun(t *testing.T) {
 func podsOfAnyoneRun(t *testing.T, fp agent.Footprint) {
 	c := admin(t, controlPlane(t))
 	prefix := "wl" + string(fp[0])
-	f, err := fleet.New(fleet.Config{Nodes: 2, Fleet: prefix, NamePrefix: prefix, RegisterQPS: 50, Footprint: fp,
-		Template: agent.TemplateOptions{Images: 5}}, controlPlane(t).AdminConfig())
+	f, err := fleet.New(fleettest.Resolve(t, fleet.Config{Nodes: 2, Fleet: prefix, NamePrefix: prefix, RegisterQPS: 50, Footprint: fp,
+		Template: agent.TemplateOptions{Images: 5}}), controlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func runOn(t *testing.T, client kubernetes.Interface, clk *testingclock.FakeCloc
 	if r, ok := client.(racingClient); ok {
 		agents = r.Interface
 	}
-	f, err := NewWithClients(cfg, client, []agent.Clients{{Core: agents.CoreV1(), Coordination: agents.CoordinationV1()}})
+	f, err := NewWithClients(fleettest.Resolve(t, cfg), client, []agent.Clients{{Core: agents.CoreV1(), Coordination: agents.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestClaimRenewalWrittenWithoutItsAnswerIsNoTakeOver(t *testing.T) {
 	client := fake.NewClientset()
 	fleettest.ResourceVersions(client)
 	ctx := context.Background()
-	c := newClaim(client, Config{NamePrefix: "p", Fleet: "f", RunID: "mine"}.WithDefaults())
+	c := newClaim(client, Config{NamePrefix: "p", Fleet: "f", RunID: "mine"}.withDefaults())
 	if err := c.take(ctx, nil, t0); err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,7 @@ import (
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/transport"
-	"fakelet.dev/fakelet/wire"
 )
-
-// DefaultFootprint is the kubelet's whole footprint: a fleet that leaves out the kubelets' watches,
-// startup requests and Events understates what a control plane spends on its kubelets (issue 15).
-// FootprintHeartbeat is there for runs that measure the heartbeats alone.
-const DefaultFootprint = agent.FootprintKubelet
 
 // Config describes a fleet.
 type Config struct {
@@ -32,7 +26,7 @@ type Config struct {
 	Fleet      string // value of the fakelet.dev/fleet label
 	Zones      int    // nodes get topology.kubernetes.io/zone zone-1..zone-Zones round-robin; 0 sets none
 	Heartbeat  heartbeat.Config
-	// Footprint is which of a kubelet's requests the agents make; "" is DefaultFootprint.
+	// Footprint is which of a kubelet's requests the agents make; "" is agent.DefaultFootprint.
 	Footprint agent.Footprint
 	Template  agent.TemplateOptions // Fleet is taken from Fleet
 	Identity  Identity
@@ -57,7 +51,7 @@ type Config struct {
 	// --legacy-wire).
 	LegacyWire bool
 	// FlushWindow is how long each wire connection's writer may hold written requests for more
-	// before one write sends them all (wire.Config.FlushWindow): 0 is wire.MaxFlushWindow; negative
+	// before one write sends them all (wire.Config.FlushWindow): 0 is transport.MaxFlushWindow; negative
 	// writes as soon as its queue is empty (fakelet run's hidden --flush-window).
 	FlushWindow time.Duration
 	// ZoneOf names node index's zone; nil uses zone-(index mod Zones + 1).
@@ -109,15 +103,63 @@ const (
 	MaxCoalesce = time.Second
 )
 
-// Resolve returns c with its defaults, or the first setting that cannot work: the one check of a
-// fleet's configuration, its heartbeat's included (heartbeat.Config.Resolve).
-func (c Config) Resolve() (Config, error) {
-	c = c.WithDefaults()
-	return c, c.Validate()
+// Resolved is a fleet's configuration with its defaults, checked. Only Config.Resolve makes one, and
+// New, NewWithClients and Permissions take nothing else, so that no one downstream defaults or checks
+// a configuration again; the zero Resolved is none, and New refuses it.
+type Resolved struct {
+	c *Config // never changed once Resolve made it: Config and the With methods copy it
 }
 
-// WithDefaults returns c with zero fields set.
-func (c Config) WithDefaults() Config {
+// Resolve returns c with its defaults, or the first setting that cannot work: the one default and the
+// one check of a fleet's configuration, its heartbeat's included (heartbeat.Config.Resolve).
+func (c Config) Resolve() (Resolved, error) {
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return Resolved{}, err
+	}
+	hb, err := c.Heartbeat.Resolve()
+	if err != nil {
+		return Resolved{}, fmt.Errorf("heartbeat: %w", err)
+	}
+	c.Heartbeat = hb
+	return Resolved{c: &c}, nil
+}
+
+// Config returns a copy of the resolved configuration, every default in place, to read: a copy
+// changed is a Config again, and only Resolve makes it a Resolved.
+func (r Resolved) Config() Config {
+	if r.c == nil {
+		return Config{}
+	}
+	return *r.c
+}
+
+// WithNodeCredentials returns r whose per-node connections carry creds (Config.NodeCredentials),
+// which a run knows only once it knows its target; they have no default and nothing to check. The
+// zero Resolved stays the zero one.
+func (r Resolved) WithNodeCredentials(creds transport.NodeCredentials) Resolved {
+	if r.c == nil {
+		return r
+	}
+	c := *r.c
+	c.NodeCredentials = creds
+	return Resolved{c: &c}
+}
+
+// WithFirstNodes returns r for a fleet that starts with the first n of r's nodes and grows to all of
+// them (AddNodes, fakelet capacity's steps): r was checked at its largest, and its connections
+// stay those of the whole fleet.
+func (r Resolved) WithFirstNodes(n int) (Resolved, error) {
+	c := r.Config()
+	if n <= 0 || n > c.Nodes {
+		return Resolved{}, fieldError("Nodes", "nodes", "must be between 1 and %d, got %d", c.Nodes, n)
+	}
+	c.Nodes = n
+	return Resolved{c: &c}, nil
+}
+
+// withDefaults returns c with zero fields set, but for its heartbeat's (heartbeat.Config.Resolve).
+func (c Config) withDefaults() Config {
 	if c.NamePrefix == "" {
 		c.NamePrefix = fleetname.DefaultNamePrefix
 	}
@@ -125,7 +167,7 @@ func (c Config) WithDefaults() Config {
 		c.Fleet = fleetname.DefaultFleet
 	}
 	if c.Footprint == "" {
-		c.Footprint = DefaultFootprint
+		c.Footprint = agent.DefaultFootprint
 	}
 	if c.Identity == "" {
 		c.Identity = IdentityNode
@@ -151,15 +193,14 @@ func (c Config) WithDefaults() Config {
 	if c.CleanupQPS == 0 {
 		c.CleanupQPS = DefaultCleanupQPS
 	}
-	c.Heartbeat = c.Heartbeat.WithDefaults()
 	c.Template.Fleet = c.Fleet
 	c.Template.RunID = c.RunID
 	return c
 }
 
-// Validate reports the first setting that cannot work; a numeric field out of range is a *FieldError,
-// so that a caller can name the field as its user set it.
-func (c Config) Validate() error {
+// validate reports the first setting that cannot work, but for its heartbeat's; a numeric field out of
+// range is a *FieldError, so that a caller can name the field as its user set it.
+func (c Config) validate() error {
 	switch {
 	case c.Nodes <= 0:
 		return fieldError("Nodes", "nodes", "must be positive, got %d", c.Nodes)
@@ -179,8 +220,8 @@ func (c Config) Validate() error {
 		return fieldError("Connections", "connections", "is one per node with per-node connections, got %d shared ones too", c.Connections)
 	case c.ConnectionMode == ConnectionsPerNode && c.LegacyWire:
 		return errors.New("the legacy wire path is one of shared connections: per-node connections send everything over net/http")
-	case c.FlushWindow > wire.MaxFlushWindow:
-		return fmt.Errorf("flush window must be at most %v, got %v", wire.MaxFlushWindow, c.FlushWindow)
+	case c.FlushWindow > transport.MaxFlushWindow:
+		return fmt.Errorf("flush window must be at most %v, got %v", transport.MaxFlushWindow, c.FlushWindow)
 	case c.Coalesce < 0 || c.Coalesce > MaxCoalesce:
 		return fieldError("Coalesce", "coalesce", "must be between 0 and %v, got %v", MaxCoalesce, c.Coalesce)
 	case !(c.RegisterQPS > 0) || math.IsInf(c.RegisterQPS, 1):
@@ -214,9 +255,6 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParseConnectionMode(string(c.ConnectionMode)); err != nil {
 		return err
-	}
-	if err := c.Heartbeat.Validate(); err != nil {
-		return fmt.Errorf("heartbeat: %w", err)
 	}
 	return nil
 }

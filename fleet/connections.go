@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 
+	"fakelet.dev/fakelet/internal/enum"
 	"fakelet.dev/fakelet/transport"
 )
 
@@ -21,11 +22,7 @@ const (
 
 // ParseConnectionMode checks a connection mode given by a user.
 func ParseConnectionMode(s string) (ConnectionMode, error) {
-	switch ConnectionMode(s) {
-	case ConnectionsShared, ConnectionsPerNode:
-		return ConnectionMode(s), nil
-	}
-	return "", fmt.Errorf("unknown connection mode %q (want %q or %q)", s, ConnectionsShared, ConnectionsPerNode)
+	return enum.Parse("connection mode", s, ConnectionsShared, ConnectionsPerNode)
 }
 
 // How a node's requests carry its identity (Connections.Identity).

@@ -55,12 +55,12 @@ type Fleet struct {
 	registration Registration
 }
 
-// New builds a fleet against the cluster of restConfig.
-func New(cfg Config, restConfig *rest.Config) (*Fleet, error) {
-	cfg, err := cfg.Resolve()
-	if err != nil {
-		return nil, err
+// New builds a fleet of r against the cluster of restConfig.
+func New(r Resolved, restConfig *rest.Config) (*Fleet, error) {
+	if r.c == nil {
+		return nil, errNotResolved
 	}
+	cfg := *r.c
 	admin, err := adminClient(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("build the fleet's client: %w", err)
@@ -114,13 +114,15 @@ func (f *Fleet) Connections() Connections {
 
 // NewWithClients builds a fleet on given clients: admin for the fleet's own requests, heartbeat for
 // the agents, spread round-robin.
-func NewWithClients(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients) (*Fleet, error) {
-	cfg, err := cfg.Resolve()
-	if err != nil {
-		return nil, err
+func NewWithClients(r Resolved, admin kubernetes.Interface, heartbeat []agent.Clients) (*Fleet, error) {
+	if r.c == nil {
+		return nil, errNotResolved
 	}
-	return newFleet(cfg, admin, heartbeat, NewTally(cfg.Heartbeat.RenewInterval))
+	return newFleet(*r.c, admin, heartbeat, NewTally(r.c.Heartbeat.RenewInterval))
 }
+
+// errNotResolved refuses the zero Resolved, which no Config.Resolve made.
+var errNotResolved = errors.New("the fleet's configuration is not resolved: make it with Config.Resolve")
 
 // newFleet builds a fleet of a resolved cfg (Config.Resolve).
 func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients, tally *Tally) (*Fleet, error) {
@@ -169,7 +171,7 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		f.byName[name] = a
 	}
 	f.nodes = newNodeWatch(admin, tmpl, f.liveAgent)
-	if ownPodSource := cfg.Footprint == agent.FootprintKubelet && heartbeat[0].Watches != nil; !ownPodSource {
+	if ownPodSource := cfg.Footprint.Kubelet() && heartbeat[0].Watches != nil; !ownPodSource {
 		// Agents without a pod watch of their own (the heartbeat footprint; a fleet given clients
 		// without a Watcher) learn of their pods from the fleet's one watch of bound pods.
 		f.boundPods = newBoundPodWatch(admin, f.liveAgent, f.Agents)

@@ -59,7 +59,7 @@ func startFleetWith(t *testing.T, cfg Config, setup func(*testFleet), objects ..
 	}
 	cfg.Clock = fc
 	cfg.Template.Images = 3
-	f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	f, err := NewWithClients(fleettest.Resolve(t, cfg), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestUnreachableClusterFailsBeforeAnyWrite(t *testing.T) {
 	client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("connection refused")
 	})
-	f, err := NewWithClients(Config{Nodes: 2, Clock: testingclock.NewFakeClock(t0)}, client,
+	f, err := NewWithClients(fleettest.Resolve(t, Config{Nodes: 2, Clock: testingclock.NewFakeClock(t0)}), client,
 		[]agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Nodes: 1, Heartbeat: heartbeat.Config{Mode: "gossip"}}, "heartbeat mode"},
 		{Config{Nodes: 1, Heartbeat: heartbeat.Config{LeaseDurationSeconds: 40, RenewInterval: time.Minute}}, "shorter than the lease duration"},
 	} {
-		err := tc.cfg.WithDefaults().Validate()
+		_, err := tc.cfg.Resolve()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
 		}
@@ -258,13 +258,13 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{Config{Nodes: 1, PodsPerNode: 1, PodQPS: -1}, "PodQPS", "must be positive and finite, got -1"},
 	} {
 		var fe *FieldError
-		err := tc.cfg.WithDefaults().Validate()
+		_, err := tc.cfg.Resolve()
 		if !errors.As(err, &fe) || fe.Field != tc.field || fe.Problem != tc.reason {
 			t.Errorf("%+v: error %#v, want field %s: %s", tc.cfg, err, tc.field, tc.reason)
 		}
 	}
 	var fe *FieldError
-	if err := (Config{Nodes: 1, RunID: "Not A Label"}).WithDefaults().Validate(); errors.As(err, &fe) {
+	if _, err := (Config{Nodes: 1, RunID: "Not A Label"}).Resolve(); errors.As(err, &fe) {
 		t.Errorf("run ID: %v is a field error, want a plain one", err)
 	}
 }

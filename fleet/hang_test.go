@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/transport"
 )
 
@@ -80,7 +81,7 @@ func TestHungRequestsDoNotPileUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The fleet's own client answers (checks and the node watch): only the kubelets' requests hang.
-	f, err := NewWithClients(Config{Nodes: nodes, RegisterQPS: 1000, Template: agent.TemplateOptions{Images: 3}, Footprint: agent.FootprintHeartbeat},
+	f, err := NewWithClients(fleettest.Resolve(t, Config{Nodes: nodes, RegisterQPS: 1000, Template: agent.TemplateOptions{Images: 3}, Footprint: agent.FootprintHeartbeat}),
 		fake.NewClientset(), heartbeat)
 	if err != nil {
 		t.Fatal(err)

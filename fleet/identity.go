@@ -1,6 +1,6 @@
 package fleet
 
-import "fmt"
+import "fakelet.dev/fakelet/internal/enum"
 
 // Identity is whose credential a fake kubelet's requests carry.
 type Identity string
@@ -17,9 +17,5 @@ const (
 
 // ParseIdentity checks an identity given by a user.
 func ParseIdentity(s string) (Identity, error) {
-	switch Identity(s) {
-	case IdentityNode, IdentityFleet:
-		return Identity(s), nil
-	}
-	return "", fmt.Errorf("unknown identity %q (want %q or %q)", s, IdentityNode, IdentityFleet)
+	return enum.Parse("identity", s, IdentityNode, IdentityFleet)
 }

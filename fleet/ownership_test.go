@@ -12,6 +12,7 @@ import (
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // secondFleet builds another run of cfg on tf's clientset and clock, as a second fakelet process
@@ -20,7 +21,7 @@ func secondFleet(t *testing.T, tf *testFleet, cfg Config) (*testFleet, context.C
 	t.Helper()
 	cfg.Clock = tf.clock
 	cfg.Template.Images = 3
-	f, err := NewWithClients(cfg, tf.client, []agent.Clients{{Core: tf.client.CoreV1(), Coordination: tf.client.CoordinationV1()}})
+	f, err := NewWithClients(fleettest.Resolve(t, cfg), tf.client, []agent.Clients{{Core: tf.client.CoreV1(), Coordination: tf.client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}

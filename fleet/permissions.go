@@ -65,8 +65,10 @@ var boundPodPermissions = []access.Permission{
 // order the preflight checks them: the fleet's own (RunPermissions for its first and last node,
 // PodPermissions with pods, BoundPodPermissions in the heartbeat footprint, WorkloadPermissions with
 // workloads), and with IdentityFleet what its agents send (KubeletPermissions).
-func Permissions(cfg Config) []access.Permission {
-	cfg = cfg.WithDefaults()
+func Permissions(r Resolved) []access.Permission { return permissions(r.Config()) }
+
+// permissions is Permissions of a resolved cfg.
+func permissions(cfg Config) []access.Permission {
 	first, last := fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1)
 	id := cfg.Identity
 	if IdentityOf(cfg) == IdentityByCertificate {

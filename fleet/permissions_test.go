@@ -15,6 +15,7 @@ import (
 	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // reviewer makes a fake clientset answer SelfSubjectAccessReviews: allowed says which are granted.
@@ -84,7 +85,7 @@ func TestCheckPermissionsListsEverythingMissing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset()
 			reviewer(client, "alice", tc.allowed)
-			err := access.Check(t.Context(), client, Permissions(Config{Nodes: 1, Identity: tc.id, Footprint: tc.fp}))
+			err := access.Check(t.Context(), client, Permissions(fleettest.Resolve(t, Config{Nodes: 1, Identity: tc.id, Footprint: tc.fp})))
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -143,7 +144,7 @@ func TestCleanupPermissions(t *testing.T) {
 func TestPreflightRefusesARestrictedCredentialBeforeAnyWrite(t *testing.T) {
 	client := fake.NewClientset()
 	reviewer(client, "bob", func(r *authorizationv1.ResourceAttributes) bool { return r.Verb != "impersonate" })
-	f, err := NewWithClients(Config{Nodes: 3}, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	f, err := NewWithClients(fleettest.Resolve(t, Config{Nodes: 3}), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 	for _, fp := range []agent.Footprint{agent.FootprintHeartbeat, agent.FootprintKubelet} {
 		for _, pods := range []int{0, 2} {
 			t.Run(fmt.Sprintf("%s footprint, %d pods", fp, pods), func(t *testing.T) {
-				own := Permissions(Config{Nodes: 3, PodsPerNode: pods, Footprint: fp, Identity: IdentityFleet})
+				own := Permissions(fleettest.Resolve(t, Config{Nodes: 3, PodsPerNode: pods, Footprint: fp, Identity: IdentityFleet}))
 				var want []string
 				for _, p := range append(RunPermissions(IdentityFleet, "fakelet-00000", "fakelet-00002"), ClaimPermissions(fleetname.ClaimName(fleetname.DefaultNamePrefix, fleetname.Shard{}))...) {
 					want = append(want, p.String())
@@ -223,7 +224,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 					t.Errorf("the heartbeat footprint checks a kubelet footprint's permission: %v", got)
 				}
 
-				byNode := Permissions(Config{Nodes: 3, PodsPerNode: pods, Footprint: fp})
+				byNode := Permissions(fleettest.Resolve(t, Config{Nodes: 3, PodsPerNode: pods, Footprint: fp}))
 				for _, p := range byNode {
 					if p.For == claimPermission {
 						continue // the fleet's own, for its claim
@@ -238,7 +239,7 @@ func TestPermissionsAreWhatTheAgentsSend(t *testing.T) {
 	// The kubelet footprint's watches of pods and Services span every namespace, as a kubelet's do;
 	// its pods' ConfigMap watches and Events are in the pods' namespace.
 	var kubelet []string
-	for _, p := range Permissions(Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet}) {
+	for _, p := range Permissions(fleettest.Resolve(t, Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet})) {
 		kubelet = append(kubelet, p.String())
 	}
 	for _, want := range []string{"watch pods", "watch services", "watch configmaps in fakelet-pods", "create events in default",
@@ -264,7 +265,7 @@ func TestPreflightChecksPermissions(t *testing.T) {
 			reviewed = append(reviewed, p.String())
 			return true
 		})
-		f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+		f, err := NewWithClients(fleettest.Resolve(t, cfg), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +274,7 @@ func TestPreflightChecksPermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want []string
-		for _, p := range Permissions(cfg) {
+		for _, p := range Permissions(fleettest.Resolve(t, cfg)) {
 			want = append(want, p.String())
 		}
 		if !slices.Equal(reviewed, want) {

@@ -19,6 +19,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/conditions"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // podActions counts the requests on pods by verb (with "/status" for the subresource), leaving out
@@ -293,7 +294,7 @@ func TestPodConfigValidation(t *testing.T) {
 		{Config{Nodes: 1, PodsPerNode: 1, PodTolerationSeconds: ptr.To[int64](-5)}, "must not be negative"},
 		{Config{Nodes: 1, PodsPerNode: 1, PodQPS: -1}, "pod QPS must be positive"},
 	} {
-		err := tc.cfg.WithDefaults().Validate()
+		_, err := tc.cfg.Resolve()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
 		}
@@ -326,7 +327,7 @@ func podsOfAKeptRunAreAdopted(t *testing.T, fp agent.Footprint) {
 
 	cfg := Config{Nodes: 2, PodsPerNode: 2, Clock: kept.clock, Footprint: fp}
 	cfg.Template.Images = 3
-	f, err := NewWithClients(cfg, kept.client, []agent.Clients{{Core: kept.client.CoreV1(), Coordination: kept.client.CoordinationV1()}})
+	f, err := NewWithClients(fleettest.Resolve(t, cfg), kept.client, []agent.Clients{{Core: kept.client.CoreV1(), Coordination: kept.client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +367,7 @@ func TestPreflightChecksPodPermissionsOnlyWithPods(t *testing.T) {
 	} {
 		client := fake.NewClientset()
 		reviewer(client, "carol", noPods)
-		f, err := NewWithClients(Config{Nodes: 1, PodsPerNode: tc.pods}, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+		f, err := NewWithClients(fleettest.Resolve(t, Config{Nodes: 1, PodsPerNode: tc.pods}), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +381,7 @@ func TestPreflightChecksPodPermissionsOnlyWithPods(t *testing.T) {
 		}
 	}
 	var fleetID []string
-	for _, p := range Permissions(Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet}) {
+	for _, p := range Permissions(fleettest.Resolve(t, Config{Nodes: 1, PodsPerNode: 1, Identity: IdentityFleet})) {
 		fleetID = append(fleetID, p.String())
 	}
 	if !slices.Contains(fleetID, "patch pods/status in fakelet-pods") {

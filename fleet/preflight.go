@@ -25,7 +25,7 @@ import (
 // of its own) can check first and fail fast.
 func (f *Fleet) Preflight(ctx context.Context) error {
 	if f.checkPermissions {
-		if err := access.Check(ctx, f.admin, Permissions(f.cfg)); err != nil {
+		if err := access.Check(ctx, f.admin, permissions(f.cfg)); err != nil {
 			return err
 		}
 	}

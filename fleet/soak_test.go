@@ -11,6 +11,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // TestLongRunWithFlappingNodesStaysFlat runs a fleet for six simulated hours (two under -short) on
@@ -35,7 +36,7 @@ func TestLongRunWithFlappingNodesStaysFlat(t *testing.T) {
 	// update, which would make hours of heartbeats take minutes.
 	client := fake.NewSimpleClientset()
 	fc := testingclock.NewFakeClock(t0)
-	f, err := NewWithClients(Config{Nodes: nodes, RegisterQPS: 1000, Clock: fc, Template: agent.TemplateOptions{Images: 3}},
+	f, err := NewWithClients(fleettest.Resolve(t, Config{Nodes: nodes, RegisterQPS: 1000, Clock: fc, Template: agent.TemplateOptions{Images: 3}}),
 		client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)

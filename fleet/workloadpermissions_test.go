@@ -10,6 +10,7 @@ import (
 
 	"fakelet.dev/fakelet/access"
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/fleettest"
 )
 
 // TestWorkloadPermissions: a run that creates workloads checks the creation of its namespace, its
@@ -18,7 +19,7 @@ import (
 func TestWorkloadPermissions(t *testing.T) {
 	strs := func(cfg Config) []string {
 		var out []string
-		for _, p := range Permissions(cfg) {
+		for _, p := range Permissions(fleettest.Resolve(t, cfg)) {
 			out = append(out, p.String())
 		}
 		return out
@@ -63,7 +64,7 @@ func TestPreflightRefusesWorkloadsBeforeAnyWrite(t *testing.T) {
 	client := fake.NewClientset()
 	reviewer(client, "carol", func(r *authorizationv1.ResourceAttributes) bool { return r.Resource != "namespaces" })
 	cfg := Config{Nodes: 3, RunID: "r1", Workloads: &WorkloadAccess{Creates: []access.Permission{{Group: "apps", Resource: "deployments"}}}}
-	f, err := NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+	f, err := NewWithClients(fleettest.Resolve(t, cfg), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ package heartbeat
 import (
 	"fmt"
 	"time"
+
+	"fakelet.dev/fakelet/internal/enum"
 )
 
 // Mode is how a fake kubelet heartbeats.
@@ -22,13 +24,7 @@ const (
 )
 
 // ParseMode checks a mode given by a user.
-func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case ModeLease, ModeStatus:
-		return Mode(s), nil
-	}
-	return "", fmt.Errorf("unknown heartbeat mode %q (want %q or %q)", s, ModeLease, ModeStatus)
-}
+func ParseMode(s string) (Mode, error) { return enum.Parse("heartbeat mode", s, ModeLease, ModeStatus) }
 
 // Kubelet defaults (v1.37), each named as the kubelet names it, so that a run that says nothing about
 // heartbeats loads the control plane the way real kubelets do.
@@ -58,14 +54,16 @@ type Config struct {
 	StatusReportFrequency time.Duration
 }
 
-// Resolve returns c with its defaults, or the first field that cannot work.
+// Resolve returns c with its defaults, or the first field that cannot work. It is the heartbeat's one
+// default and one check: a fleet's configuration calls it (fleet.Config.Resolve), and what comes
+// after reads the fields it set.
 func (c Config) Resolve() (Config, error) {
-	c = c.WithDefaults()
-	return c, c.Validate()
+	c = c.withDefaults()
+	return c, c.validate()
 }
 
-// WithDefaults returns c with every zero field set to the kubelet's default.
-func (c Config) WithDefaults() Config {
+// withDefaults returns c with every zero field set to the kubelet's default.
+func (c Config) withDefaults() Config {
 	if c.Mode == "" {
 		c.Mode = DefaultMode
 	}
@@ -84,8 +82,8 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports the first field that cannot work.
-func (c Config) Validate() error {
+// validate reports the first field that cannot work.
+func (c Config) validate() error {
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func newHarness(t *testing.T, profile string, opts ...harnessOption) *harness {
 	}
 	// Heartbeat requests go through a check of the node's identity, as the apiserver's authorizer
 	// would: a revoked credential (denyAuth) is refused with 403.
-	f, err := fleet.NewWithClients(fcfg, client, []agent.Clients{{
+	f, err := fleet.NewWithClients(fleettest.Resolve(t, fcfg), client, []agent.Clients{{
 		Core:         authCore{client.CoreV1()},
 		Coordination: authCoordination{client.CoordinationV1()},
 	}})

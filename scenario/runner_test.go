@@ -18,6 +18,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -262,7 +263,7 @@ func TestNewRefusesWhatItCannotRun(t *testing.T) {
 	}
 	client := fake.NewClientset()
 	fleetOf := func(cfg fleet.Config) *fleet.Fleet {
-		f, err := fleet.NewWithClients(cfg, client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
+		f, err := fleet.NewWithClients(fleettest.Resolve(t, cfg), client, []agent.Clients{{Core: client.CoreV1(), Coordination: client.CoordinationV1()}})
 		if err != nil {
 			t.Fatal(err)
 		}

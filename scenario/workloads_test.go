@@ -20,6 +20,7 @@ import (
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/fleettest"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -283,7 +284,7 @@ func TestProfilesKnowTheNodesAllocatable(t *testing.T) {
 
 func TestARunWithWorkloadsNeedsAClient(t *testing.T) {
 	plan := resolvePlan(t, workloadsProfile)
-	f, err := fleet.NewWithClients(fleet.Config{Nodes: 6, Zones: 3, ZoneOf: profiles.ZoneOf}, fake.NewClientset(), []agent.Clients{{}})
+	f, err := fleet.NewWithClients(fleettest.Resolve(t, fleet.Config{Nodes: 6, Zones: 3, ZoneOf: profiles.ZoneOf}), fake.NewClientset(), []agent.Clients{{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,13 +165,17 @@ type Path struct {
 	// before the wire package (fleet.Config.LegacyWire).
 	Legacy bool
 	// FlushWindow is each wire connection's flush window (wire.Config.FlushWindow): 0 is
-	// wire.MaxFlushWindow, negative none (fleet.Config.FlushWindow).
+	// MaxFlushWindow, negative none (fleet.Config.FlushWindow).
 	FlushWindow time.Duration
 	// Clock is what the Retry-After waits and the wire connections' health checks, credential
 	// refresh and flush window are measured on (wire.Config.Clock): the fleet's (fleet.Config.Clock);
 	// nil: the real clock. On a fake clock, a flush window holds each write until the clock moves.
 	Clock clock.WithDelayedExecution
 }
+
+// MaxFlushWindow bounds Path.FlushWindow. It is the wire's bound, named here so that the fleet checks
+// its configuration against it without importing the wire.
+const MaxFlushWindow = wire.MaxFlushWindow
 
 // CloseWire closes the wire.Clients of heartbeat clients, the watches' too: their connections'
 // goroutines end with the run.
@@ -202,7 +206,7 @@ func wireClient(cfg *rest.Config, path Path, dial func(ctx context.Context, netw
 	}
 	wc.FlushWindow = max(0, path.FlushWindow)
 	if path.FlushWindow == 0 {
-		wc.FlushWindow = wire.MaxFlushWindow
+		wc.FlushWindow = MaxFlushWindow
 	}
 	wc.Clock = path.Clock
 	return wire.New(wc)

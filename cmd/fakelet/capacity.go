@@ -57,6 +57,7 @@ broken; merge their reports with fakelet report merge.
 It grows kubelet load only: run a workload tool beside it for the load of other clients.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cf.run.fleet.Log, cf.run.fleet.CleanupLog = cmd.ErrOrStderr(), cmd.ErrOrStderr()
 			cfg, err := cf.prepare(cmd.Flags())
 			if err != nil {
 				return err
@@ -78,13 +79,21 @@ It grows kubelet load only: run a workload tool beside it for the load of other 
 
 // prepare checks every flag before anything starts, and returns the fleet of the first step. The
 // fleet's flags are checked as fakelet run checks them, at the largest step.
-func (cf *capacityFlags) prepare(flags *pflag.FlagSet) (fleet.Config, error) {
+func (cf *capacityFlags) prepare(flags *pflag.FlagSet) (fleet.Resolved, error) {
 	rf := &cf.run
 	rf.fleet.Nodes = cf.steps.Max
-	cfg, err := rf.config(heartbeat.Config{})
+	given, err := rf.config(heartbeat.Config{})
 	if err != nil {
-		return cfg, err
+		return fleet.Resolved{}, err
 	}
+	if given, err = rf.shard.slice(given, flags); err != nil {
+		return fleet.Resolved{}, err
+	}
+	atMax, err := resolveFlags(given)
+	if err != nil {
+		return atMax, err
+	}
+	cfg := atMax.Config()
 	// The renewal level is relative to the kubelet's heartbeat period: its renew interval, or in
 	// status mode (no Lease) its status update frequency, which the hold must span twice too.
 	cf.steps.RenewInterval = cfg.Heartbeat.RenewInterval
@@ -92,16 +101,15 @@ func (cf *capacityFlags) prepare(flags *pflag.FlagSet) (fleet.Config, error) {
 		cf.steps.RenewInterval = cfg.Heartbeat.StatusUpdateFrequency
 	}
 	if err := cf.steps.Validate(); err != nil {
-		return cfg, err
+		return fleet.Resolved{}, err
 	}
-	if cfg, err = cf.shard(cfg, flags); err != nil {
-		return cfg, err
+	if err := cf.shard(cfg, flags); err != nil {
+		return fleet.Resolved{}, err
 	}
 	if err := rf.checkLimits(cfg); err != nil {
-		return cfg, err
+		return fleet.Resolved{}, err
 	}
-	cfg.Nodes = cf.nodes(cf.steps.Start) // the connections stay those of --max's fleet
-	return cfg, nil
+	return atMax.WithFirstNodes(cf.nodes(cf.steps.Start))
 }
 
 // nodes is how many nodes this process runs in the step of a fleet of n: all of them, or its
@@ -115,11 +123,11 @@ func (cf *capacityFlags) nodes(n int) int {
 
 // runCapacity grows the fleet step by step on the target, then writes the report and deletes the
 // fleet. A step that breaks a level is the answer, not an error.
-func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg fleet.Config) error {
+func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg fleet.Resolved) error {
 	r := &fleetRun{rf: cf.run, cfg: cfg, out: out, log: log}
 	r.rf.metrics.addr = "" // no metrics server: the report is the answer
 	if r.rf.procs == 0 && os.Getenv("GOMAXPROCS") == "" {
-		atMax := cfg
+		atMax := cfg.Config()
 		atMax.Nodes = cf.nodes(cf.steps.Max)
 		r.rf.procs = fleetProcs(atMax, runtime.GOMAXPROCS(0)) // for the last step's fleet, not the first's
 	}
@@ -185,7 +193,7 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 	}
 	var left *fleet.LeftError
 	if errors.As(runErr, &left) {
-		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Fleet, cf.run.target))
+		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Config().Fleet, cf.run.target))
 	}
 	return errors.Join(stepsErr, runErr, writeErr)
 }
@@ -193,9 +201,9 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 // buildCapacityReport is the run's report with the capacity answer, the fleet's size at the end
 // (this shard's, in a sharded run).
 func buildCapacityReport(r *fleetRun, cf *capacityFlags, res capacity.Result, nodes int, shards *capacityShards) *report.Report {
-	cfg := r.cfg
-	cfg.Nodes = nodes
-	rec := r.rr.session.Record("", parameters(r.rf, cfg), versions(), record.Target{
+	params := parameters(r.rf, r.cfg)
+	params.Nodes = nodes
+	rec := r.rr.session.Record("", params, versions(), record.Target{
 		Server: r.tgt.config.Host, Description: r.tgt.description, Local: r.tgt.local != nil,
 	})
 	rep := report.Build(rec)

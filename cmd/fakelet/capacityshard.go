@@ -36,26 +36,22 @@ func addCapacityShardFlags(f *pflag.FlagSet, cf *capacityFlags) {
 		"the next step begins then, and a shard whose verdict is late stops them all")
 }
 
-// shard reads the shard flags: unsharded, it refuses the flags that apply to shards only; sharded,
-// it returns this shard's slice of --max's fleet (cfg), and decides the lockstep, the start and what
-// every shard must share.
-func (cf *capacityFlags) shard(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Config, error) {
+// shard reads the shard flags of this shard's slice of --max's fleet (cfg, resolved; the slice is
+// shardFlags.slice's): unsharded, it refuses the flags that apply to shards only; sharded, it
+// decides the lockstep, the start and what every shard must share.
+func (cf *capacityFlags) shard(cfg fleet.Config, flags *pflag.FlagSet) error {
 	sf := &cf.run.shard
-	cfg, err := sf.slice(cfg, flags)
-	if err != nil {
-		return cfg, err
-	}
 	if !sf.parsed.Sharded() {
 		for _, name := range []string{"start-at", "start-delay", "coordination-namespace", "verdict-timeout"} {
 			if flags.Changed(name) {
-				return cfg, fmt.Errorf("--%s applies to a sharded run (--shard i/n)", name)
+				return fmt.Errorf("--%s applies to a sharded run (--shard i/n)", name)
 			}
 		}
-		return cfg, nil
+		return nil
 	}
 	l := capacity.Lockstep{Shard: sf.parsed, VerdictTimeout: cf.verdictTimeout, RegisterQPS: cfg.RegisterQPS}
 	if err := l.Validate(cf.steps); err != nil {
-		return cfg, err
+		return err
 	}
 	cf.lockstep = &l
 	if sf.startAt == "" {
@@ -64,9 +60,10 @@ func (cf *capacityFlags) shard(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Co
 	first := cfg
 	first.Nodes = l.Nodes(cf.steps.Start)
 	if err := sf.start(first, flags); err != nil {
-		return cfg, err
+		return err
 	}
 	s := cf.steps
+	var err error
 	sf.run, err = lockstep.RunOfParameters(fmt.Sprintf("capacity steps of %d from %d to %d", s.Step, s.Start, s.Max), s.Max, sf.parsed.Count, struct {
 		Steps          capacity.Config
 		Prefix         string
@@ -76,7 +73,7 @@ func (cf *capacityFlags) shard(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Co
 		VerdictTimeout time.Duration
 	}{s, cfg.NamePrefix, string(cfg.Heartbeat.Mode), string(cfg.Footprint), cfg.RegisterQPS, cf.verdictTimeout})
 	sf.duration = l.Duration(s)
-	return cfg, err
+	return err
 }
 
 // capacityShards is a sharded run's lockstep, on the board where the shards' verdicts meet.
@@ -97,7 +94,7 @@ func (cf *capacityFlags) openShards(ctx context.Context, r *fleetRun) (*capacity
 	if err != nil {
 		return nil, err
 	}
-	b, err := lockstep.OpenBoard(ctx, lockstep.BoardOptions{Client: client, Namespace: sf.namespace, Fleet: r.cfg.Fleet, Shard: sf.parsed,
+	b, err := lockstep.OpenBoard(ctx, lockstep.BoardOptions{Client: client, Namespace: sf.namespace, Fleet: r.cfg.Config().Fleet, Shard: sf.parsed,
 		Holder: holder, Run: sf.run, Start: sf.at, Owner: r.start, Log: r.log})
 	if err != nil {
 		return nil, err

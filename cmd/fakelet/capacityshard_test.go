@@ -17,7 +17,7 @@ func prepareCapacity(t *testing.T, args ...string) (fleet.Config, *capacityFlags
 		t.Fatal(err)
 	}
 	cfg, err := cf.prepare(cmd.Flags())
-	return cfg, cf, err
+	return cfg.Config(), cf, err
 }
 
 // TestCapacityShardRunsItsPartOfEachStep: shard 1/3 (from $FAKELET_SHARD) numbers its nodes from its

@@ -66,7 +66,7 @@ cluster is the local control plane in --controlplane-dir, started if none is up.
 	f.IntVar(&cf.nodes, "nodes", 500, "number of fake kubelets in each run")
 	f.DurationVar(&cf.duration, "duration", 2*time.Minute, "how long each run is measured, once every node is Ready")
 	f.DurationVar(&cf.settle, "settle", 30*time.Second, "wait this long after every node is Ready, untainted and has its Lease, before measuring; on one cluster, also between the two runs")
-	f.StringVar(&cf.footprintIn, "footprint", string(fleet.DefaultFootprint), "which of a kubelet's requests both modes' kubelets make: kubelet or heartbeat (as fakelet run's --footprint)")
+	f.StringVar(&cf.footprintIn, "footprint", string(agent.DefaultFootprint), "which of a kubelet's requests both modes' kubelets make: kubelet or heartbeat (as fakelet run's --footprint)")
 	f.IntVar(&cf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
 	f.DurationVar(&cf.scrapeInterval, "scrape-interval", scrape.DefaultInterval, "scrape the control plane's /metrics this often")
 	f.StringVar(&cf.reportDir, "out", "", "write each mode's report under DIR/lease and DIR/status, and compare.json (default reports/compare-<timestamp>/)")
@@ -93,7 +93,7 @@ func (cf *compareFlags) check() error {
 		return fmt.Errorf("--images must be between 0 and %d, got %d", agent.MaxImages, cf.images)
 	}
 	if cf.footprintIn != "" || cf.footprint == "" {
-		fp, err := agent.ParseFootprint(cmp.Or(cf.footprintIn, string(fleet.DefaultFootprint)))
+		fp, err := agent.ParseFootprint(cmp.Or(cf.footprintIn, string(agent.DefaultFootprint)))
 		if err != nil {
 			return fmt.Errorf("--footprint: %w", err)
 		}
@@ -165,7 +165,7 @@ func (cf compareFlags) options(dir string, log io.Writer) compare.Options {
 	return compare.Options{
 		Nodes: cf.nodes, Duration: cf.duration, Settle: cf.settle, ScrapeInterval: cf.scrapeInterval,
 		Images: cf.images, Footprint: cf.footprint, Dir: dir,
-		Parameters: func(cfg fleet.Config) record.Parameters { return parameters(rf, cfg) },
+		Parameters: func(cfg fleet.Resolved) record.Parameters { return parameters(rf, cfg) },
 		Versions:   versions(), Log: log,
 	}
 }

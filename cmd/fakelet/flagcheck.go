@@ -25,10 +25,9 @@ var fleetFlags = map[string]struct{ name, hint string }{
 	"PodTiming.RunDuration": {name: "--pod-run-duration"},
 }
 
-// checkFleetFlags checks the flags that fill rf.fleet before defaults apply, so that each error names
-// its flag and an explicit value is never replaced by a default: fleet.Config treats a zero
-// --register-qps or --cleanup-qps, and an empty --name-prefix or --fleet, as "use the default".
-// The ranges are fleet.Config.Validate's.
+// checkFleetFlags checks what fleet.Config.Resolve cannot, since it takes a zero --register-qps or
+// --cleanup-qps, and an empty --name-prefix or --fleet, as "use the default": so that an explicit
+// value is never replaced by a default. The ranges are Resolve's (resolveFlags).
 func (rf *runFlags) checkFleetFlags() error {
 	c := rf.fleet
 	switch {
@@ -43,17 +42,20 @@ func (rf *runFlags) checkFleetFlags() error {
 	if err := checkName("--name-prefix", c.NamePrefix, fleetname.CheckNamePrefix); err != nil {
 		return err
 	}
-	if err := checkName("--fleet", c.Fleet, fleetname.CheckFleet); err != nil {
-		return err
-	}
-	err := c.WithDefaults().Validate()
+	return checkName("--fleet", c.Fleet, fleetname.CheckFleet)
+}
+
+// resolveFlags resolves the fleet the flags, the profile and the shard made, once, naming the flag
+// of a numeric field out of range.
+func resolveFlags(cfg fleet.Config) (fleet.Resolved, error) {
+	r, err := cfg.Resolve()
 	var fe *fleet.FieldError
 	if errors.As(err, &fe) {
 		if flag, ok := fleetFlags[fe.Field]; ok {
-			return fmt.Errorf("%s %s%s", flag.name, fe.Problem, flag.hint)
+			return r, fmt.Errorf("%s %s%s", flag.name, fe.Problem, flag.hint)
 		}
 	}
-	return err
+	return r, err
 }
 
 // connectionFlag reads --connections into the fleet's connection mode: shared or per-node, or a
@@ -69,11 +71,11 @@ func (rf *runFlags) connectionFlag() error {
 	if err != nil {
 		return fmt.Errorf("--connections %q: want %s, %s or a number of shared connections", rf.connections, fleet.ConnectionsShared, fleet.ConnectionsPerNode)
 	}
-	rf.fleet.Connections = n // its range is fleet.Config.Validate's
+	rf.fleet.Connections = n // its range is fleet.Config.Resolve's
 	return nil
 }
 
-// checkName checks a name as fleet.Config.Validate does, and refuses it empty: an empty value from
+// checkName checks a name as fleet.Config.Resolve does, and refuses it empty: an empty value from
 // an unset shell variable must not select the default fleet, whose Nodes a run adopts and a cleanup
 // deletes.
 func checkName(flag, name string, check func(string) error) error {

@@ -36,7 +36,7 @@ const (
 	minScrapeInterval = time.Second
 )
 
-// checkLimits checks what the positivity checks of config and fleet.Config.Validate leave open, on
+// checkLimits checks what the positivity checks of config and fleet.Config.Resolve leave open, on
 // the fleet this process runs (cfg, after --shard took its slice): that its nodes fit in this
 // machine's memory, and that it has no more connections than kubelets.
 func (rf *runFlags) checkLimits(cfg fleet.Config) error {

@@ -82,7 +82,7 @@ type runReport struct {
 
 // startReport prepares the record of a run against tgt, saying on log what it assumes; the session reads the fleet's requests from
 // its tally once the fleet is observed (runReport.begin).
-func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics, log io.Writer) (*runReport, error) {
+func startReport(rf reportFlags, cfg fleet.Resolved, tgt *target, m *runMetrics, log io.Writer) (*runReport, error) {
 	if rf.scrapeInterval <= 0 {
 		return nil, fmt.Errorf("--scrape-interval must be positive, got %v", rf.scrapeInterval)
 	}
@@ -100,7 +100,7 @@ func startReport(rf reportFlags, cfg *fleet.Config, tgt *target, m *runMetrics, 
 	}
 	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases,
 		OnReaction: reactionsInto(m), GracePeriod: grace, OnPodStartup: podStartupsInto(m)})
-	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.WithDefaults().NamePrefix + "-", metrics: m}, nil
+	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.Config().NamePrefix + "-", metrics: m}, nil
 }
 
 // reactionsInto feeds live reactions to the run's reaction latency histograms
@@ -136,7 +136,7 @@ func (rr *runReport) profileHooks(plan *profiles.Plan, f *fleet.Fleet) (func(str
 }
 
 // finish builds the report, writes it to --out and prints its summary table to out.
-func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Config) error {
+func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Resolved) error {
 	rr.session.Stop()
 	profile := rr.profile
 	rec := rr.session.Record(profile, parameters(rf, cfg), versions(), record.Target{
@@ -176,8 +176,9 @@ func writeReport(r *report.Report, dir, name string, out, log io.Writer) (string
 	return dir, nil
 }
 
-func parameters(rf runFlags, cfg fleet.Config) record.Parameters {
-	hb := cfg.Heartbeat.WithDefaults()
+func parameters(rf runFlags, r fleet.Resolved) record.Parameters {
+	cfg := r.Config()
+	hb := cfg.Heartbeat
 	return record.Parameters{
 		Nodes: cfg.Nodes, Mode: string(hb.Mode), LeaseDurationSeconds: hb.LeaseDurationSeconds,
 		RenewInterval: hb.RenewInterval.String(), StatusUpdateFrequency: hb.StatusUpdateFrequency.String(),

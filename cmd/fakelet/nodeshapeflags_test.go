@@ -119,10 +119,11 @@ func FuzzNodeShapeFlags(f *testing.F) {
 		if err := cmd.ParseFlags([]string{"--node-label=" + label, "--node-taint=" + taint, "--node-allocatable=" + allocatable}); err != nil {
 			return
 		}
-		cfg, _, err := rf.prepare(cmd.Flags())
+		r, _, err := rf.prepare(cmd.Flags())
 		if err != nil {
 			return
 		}
+		cfg := r.Config()
 		tmpl := cfg.Template
 		tmpl.Fleet = cfg.Fleet
 		if _, err := agent.NewTemplate(tmpl); err != nil {

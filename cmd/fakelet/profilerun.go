@@ -29,19 +29,19 @@ func addProfileFlags(f *pflag.FlagSet, pf *profileFlags) {
 	f.DurationVar(&pf.readyTimeout, "ready-timeout", 0, "with --profile: how long to wait for every node to be Ready before the first phase begins anyway (default: --nodes / --register-qps + 1m)")
 }
 
-// prepare checks the flags and returns the fleet to run and, with --profile, the profile resolved
-// for it: everything a run needs decided before it touches a cluster.
-func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan, error) {
+// prepare checks the flags and returns the fleet to run, resolved, and with --profile the profile
+// resolved for it: everything a run needs decided before it touches a cluster.
+func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Resolved, *profiles.Plan, error) {
 	var p *profiles.Profile
 	if rf.profiles.profile != "" {
 		var err error
 		if p, err = applyProfile(rf, flags); err != nil {
-			return fleet.Config{}, nil, err
+			return fleet.Resolved{}, nil, err
 		}
 	} else {
 		for _, name := range []string{"seed", "ready-timeout"} {
 			if flags.Changed(name) {
-				return fleet.Config{}, nil, fmt.Errorf("--%s applies to a profile, and no --profile is given", name)
+				return fleet.Resolved{}, nil, fmt.Errorf("--%s applies to a profile, and no --profile is given", name)
 			}
 		}
 	}
@@ -59,14 +59,18 @@ func (rf *runFlags) prepare(flags *pflag.FlagSet) (fleet.Config, *profiles.Plan,
 		cfg.Template.Groups, cfg.Template.GroupOf = plan.NodeShapes()
 	}
 	if err != nil {
-		return cfg, nil, err
+		return fleet.Resolved{}, nil, err
 	}
 	if cfg, err = rf.shard.apply(cfg, plan, flags); err != nil {
-		return cfg, nil, err
+		return fleet.Resolved{}, nil, err
 	}
 	// The preflight checks what the workloads take, with the fleet's own permissions.
 	cfg.Workloads = scenario.WorkloadAccess(plan, rf.shard.parsed)
-	return cfg, plan, rf.checkLimits(cfg)
+	resolved, err := resolveFlags(cfg)
+	if err != nil {
+		return resolved, nil, err
+	}
+	return resolved, plan, rf.checkLimits(resolved.Config())
 }
 
 // applyProfile loads --profile and sets from it every flag the user did not give: --nodes from

@@ -21,7 +21,8 @@ func prepareRun(t *testing.T, args ...string) (fleet.Config, *profiles.Plan, err
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	return rf.prepare(cmd.Flags())
+	cfg, plan, err := rf.prepare(cmd.Flags())
+	return cfg.Config(), plan, err
 }
 
 func TestRunProfileSetsWhatTheFlagsDoNot(t *testing.T) {

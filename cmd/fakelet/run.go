@@ -64,6 +64,7 @@ With --profile, the fleet plays a profile (docs/profiles.md): its phases begin o
 Ready, and the run ends after the last one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			rf.fleet.Log, rf.fleet.CleanupLog = cmd.ErrOrStderr(), cmd.ErrOrStderr()
 			cfg, plan, err := rf.prepare(cmd.Flags())
 			if err != nil {
 				return err
@@ -117,7 +118,7 @@ func addFleetFlags(f *pflag.FlagSet, rf *runFlags) {
 	f.DurationVar(&rf.fleet.PodTiming.Ready, "pod-ready-delay", 0, "from a container running to ready; annotation "+agent.PodAnnotationReady)
 	f.DurationVar(&rf.fleet.PodTiming.RunDuration, "pod-run-duration", 0, "how long the containers of a pod with restartPolicy Never or OnFailure (a Job's) run before they exit 0, unless they run `sleep N` (0: they exit as soon as they run); annotation "+agent.PodAnnotationRunDuration)
 	addCleanupQPSFlag(f, &rf.fleet.CleanupQPS)
-	f.StringVar(&rf.footprint, "footprint", string(fleet.DefaultFootprint), "kubelet: every kubelet's watches and requests besides its heartbeats (docs/architecture.md); heartbeat: the heartbeats and the pods' status only")
+	f.StringVar(&rf.footprint, "footprint", string(agent.DefaultFootprint), "kubelet: every kubelet's watches and requests besides its heartbeats (docs/architecture.md); heartbeat: the heartbeats and the pods' status only")
 	f.StringVar(&rf.identity, "identity", string(fleet.IdentityNode), "node: requests as system:node:<name> in system:nodes (impersonated), as kubelets; fleet: as the fleet's own credential")
 	f.IntVar(&rf.procs, "gomaxprocs", 0, "threads running Go code at once (0: one per 500 heartbeats a second, at most the CPUs fakelet may use; the GOMAXPROCS environment variable overrides this default)")
 	f.IntVar(&rf.images, "images", agent.MaxImages, "container images each node reports (0-50); they make up most of a Node's size")
@@ -125,8 +126,9 @@ func addFleetFlags(f *pflag.FlagSet, rf *runFlags) {
 	addInClusterFlag(f, &rf.target)
 }
 
-// config checks the flags and turns them into a fleet configuration, whose heartbeat is base (a
-// profile's, or the kubelet's defaults) with every heartbeat flag given laid over it.
+// config checks each flag and turns them into a fleet configuration, whose heartbeat is base (a
+// profile's, or the kubelet's defaults) with every heartbeat flag given laid over it. It is not
+// resolved yet: the profile and the shard shape it further, and resolveFlags resolves it once.
 func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
 	if err := rf.connectionFlag(); err != nil {
 		return rf.fleet, err
@@ -171,7 +173,7 @@ func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
 	if rf.images == 0 {
 		cfg.Template.Images = -1
 	}
-	return cfg.Resolve()
+	return cfg, nil
 }
 
 // flag names a flag for an error: --name, and the profile when the value is the profile's.
@@ -185,7 +187,7 @@ func (rf *runFlags) flag(name string) string {
 // runFleet runs the fleet in three stages: set up what it needs, play it until the run ends, and
 // finish with the summary, the report and the cleanup's outcome. What set-up started is released at
 // the end, in reverse order.
-func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Config, plan *profiles.Plan) error {
+func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Resolved, plan *profiles.Plan) error {
 	r := &fleetRun{rf: rf, cfg: cfg, plan: plan, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr()}
 	defer r.release()
 	if err := r.setUp(ctx); err != nil {

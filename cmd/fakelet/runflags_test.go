@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -117,11 +118,11 @@ func TestConnectionsFlagPicksTheMode(t *testing.T) {
 			if err := cmd.ParseFlags(append([]string{"--nodes=2500"}, tc.args...)); err != nil {
 				t.Fatal(err)
 			}
-			cfg, _, err := rf.prepare(cmd.Flags())
+			r, _, err := rf.prepare(cmd.Flags())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.ConnectionMode != tc.mode || cfg.Connections != tc.count {
+			if cfg := r.Config(); cfg.ConnectionMode != tc.mode || cfg.Connections != tc.count {
 				t.Errorf("%s connections, %d sets; want %s, %d", cfg.ConnectionMode, cfg.Connections, tc.mode, tc.count)
 			}
 		})
@@ -181,5 +182,29 @@ func TestNodesBeyondTheMachinesMemoryAreRefused(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestTheRunTakesItsConfigurationResolved: prepare resolves the fleet's configuration once, and what
+// runs it takes a fleet.Resolved, so that none of it defaults or checks the configuration again.
+func TestTheRunTakesItsConfigurationResolved(t *testing.T) {
+	resolved := reflect.TypeFor[fleet.Resolved]()
+	for name, fn := range map[string]struct {
+		fn  any
+		arg int
+	}{
+		"runFleet": {runFleet, 3}, "runCapacity": {runCapacity, 4}, "startReport": {startReport, 1}, "parameters": {parameters, 1},
+	} {
+		if in := reflect.TypeOf(fn.fn).In(fn.arg); in != resolved {
+			t.Errorf("%s takes a %v: want a fleet.Resolved", name, in)
+		}
+	}
+	for name, fn := range map[string]any{"runFlags.prepare": (*runFlags).prepare, "capacityFlags.prepare": (*capacityFlags).prepare} {
+		if out := reflect.TypeOf(fn).Out(0); out != resolved {
+			t.Errorf("%s returns a %v: want a fleet.Resolved", name, out)
+		}
+	}
+	if f, _ := reflect.TypeFor[fleetRun]().FieldByName("cfg"); f.Type != resolved {
+		t.Errorf("fleetRun's cfg is a %v: want a fleet.Resolved", f.Type)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // fleetRun is one `fakelet run`: its settings, what setUp started for it, and how to release that.
 type fleetRun struct {
 	rf       runFlags
-	cfg      fleet.Config
+	cfg      fleet.Resolved
 	plan     *profiles.Plan
 	out, log io.Writer
 
@@ -47,9 +47,10 @@ func (r *fleetRun) release() {
 // setUp starts the run's metrics, resolves its target (starting the local control plane if need be),
 // agrees on a start with the other shards, starts the report and builds the fleet.
 func (r *fleetRun) setUp(ctx context.Context) error {
-	r.procs = sizeProcs(r.rf.procs, r.cfg)
-	r.gogc = sizeGC(r.cfg.Nodes)
-	m, err := startMetrics(r.rf.metrics, &r.cfg, r.log)
+	cfg := r.cfg.Config()
+	r.procs = sizeProcs(r.rf.procs, cfg)
+	r.gogc = sizeGC(cfg.Nodes)
+	m, err := startMetrics(r.rf.metrics, &cfg, r.log)
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 	r.undo = append(r.undo, func() { tgt.releaseOrSay(ctx, r.log) })
 	fmt.Fprintf(r.log, "target: %s\n", tgt.description)
 	r.nodeCredentials()
-	start, err := r.rf.shard.coordinate(ctx, tgt.config, r.cfg, r.log)
+	start, err := r.rf.shard.coordinate(ctx, tgt.config, cfg, r.log)
 	if err != nil {
 		return err
 	}
@@ -74,19 +75,17 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 			fmt.Fprintln(r.log, "start:", err)
 		}
 	})
-	if r.rr, err = startReport(r.rf.report, &r.cfg, tgt, m, r.log); err != nil {
+	if r.rr, err = startReport(r.rf.report, r.cfg, tgt, m, r.log); err != nil {
 		return err
 	}
-	r.cfg.CleanupLog = r.log
-	r.cfg.Log = r.log
 	if r.f, err = fleet.New(r.cfg, tgt.config); err != nil {
 		return err
 	}
 	m.RegisterFleet(r.f)
-	cfg := r.cfg
+	cfg = r.f.Config()
 	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %s, registering %g/s, GOMAXPROCS %d, GOGC %d\n",
-		cfg.Fleet, r.f.Config().RunID, cfg.Nodes, fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, connectionsText(r.f.Config()), cfg.RegisterQPS, r.procs, r.gogc)
+		cfg.Fleet, cfg.RunID, cfg.Nodes, fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
+		cfg.Heartbeat.Mode, cfg.Footprint, cfg.Identity, connectionsText(cfg), cfg.RegisterQPS, r.procs, r.gogc)
 	return nil
 }
 
@@ -94,7 +93,7 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 // of its own from the control plane's CA, as a kubelet's bootstrap leaves it; elsewhere fakelet has
 // no CA key, and each node's connection impersonates its node.
 func (r *fleetRun) nodeCredentials() {
-	if r.cfg.ConnectionMode != fleet.ConnectionsPerNode || r.cfg.Identity != fleet.IdentityNode || r.tgt.local == nil {
+	if cfg := r.cfg.Config(); cfg.ConnectionMode != fleet.ConnectionsPerNode || cfg.Identity != fleet.IdentityNode || r.tgt.local == nil {
 		return
 	}
 	cp := r.tgt.local
@@ -102,9 +101,9 @@ func (r *fleetRun) nodeCredentials() {
 		fmt.Fprintf(r.log, "per-node connections: the local control plane's CA cannot sign (%v): each node's connection impersonates it instead\n", err)
 		return
 	}
-	r.cfg.NodeCredentials = func(node string) ([]byte, []byte, error) {
+	r.cfg = r.cfg.WithNodeCredentials(func(node string) ([]byte, []byte, error) {
 		return cp.IssueClientCert(controlplane.NodeUser(node), []string{controlplane.NodesGroup})
-	}
+	})
 }
 
 // connectionsText says how a resolved fleet configuration's agents reach the apiserver.
@@ -190,9 +189,9 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 // outcome: the fleet's error, else a profile's that failed (not one cut short by a signal or
 // --duration).
 func (r *fleetRun) finish(ctx context.Context, p played) error {
-	cfg, runErr := r.cfg, p.err
+	cfg, runErr := r.cfg.Config(), p.err
 	p.summary.render(r.out)
-	if err := r.rr.finish(r.out, r.log, r.rf, cfg); err != nil {
+	if err := r.rr.finish(r.out, r.log, r.rf, r.cfg); err != nil {
 		fmt.Fprintln(r.log, "report:", err)
 	}
 	if !cfg.Keep && runErr == nil {

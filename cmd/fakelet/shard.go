@@ -94,11 +94,7 @@ func (sf *shardFlags) slice(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Confi
 	}
 	sf.parsed = s
 	cfg.Shard = s
-	cfg.FirstIndex, cfg.Nodes = s.Slice(cfg.Nodes)
-	if !flags.Changed("connections") {
-		cfg.Connections = 0 // the default again: one per 1000 of this shard's nodes
-		cfg = cfg.WithDefaults()
-	}
+	cfg.FirstIndex, cfg.Nodes = s.Slice(cfg.Nodes) // unresolved: its default connections are this shard's
 	return cfg, nil
 }
 

@@ -33,7 +33,7 @@ func prepareShard(t *testing.T, hostname string, args ...string) (fleet.Config, 
 		t.Fatal(err)
 	}
 	cfg, plan, err := rf.prepare(cmd.Flags())
-	return cfg, plan, rf, err
+	return cfg.Config(), plan, rf, err
 }
 
 // TestShardRunsItsSliceOfTheFleet: --nodes is the whole fleet's size; each shard runs its slice, with

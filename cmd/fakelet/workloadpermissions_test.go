@@ -29,7 +29,7 @@ func TestRunWithWorkloadsChecksTheirPermissionsFirst(t *testing.T) {
 	fleettest.Grant(client, func(r *authorizationv1.ResourceAttributes) bool {
 		return r.Namespace != ns && (r.Resource != "namespaces" || r.Name == fleetname.PodNamespace)
 	})
-	err = access.Check(t.Context(), client, fleet.Permissions(cfg))
+	err = access.Check(t.Context(), client, fleet.Permissions(fleettest.Resolve(t, cfg)))
 	for _, want := range []string{
 		"create namespaces (the run creates its workloads' namespace)", "delete namespaces " + ns,
 		"create deployments.apps in " + ns, "delete services in " + ns, "watch endpointslices.discovery.k8s.io in " + ns,
@@ -53,7 +53,7 @@ func TestRunWithWorkloadsChecksTheirPermissionsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	var perms []string
-	for _, p := range fleet.Permissions(cfg) {
+	for _, p := range fleet.Permissions(fleettest.Resolve(t, cfg)) {
 		if strings.Contains(p.String(), fleetname.WorkloadNamespace(cfg.Fleet, cfg.RunID)) || p.Resource == "namespaces" && p.Name != fleetname.PodNamespace {
 			perms = append(perms, p.String())
 		}

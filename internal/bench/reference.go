@@ -213,8 +213,11 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 		res.Fakelet = append(res.Fakelet, fleetname.NodeName(FakeletPrefix, i))
 	}
 	// The fleet fakelet run would start, with its defaults: the agents share its connections.
-	f, err := fleet.New(fleet.Config{Nodes: o.Nodes, NamePrefix: FakeletPrefix, Fleet: referenceFleet,
-		Footprint: agent.FootprintKubelet}, cp.AdminConfig())
+	cfg, err := fleet.Config{Nodes: o.Nodes, NamePrefix: FakeletPrefix, Fleet: referenceFleet, Footprint: agent.FootprintKubelet}.Resolve()
+	if err != nil {
+		return res, err
+	}
+	f, err := fleet.New(cfg, cp.AdminConfig())
 	if err != nil {
 		return res, err
 	}

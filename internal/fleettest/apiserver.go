@@ -1,5 +1,6 @@
-// Package fleettest holds what the fleet's and the scenario runner's tests share: client-go's fake
-// clientset made to behave as the apiserver does where fakelet's ownership rules depend on it.
+// Package fleettest holds what the tests of the fleet and of what builds one share: client-go's fake
+// clientset made to behave as the apiserver does where fakelet's ownership rules depend on it, review
+// answers, and configurations resolved as a test's input must be.
 package fleettest
 
 import (

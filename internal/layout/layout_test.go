@@ -17,9 +17,10 @@ var allowed = map[string]struct{ imports, tests []string }{
 	// Leaves: vocabulary and plumbing that import nothing of fakelet's.
 	"access":              {},
 	"fleetname":           {},
-	"heartbeat":           {},
+	"heartbeat":           {imports: []string{"internal/enum"}},
 	"nodeshape":           {},
 	"internal/conditions": {},
+	"internal/enum":       {},
 	"internal/fleettest":  {},
 	"internal/h2script":   {},
 	"internal/headtail":   {},
@@ -33,10 +34,10 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"profiles":            {imports: []string{"heartbeat", "nodeshape"}},
 
 	// One fake kubelet, its transport, and many.
-	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/scheduler", "nodeshape"}},
+	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/enum", "internal/scheduler", "nodeshape"}},
 	"transport": {imports: []string{"agent", "internal/pause", "internal/protofield", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
 	"fleet": {
-		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/pause", "internal/scheduler", "transport", "wire"},
+		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/enum", "internal/pause", "internal/scheduler", "transport"},
 		tests:   []string{"internal/fleettest"},
 	},
 	"scenario": {
@@ -50,7 +51,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	// preflight checks, so they, and only they, read the fleet.
 	"deploy": {
 		imports: []string{"fleetname"},
-		tests:   []string{"access", "agent", "fleet", "internal/lockstep", "internal/metrics"},
+		tests:   []string{"access", "agent", "fleet", "internal/fleettest", "internal/lockstep", "internal/metrics"},
 	},
 	"controlplane": {imports: []string{"deploy"}},
 
@@ -82,7 +83,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 			"measure/promrecord", "measure/scrape", "measure/source", "measure/workload", "nodeshape", "profiles", "report", "scenario"},
 		tests: []string{"internal/fleettest", "measure/observe", "measure/reaction"},
 	},
-	"e2e": {tests: []string{"measure/record", "agent", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "internal/bench", "internal/lockstep",
+	"e2e": {tests: []string{"measure/record", "agent", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "internal/bench", "internal/fleettest", "internal/lockstep",
 		"internal/metrics", "measure", "measure/load", "measure/reaction", "measure/source", "measure/storm", "measure/workload",
 		"nodeshape", "profiles", "report", "scenario"}},
 }
@@ -106,6 +107,7 @@ var forbidden = []struct {
 	{"agent", "wire", true, "an agent sends through the clients it is given"},
 	{"agent", "transport", true, "an agent sends through the clients it is given"},
 	{"transport", "fleet", true, "the transport carries agents' requests and knows nothing of the fleet"},
+	{"fleet", "wire", false, "the fleet reaches the wire through its agents' transport"},
 }
 
 func TestImportsAreTheAllowedOnes(t *testing.T) {

@@ -46,7 +46,7 @@ func newFleet(t *testing.T) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &agent.Config{Template: tmpl, Heartbeat: heartbeat.Config{}.WithDefaults(), Scheduler: f.sched,
+	cfg := &agent.Config{Template: tmpl, Heartbeat: fleettest.Resolve(t, heartbeat.Config{}), Footprint: agent.FootprintHeartbeat, Scheduler: f.sched,
 		Rand: func() float64 { return 0.5 }, Recorder: f.det}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
