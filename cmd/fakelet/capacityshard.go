@@ -14,6 +14,7 @@ import (
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
 	"fakelet.dev/fakelet/internal/pause"
+	"fakelet.dev/fakelet/internal/run"
 )
 
 // defaultVerdictTimeout leaves room for the scrapes at a hold's end, which a busy apiserver answers
@@ -87,28 +88,28 @@ type capacityShards struct {
 
 // openShards opens this shard's verdict board once the start is known (with --start-at auto, r's
 // set-up agreed on it), before anything is written.
-func (cf *capacityFlags) openShards(ctx context.Context, r *fleetRun) (*capacityShards, error) {
-	sf := &r.rf.shard
-	client, err := kubernetes.NewForConfig(r.tgt.config)
+func (cf *capacityFlags) openShards(ctx context.Context, r *run.Run, log io.Writer) (*capacityShards, error) {
+	sf := r.Shard()
+	client, err := kubernetes.NewForConfig(r.Target().Config)
 	if err != nil {
 		return nil, err
 	}
-	holder, err := sf.holder()
+	holder, err := sf.Holder()
 	if err != nil {
 		return nil, err
 	}
-	b, err := lockstep.OpenBoard(ctx, lockstep.BoardOptions{Client: client, Namespace: sf.namespace, Fleet: r.cfg.Fleet, Shard: sf.parsed,
-		Holder: holder, Run: sf.run, Start: sf.at, Owner: r.start, Log: r.log})
+	b, err := lockstep.OpenBoard(ctx, lockstep.BoardOptions{Client: client, Namespace: sf.Namespace, Fleet: r.Config().Fleet, Shard: sf.Shard,
+		Holder: holder, Run: sf.Run, Start: sf.StartAt, Owner: r.Start(), Log: log})
 	if err != nil {
 		return nil, err
 	}
 	l := *cf.lockstep
-	l.Start, l.Verdicts = sf.at, capacity.BoardVerdicts{Board: b}
-	fc := r.f.Config()
-	fmt.Fprintf(r.log, "capacity: shard %v: its part of each step from node %s on (%d of the first step's %d, %d of --max's %d); "+
+	l.Start, l.Verdicts = sf.StartAt, capacity.BoardVerdicts{Board: b}
+	fc := r.Fleet().Config()
+	fmt.Fprintf(log, "capacity: shard %v: its part of each step from node %s on (%d of the first step's %d, %d of --max's %d); "+
 		"the first step's settle begins at %s (in %v) in every shard; verdicts in Leases in %s\n",
-		sf.parsed, fleetname.NodeName(fc.NamePrefix, fc.FirstIndex), l.Nodes(cf.steps.Start), cf.steps.Start, l.Nodes(cf.steps.Max), cf.steps.Max,
-		l.Start.Format(time.RFC3339), time.Until(l.Start).Round(time.Second), sf.namespace)
+		sf.Shard, fleetname.NodeName(fc.NamePrefix, fc.FirstIndex), l.Nodes(cf.steps.Start), cf.steps.Start, l.Nodes(cf.steps.Max), cf.steps.Max,
+		l.Start.Format(time.RFC3339), time.Until(l.Start).Round(time.Second), sf.Namespace)
 	return &capacityShards{lockstep: l, board: b}, nil
 }
 

@@ -1,67 +1,74 @@
-package main
+package run
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
+	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/profiles"
 )
 
-// fleetRun is one `fakelet run`: its settings, what setUp started for it, and how to release that.
-type fleetRun struct {
-	rf       runFlags
+// Run is one run of a fleet: what New set up for it, and how to release that.
+type Run struct {
+	o        Options
 	cfg      fleet.Config
 	plan     *profiles.Plan
 	out, log io.Writer
 
-	procs int
 	m     *runMetrics
-	tgt   *target
+	tgt   *Target
 	rr    *runReport
-	start *lockstep.Start // with --start-at auto
+	start *lockstep.Start // with Shard.Auto
 	f     *fleet.Fleet
 	undo  []func() // released in reverse order
 }
 
-// played is how the fleet's run ended.
-type played struct {
+// Played is how the fleet's run ended.
+type Played struct {
 	err        error // the fleet's
 	profileErr error // the profile's, if any
 	summary    runSummary
 }
 
-func (r *fleetRun) release() {
+// Close releases what New and the stages started, in reverse order.
+func (r *Run) Close() {
 	for i := len(r.undo) - 1; i >= 0; i-- {
 		r.undo[i]()
 	}
 }
 
-// setUp starts the run's metrics, resolves its target (starting the local control plane if need be),
-// agrees on a start with the other shards, starts the report and builds the fleet.
-func (r *fleetRun) setUp(ctx context.Context) error {
-	r.procs = sizeProcs(r.rf.procs, r.cfg)
-	m, err := startMetrics(r.rf.metrics, &r.cfg, r.log)
+// New starts the run's metrics, resolves its target (starting the local control plane if need be),
+// agrees on a start with the other shards, starts the report and builds the fleet. The caller
+// closes the Run, also when New fails.
+func New(ctx context.Context, o Options) (*Run, error) {
+	r := &Run{o: o, cfg: o.Fleet, plan: o.Plan, out: o.Out, log: o.Log}
+	return r, r.setUp(ctx)
+}
+
+func (r *Run) setUp(ctx context.Context) error {
+	m, err := startMetrics(r.o.Metrics, &r.cfg, r.log)
 	if err != nil {
 		return err
 	}
 	r.m = m
 	r.undo = append(r.undo, func() { m.stop(r.log) })
-	tgt, err := resolveTarget(ctx, r.rf.target, r.log)
+	tgt, err := r.o.Target(ctx)
 	if err != nil {
 		return err
 	}
 	r.tgt = tgt
-	r.undo = append(r.undo, func() { tgt.releaseOrSay(ctx, r.log) })
-	fmt.Fprintf(r.log, "target: %s\n", tgt.description)
+	r.undo = append(r.undo, func() { tgt.ReleaseOrSay(ctx, r.log) })
+	fmt.Fprintf(r.log, "target: %s\n", tgt.Description)
 	r.nodeCredentials()
-	start, err := r.rf.shard.coordinate(ctx, tgt.config, r.cfg, r.log)
+	start, err := r.o.Shard.coordinate(ctx, tgt.Config, r.cfg, r.log)
 	if err != nil {
 		return err
 	}
@@ -72,30 +79,44 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 			fmt.Fprintln(r.log, "start:", err)
 		}
 	})
-	if r.rr, err = startReport(r.rf.report, &r.cfg, tgt, m, r.log); err != nil {
+	if r.rr, err = startReport(r.o.Report, tgt, m, r.log); err != nil {
 		return err
 	}
 	r.cfg.CleanupLog = r.log
 	r.cfg.Log = r.log
-	if r.f, err = fleet.New(r.cfg, tgt.config); err != nil {
+	if r.f, err = fleet.New(r.cfg, tgt.Config); err != nil {
 		return err
 	}
 	m.RegisterFleet(r.f)
 	cfg := r.cfg
 	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %s, registering %g/s, GOMAXPROCS %d\n",
 		cfg.Fleet, r.f.Config().RunID, cfg.Nodes, fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, connectionsText(r.f.Config()), cfg.RegisterQPS, r.procs)
+		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, connectionsText(r.f.Config()), cfg.RegisterQPS, runtime.GOMAXPROCS(0))
 	return nil
 }
+
+// Fleet is the run's fleet, Config its configuration as the fleet was built with it, Target the
+// cluster it runs on, Session its measurement, Shard its shard's options (with the start agreed on)
+// and Start the start Lease the shards share (nil unless Shard.Auto): what a command that plays the
+// fleet itself (fakelet capacity) works with.
+func (r *Run) Fleet() *fleet.Fleet       { return r.f }
+func (r *Run) Config() fleet.Config      { return r.cfg }
+func (r *Run) Target() *Target           { return r.tgt }
+func (r *Run) Session() *measure.Session { return r.rr.session }
+func (r *Run) Shard() *ShardOptions      { return &r.o.Shard }
+func (r *Run) Start() *lockstep.Start    { return r.start }
+
+// Served says what the run's metrics server offers once the run is over.
+func (r *Run) Served() string { return r.m.served() }
 
 // nodeCredentials gives each node of a per-node run on the local control plane a client certificate
 // of its own from the control plane's CA, as a kubelet's bootstrap leaves it; elsewhere fakelet has
 // no CA key, and each node's connection impersonates its node.
-func (r *fleetRun) nodeCredentials() {
-	if r.cfg.ConnectionMode != fleet.ConnectionsPerNode || r.cfg.Identity != fleet.IdentityNode || r.tgt.local == nil {
+func (r *Run) nodeCredentials() {
+	if r.cfg.ConnectionMode != fleet.ConnectionsPerNode || r.cfg.Identity != fleet.IdentityNode || r.tgt.Local == nil {
 		return
 	}
-	cp := r.tgt.local
+	cp := r.tgt.Local
 	if _, err := cp.CA(); err != nil {
 		fmt.Fprintf(r.log, "per-node connections: the local control plane's CA cannot sign (%v): each node's connection impersonates it instead\n", err)
 		return
@@ -116,13 +137,13 @@ func connectionsText(cfg fleet.Config) string {
 	return mode + " with the identity by " + fleet.IdentityOf(cfg)
 }
 
-// play checks the cluster, starts the measurement and runs the fleet, and the profile if any, until
-// --duration, a signal, the profile's last phase or a failure ends the run. It returns an error alone
-// when the run was refused before the fleet wrote anything.
-func (r *fleetRun) play(ctx context.Context) (played, error) {
+// Play checks the cluster, starts the measurement and runs the fleet, and the profile if any, until
+// Options.Duration, a signal, the profile's last phase or a failure ends the run. It returns an
+// error alone when the run was refused before the fleet wrote anything.
+func (r *Run) Play(ctx context.Context) (Played, error) {
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if r.rf.duration > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, r.rf.duration)
+	if r.o.Duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, r.o.Duration)
 	}
 	r.undo = append(r.undo, cancel)
 	runCtx, endRun := context.WithCancel(runCtx) // a profile ends the run after its last phase
@@ -130,15 +151,15 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	var pr *profileRun
 	if r.plan != nil {
 		onPhase, onApplied := r.rr.profileHooks(r.plan, r.f)
-		scfg := r.rf.scenarioConfig()
+		scfg := r.scenarioConfig()
 		var err error
 		if scfg.Client, err = workloadClient(r.tgt, r.plan); err != nil {
-			return played{}, err
+			return Played{}, err
 		}
 		pr, err = startProfile(runCtx, endRun, r.f, r.plan, scfg, r.log,
 			metricsHooks(r.m), profileHooks{onPhase, onApplied})
 		if err != nil {
-			return played{}, err
+			return Played{}, err
 		}
 	}
 	begin := time.Now()
@@ -155,12 +176,9 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	// Check the cluster before the report's watches start: a cluster that cannot be reached, a
 	// credential that may not do what the run does, or a foreign Node with our names fails at once
 	// with what is wrong, instead of as a watch that never syncs.
-	runErr := r.f.Preflight(runCtx)
+	done, runErr := Launch(runCtx, r.f, r.rr.session)
 	if runErr == nil {
-		runErr = r.rr.begin(runCtx, r.f)
-	}
-	if runErr == nil {
-		runErr = r.f.Run(runCtx)
+		runErr = <-done
 	}
 	stopProgress()
 	<-progressDone
@@ -169,10 +187,10 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 		select {
 		case <-r.f.Running():
 		default:
-			return played{}, runErr
+			return Played{}, runErr
 		}
 	}
-	p := played{err: runErr, summary: summarize(r.tgt.description, r.f, elapsed)}
+	p := Played{err: runErr, summary: summarize(r.tgt.Description, r.f, elapsed)}
 	if pr != nil {
 		endRun()
 		p.profileErr = pr.wait()
@@ -184,13 +202,13 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	return p, nil
 }
 
-// finish prints the summary, writes the report, says what the cleanup did, and returns the run's
+// Finish prints the summary, writes the report, says what the cleanup did, and returns the run's
 // outcome: the fleet's error, else a profile's that failed (not one cut short by a signal or
-// --duration).
-func (r *fleetRun) finish(ctx context.Context, p played) error {
+// Options.Duration).
+func (r *Run) Finish(ctx context.Context, p Played) error {
 	cfg, runErr := r.cfg, p.err
 	p.summary.render(r.out)
-	if err := r.rr.finish(r.out, r.log, r.rf, cfg); err != nil {
+	if err := r.rr.finish(r.out, r.log, r.o, cfg); err != nil {
 		fmt.Fprintln(r.log, "report:", err)
 	}
 	if !cfg.Keep && runErr == nil {
@@ -203,12 +221,14 @@ func (r *fleetRun) finish(ctx context.Context, p played) error {
 	if runErr == nil && p.profileErr != nil && !errors.Is(p.profileErr, context.Canceled) && !errors.Is(p.profileErr, context.DeadlineExceeded) {
 		runErr = p.profileErr
 	}
-	if runErr == nil && ctx.Err() == nil {
-		r.rf.afterRun.hold(ctx, r.log, r.m.served())
-	}
+	return r.Left(runErr)
+}
+
+// Left is err, and if the fleet's cleanup left something, how to remove it.
+func (r *Run) Left(err error) error {
 	var left *fleet.LeftError
-	if errors.As(runErr, &left) {
-		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Fleet, r.rf.target))
+	if errors.As(err, &left) {
+		err = fmt.Errorf("%w; remove what is left with: %s", err, r.o.CleanupCommand)
 	}
-	return runErr
+	return err
 }
