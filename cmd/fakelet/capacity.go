@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -15,9 +13,7 @@ import (
 	"fakelet.dev/fakelet/capacity"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
-	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/internal/run"
-	"fakelet.dev/fakelet/report"
 )
 
 func init() { subcommandFactories = append(subcommandFactories, newCapacityCommand) }
@@ -113,8 +109,9 @@ func (cf *capacityFlags) nodes(n int) int {
 	return cf.lockstep.Nodes(n)
 }
 
-// runCapacity grows the fleet step by step on the target, then writes the report and deletes the
-// fleet. A step that breaks a level is the answer, not an error.
+// runCapacity sizes the process for the last step's fleet and grows the fleet step by step on the
+// target (run.Run.Capacity), which writes the report and deletes the fleet. A step that breaks a
+// level is the answer, not an error.
 func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg fleet.Config) error {
 	procs := cf.run.procs
 	if procs == 0 && os.Getenv("GOMAXPROCS") == "" {
@@ -130,72 +127,5 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "capacity: steps of %d from %d to %d nodes, each settling %v and held %v\n",
-		cf.steps.Step, cf.steps.Start, cf.steps.Max, cf.steps.Settle, cf.steps.Hold)
-	var shards *capacityShards
-	if cf.lockstep != nil {
-		var err error
-		if shards, err = cf.openShards(ctx, r, log); err != nil {
-			return err
-		}
-		defer shards.close(ctx, log)
-	}
-	runCtx, endRun := context.WithCancel(ctx)
-	defer endRun()
-	fleetDone, err := run.Launch(runCtx, r.Fleet(), r.Session())
-	if err != nil {
-		return err
-	}
-	select {
-	case <-r.Fleet().Running():
-	case err := <-fleetDone:
-		return err
-	}
-	stepsCtx, endSteps := context.WithCancel(runCtx)
-	g := run.NewGrower(r.Fleet(), r.Session(), log, cf.nodes)
-	var res capacity.Result
-	var stepsErr error
-	stepsDone := make(chan struct{})
-	go func() {
-		defer close(stepsDone)
-		if shards != nil {
-			res, stepsErr = capacity.RunInLockstep(stepsCtx, cf.steps, shards.lockstep, g, pause.For)
-		} else {
-			res, stepsErr = capacity.Run(stepsCtx, cf.steps, g, pause.For)
-		}
-	}()
-	var runErr error
-	select {
-	case <-stepsDone:
-	case runErr = <-fleetDone: // the fleet stopped under the steps: they end with it
-		endSteps()
-		<-stepsDone
-	}
-	endSteps()
-	r.Session().Stop()
-	rep := buildCapacityReport(r, cf, res, g.Size(), shards)
-	_, writeErr := run.WriteReport(rep, cf.run.report.Dir, "capacity", out, log)
-	endRun()
-	if runErr == nil {
-		runErr = <-fleetDone
-	}
-	if runErr == nil {
-		fmt.Fprintln(log, "deleted the fleet's Nodes and Leases")
-	}
-	return errors.Join(stepsErr, r.Left(runErr), writeErr)
-}
-
-// buildCapacityReport is the run's report with the capacity answer, the fleet's size at the end
-// (this shard's, in a sharded run).
-func buildCapacityReport(r *run.Run, cf *capacityFlags, res capacity.Result, nodes int, shards *capacityShards) *report.Report {
-	cfg := r.Config()
-	cfg.Nodes = nodes
-	rec := r.Session().Record("", run.Parameters(cfg, cf.run.images, cf.run.report.ScrapeInterval), run.Versions(), r.Target().Record())
-	rep := report.Build(rec)
-	rep.Capacity = res.Report(cf.steps)
-	if shards != nil {
-		rep.Capacity.Shards = &report.CapacityShards{Shard: shards.lockstep.Shard.String(), Count: shards.lockstep.Shard.Count,
-			Run: cf.run.shard.run.Hash, Start: shards.lockstep.Start}
-	}
-	return rep
+	return r.Capacity(ctx, cf.steps, cf.lockstep)
 }

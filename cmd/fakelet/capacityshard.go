@@ -1,20 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 
 	"fakelet.dev/fakelet/capacity"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
-	"fakelet.dev/fakelet/internal/pause"
-	"fakelet.dev/fakelet/internal/run"
 )
 
 // defaultVerdictTimeout leaves room for the scrapes at a hold's end, which a busy apiserver answers
@@ -78,49 +73,4 @@ func (cf *capacityFlags) shard(cfg fleet.Config, flags *pflag.FlagSet) (fleet.Co
 	}{s, cfg.NamePrefix, string(cfg.Heartbeat.Mode), string(cfg.Footprint), cfg.RegisterQPS, cf.verdictTimeout})
 	sf.duration = l.Duration(s)
 	return cfg, err
-}
-
-// capacityShards is a sharded run's lockstep, on the board where the shards' verdicts meet.
-type capacityShards struct {
-	lockstep capacity.Lockstep
-	board    *lockstep.Board
-}
-
-// openShards opens this shard's verdict board once the start is known (with --start-at auto, r's
-// set-up agreed on it), before anything is written.
-func (cf *capacityFlags) openShards(ctx context.Context, r *run.Run, log io.Writer) (*capacityShards, error) {
-	sf := r.Shard()
-	client, err := kubernetes.NewForConfig(r.Target().Config)
-	if err != nil {
-		return nil, err
-	}
-	holder, err := sf.Holder()
-	if err != nil {
-		return nil, err
-	}
-	b, err := lockstep.OpenBoard(ctx, lockstep.BoardOptions{Client: client, Namespace: sf.Namespace, Fleet: r.Config().Fleet, Shard: sf.Shard,
-		Holder: holder, Run: sf.Run, Start: sf.StartAt, Owner: r.Start(), Log: log})
-	if err != nil {
-		return nil, err
-	}
-	l := *cf.lockstep
-	l.Start, l.Verdicts = sf.StartAt, capacity.BoardVerdicts{Board: b}
-	fc := r.Fleet().Config()
-	fmt.Fprintf(log, "capacity: shard %v: its part of each step from node %s on (%d of the first step's %d, %d of --max's %d); "+
-		"the first step's settle begins at %s (in %v) in every shard; verdicts in Leases in %s\n",
-		sf.Shard, fleetname.NodeName(fc.NamePrefix, fc.FirstIndex), l.Nodes(cf.steps.Start), cf.steps.Start, l.Nodes(cf.steps.Max), cf.steps.Max,
-		l.Start.Format(time.RFC3339), time.Until(l.Start).Round(time.Second), sf.Namespace)
-	return &capacityShards{lockstep: l, board: b}, nil
-}
-
-// close deletes this shard's verdicts once every shard has had until its due time to read them, at
-// once if the run was interrupted (every shard is being stopped).
-func (s *capacityShards) close(ctx context.Context, log io.Writer) {
-	if keep := s.board.KeepUntil(); time.Until(keep) > 0 && ctx.Err() == nil {
-		fmt.Fprintf(log, "capacity: keeping this shard's verdicts for the other shards until %s\n", keep.Format(time.RFC3339))
-		_ = pause.For(ctx, time.Until(keep))
-	}
-	if err := s.board.Close(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintln(log, "capacity:", err)
-	}
 }

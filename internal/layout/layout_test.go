@@ -71,7 +71,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	// The commands.
 	"capacity": {imports: []string{"fleetname", "internal/lockstep", "measure/load", "report"}, tests: []string{"internal/fleettest", "internal/pause"}},
 	"internal/run": {
-		imports: []string{"agent", "capacity", "controlplane", "fleet", "fleetname", "heartbeat", "internal/lockstep", "internal/metrics", "measure",
+		imports: []string{"agent", "capacity", "controlplane", "fleet", "fleetname", "heartbeat", "internal/lockstep", "internal/metrics", "internal/pause", "measure",
 			"measure/falsealarm", "measure/load", "measure/record", "measure/source", "measure/workload", "profiles", "report", "scenario"},
 	},
 	"compare": {
@@ -81,7 +81,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"internal/bench": {imports: []string{"internal/standin", "agent", "controlplane", "fidelity", "fleet", "fleetname", "internal/conditions", "internal/pause", "internal/run"}},
 	"cmd/fakelet": {
 		imports: []string{"internal/standin", "measure/record", "access", "agent", "capacity", "compare", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "heartbeat",
-			"internal/bench", "internal/lockstep", "internal/metrics", "internal/pause", "internal/run", "measure/falsealarm",
+			"internal/bench", "internal/lockstep", "internal/metrics", "internal/run", "measure/falsealarm",
 			"measure/promrecord", "measure/scrape", "nodeshape", "profiles", "report", "scenario"},
 		tests: []string{"internal/fleettest", "measure/observe", "measure/reaction"},
 	},

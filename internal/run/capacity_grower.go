@@ -20,10 +20,10 @@ import (
 	"fakelet.dev/fakelet/report"
 )
 
-// Grower is a running fleet and its measurement as fakelet capacity's steps grow and measure them
+// grower is a running fleet and its measurement as fakelet capacity's steps grow and measure them
 // (capacity.Fleet). Each step is two phases of the run's report: "settle N", from the step's growth
 // to its hold, and "N nodes", its hold.
-type Grower struct {
+type grower struct {
 	f   *fleet.Fleet
 	s   *measure.Session
 	log io.Writer
@@ -38,14 +38,11 @@ type Grower struct {
 	intervals fleet.Histogram
 }
 
-// NewGrower grows f, recorded by s, logging to log; own is how many of a step's nodes are this
-// process's.
-func NewGrower(f *fleet.Fleet, s *measure.Session, log io.Writer, own func(int) int) *Grower {
-	return &Grower{f: f, s: s, log: log, own: own, nodes: f.Config().Nodes}
+func newGrower(f *fleet.Fleet, s *measure.Session, log io.Writer, own func(int) int) *grower {
+	return &grower{f: f, s: s, log: log, own: own, nodes: f.Config().Nodes}
 }
 
-// Size is the fleet's size.
-func (g *Grower) Size() int {
+func (g *grower) size() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.nodes
@@ -54,9 +51,9 @@ func (g *Grower) Size() int {
 // Grow adds nodes up to n (this process's part of n) at the fleet's register rate, as its first
 // nodes started: new machines booting. The first step's nodes are the fleet's own, which its Run
 // starts.
-func (g *Grower) Grow(ctx context.Context, n int) error {
+func (g *grower) Grow(ctx context.Context, n int) error {
 	g.s.PhaseBegan(fmt.Sprintf("settle %d", n), time.Now())
-	from, to := g.Size(), g.own(n)
+	from, to := g.size(), g.own(n)
 	part := ""
 	if to != n {
 		part = fmt.Sprintf(" (this shard's %d)", to)
@@ -83,10 +80,10 @@ func (g *Grower) Grow(ctx context.Context, n int) error {
 }
 
 // Now implements capacity.Fleet.
-func (g *Grower) Now() time.Time { return time.Now() }
+func (g *grower) Now() time.Time { return time.Now() }
 
 // Hold begins the hold's phase and notes what the fleet counted so far.
-func (g *Grower) Hold(n int, at time.Time) {
+func (g *grower) Hold(n int, at time.Time) {
 	name := report.HoldPhase(n)
 	g.s.PhaseBegan(name, at)
 	failed := g.failedHeartbeats()
@@ -98,7 +95,7 @@ func (g *Grower) Hold(n int, at time.Time) {
 	g.mu.Unlock()
 }
 
-func (g *Grower) failedHeartbeats() int64 {
+func (g *grower) failedHeartbeats() int64 {
 	var n int64
 	for _, kind := range []string{agent.KindLease, agent.KindStatus} {
 		_, failed := g.f.Tally().Heartbeats(kind)
@@ -109,7 +106,7 @@ func (g *Grower) failedHeartbeats() int64 {
 
 // Measure ends the hold's phase and reads its levels: the apiserver's from the scrapes at its ends,
 // the fleet's from its tally and false alarms.
-func (g *Grower) Measure(_ context.Context, _, to time.Time) (capacity.Measured, []load.Process, error) {
+func (g *grower) Measure(_ context.Context, _, to time.Time) (capacity.Measured, []load.Process, error) {
 	g.s.PhaseEnded(to)
 	g.mu.Lock()
 	name, failedBefore, before := g.hold, g.failed, g.intervals

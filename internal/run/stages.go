@@ -12,7 +12,6 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
-	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -94,17 +93,6 @@ func (r *Run) setUp(ctx context.Context) error {
 		cfg.Heartbeat.Mode, r.f.Config().Footprint, cfg.Identity, connectionsText(r.f.Config()), cfg.RegisterQPS, runtime.GOMAXPROCS(0))
 	return nil
 }
-
-// Fleet is the run's fleet, Config its configuration as the fleet was built with it, Target the
-// cluster it runs on, Session its measurement, Shard its shard's options (with the start agreed on)
-// and Start the start Lease the shards share (nil unless Shard.Auto): what a command that plays the
-// fleet itself (fakelet capacity) works with.
-func (r *Run) Fleet() *fleet.Fleet       { return r.f }
-func (r *Run) Config() fleet.Config      { return r.cfg }
-func (r *Run) Target() *Target           { return r.tgt }
-func (r *Run) Session() *measure.Session { return r.rr.session }
-func (r *Run) Shard() *ShardOptions      { return &r.o.Shard }
-func (r *Run) Start() *lockstep.Start    { return r.start }
 
 // Served says what the run's metrics server offers once the run is over.
 func (r *Run) Served() string { return r.m.served() }
@@ -221,11 +209,11 @@ func (r *Run) Finish(ctx context.Context, p Played) error {
 	if runErr == nil && p.profileErr != nil && !errors.Is(p.profileErr, context.Canceled) && !errors.Is(p.profileErr, context.DeadlineExceeded) {
 		runErr = p.profileErr
 	}
-	return r.Left(runErr)
+	return r.left(runErr)
 }
 
 // Left is err, and if the fleet's cleanup left something, how to remove it.
-func (r *Run) Left(err error) error {
+func (r *Run) left(err error) error {
 	var left *fleet.LeftError
 	if errors.As(err, &left) {
 		err = fmt.Errorf("%w; remove what is left with: %s", err, r.o.CleanupCommand)
