@@ -73,6 +73,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"internal/run": {
 		imports: []string{"agent", "capacity", "controlplane", "fleet", "fleetname", "heartbeat", "internal/lockstep", "internal/metrics", "internal/pause", "measure",
 			"measure/falsealarm", "measure/load", "measure/record", "measure/source", "measure/workload", "profiles", "report", "scenario"},
+		tests: []string{"internal/fleettest"},
 	},
 	"compare": {
 		imports: []string{"measure/record", "agent", "controlplane", "fleet", "fleetname", "heartbeat", "internal/pause", "internal/run", "measure", "measure/scrape", "measure/source", "report"},
