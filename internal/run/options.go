@@ -1,11 +1,11 @@
 // Package run is one run of a fleet against a control plane, as `fakelet run` and `fakelet capacity`
 // have it: its metrics server, its target, the start the shards agree on, the measurement session,
 // the fleet, the profile's play, the summary and the report, and the release of all of it. The
-// commands turn their flags into Options; the run's stages are New (set up), Play (run the fleet
-// and the profile until the run ends) and Finish (the summary, the report, the cleanup's outcome),
-// and a command that plays the fleet itself takes the fleet and its session from the Run and
-// starts it with Launch, as fakelet compare and fakelet bench's reference do with fleets of their
-// own.
+// commands turn their flags into Options; a run's stages are New (set up), then Play (the fleet and
+// its profile until the run ends) and Finish (the summary, the report, the cleanup's outcome), or
+// Capacity (the fleet grown step by step until a service level breaks). Launch is the one start of
+// a fleet, with its preflight and its session's watches, which the stages use and fakelet compare
+// and bench's kubemark reference use for fleets of their own.
 package run
 
 import (
