@@ -54,7 +54,7 @@ func OnOneCluster(ctx context.Context, o Options, cfg *rest.Config, local *contr
 	if err := NoFleetsLeft(ctx, cl.Client, Modes); err != nil {
 		return nil, err
 	}
-	c, err := run(ctx, o, true, func(heartbeat.Mode) (*Cluster, func(), error) { return cl, func() {}, nil })
+	c, err := compareModes(ctx, o, true, func(heartbeat.Mode) (*Cluster, func(), error) { return cl, func() {}, nil })
 	if err != nil {
 		return nil, err
 	}
@@ -74,13 +74,13 @@ func OnFreshClusters(ctx context.Context, o Options, workDir string, up func(ctx
 		defer os.RemoveAll(tmp)
 		workDir = tmp
 	}
-	return run(ctx, o, false, func(mode heartbeat.Mode) (*Cluster, func(), error) {
+	return compareModes(ctx, o, false, func(mode heartbeat.Mode) (*Cluster, func(), error) {
 		return freshCluster(ctx, o.Log, up, filepath.Join(workDir, string(mode)))
 	})
 }
 
-// run measures the modes and puts them side by side.
-func run(ctx context.Context, o Options, oneCluster bool, clusterFor func(heartbeat.Mode) (*Cluster, func(), error)) (*report.Comparison, error) {
+// compareModes measures the modes and puts them side by side.
+func compareModes(ctx context.Context, o Options, oneCluster bool, clusterFor func(heartbeat.Mode) (*Cluster, func(), error)) (*report.Comparison, error) {
 	reports, notes, err := measureModes(ctx, o, oneCluster, clusterFor)
 	if err != nil {
 		return nil, err

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/pause"
+	"fakelet.dev/fakelet/internal/run"
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/report"
 )
@@ -34,18 +34,12 @@ func measureMode(ctx context.Context, o Options, mode heartbeat.Mode, cl *Cluste
 	if err != nil {
 		return nil, "", err
 	}
-	if err := f.Preflight(ctx); err != nil {
-		return nil, "", err
-	}
-	s.Observe(f)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	prefix := cfg.NamePrefix + "-"
-	if err := s.Start(runCtx, func(name string) bool { return strings.HasPrefix(name, prefix) }); err != nil {
+	done, err := run.Launch(runCtx, f, s)
+	if err != nil {
 		return nil, "", err
 	}
-	done := make(chan error, 1)
-	go func() { done <- f.Run(runCtx) }()
 	// stop ends the run: the fleet deletes its nodes, and its error is the cleanup's.
 	stop := func() error {
 		cancel()

@@ -13,8 +13,8 @@ import (
 	"fakelet.dev/fakelet/fleetname"
 )
 
-// What a running fleet lets a profile do beyond its agents' own controls: start a stopped agent
-// on the fleet's context, grow and shrink the fleet, and delete a node's Lease as an admin would.
+// What a running fleet lets a profile do beyond its agents' own controls: stop an agent, start a
+// stopped one on the fleet's context, restart one, grow and shrink the fleet, and delete a node's Lease as an admin would.
 // Every deletion follows the cleanup rule: only objects the run created or adopted and still holds,
 // each conditional on the UID the agent has and the version read just before.
 
@@ -42,6 +42,18 @@ func (f *Fleet) StartNode(index int) error {
 }
 
 var errNoSuchNode = errors.New("not in the fleet")
+
+// StopNode stops the kubelet of node number index, as a machine that goes down: its process dies at
+// once, with whatever it had in flight, and its Node and Lease stay for the control plane to find
+// stale. StartNode starts it again.
+func (f *Fleet) StopNode(index int) error {
+	a := f.Agent(index)
+	if a == nil {
+		return fmt.Errorf("stop node %s: %w", fleetname.NodeName(f.cfg.NamePrefix, index), errNoSuchNode)
+	}
+	a.Stop()
+	return nil
+}
 
 // RestartNode restarts the kubelet of node number index, as after an upgrade: its process dies at
 // once, with whatever it had in flight, and a new one starts downtime later on the fleet's clock,

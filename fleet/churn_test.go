@@ -66,6 +66,33 @@ func TestAddNodesContinuesTheNumberingAndIsCleanedUp(t *testing.T) {
 	}
 }
 
+// TestStopNodeStopsTheKubeletAndLeavesItsNode: a stopped node's kubelet renews nothing more, its Node
+// and Lease stay for the node lifecycle controller to find stale, and StartNode starts it again.
+func TestStopNodeStopsTheKubeletAndLeavesItsNode(t *testing.T) {
+	tf := startFleet(t, Config{Nodes: 2})
+	tf.advance(t, 30*time.Second)
+	if err := tf.StopNode(1); err != nil {
+		t.Fatal(err)
+	}
+	if tf.Agent(1).Running() || !tf.Agent(0).Running() {
+		t.Fatalf("after StopNode(1): node 0 runs %v, node 1 runs %v; want only node 0", tf.Agent(0).Running(), tf.Agent(1).Running())
+	}
+	before := tf.lease(t, "fakelet-00001")
+	tf.advance(t, 3*time.Minute)
+	if after := tf.lease(t, "fakelet-00001"); !after.Spec.RenewTime.Equal(before.Spec.RenewTime) {
+		t.Errorf("the stopped node's Lease was renewed at %v, after %v", after.Spec.RenewTime, before.Spec.RenewTime)
+	}
+	if _, err := tf.client.CoreV1().Nodes().Get(context.Background(), "fakelet-00001", metav1.GetOptions{}); err != nil {
+		t.Errorf("the stopped node's Node: %v, want it left", err)
+	}
+	if err := tf.StartNode(1); err != nil || !tf.Agent(1).Running() {
+		t.Errorf("StartNode after StopNode: %v, running %v", err, tf.Agent(1).Running())
+	}
+	if err := tf.StopNode(2); !errors.Is(err, errNoSuchNode) || err.Error() != "stop node fakelet-00002: not in the fleet" {
+		t.Errorf("stopping a node not in the fleet: %v", err)
+	}
+}
+
 func TestRemoveNodesStopsTheAgentAndDeletesNodeAndLease(t *testing.T) {
 	tf := startFleet(t, Config{Nodes: 3})
 	tf.advance(t, 30*time.Second)

@@ -41,6 +41,9 @@ func (r *Runner) apply(ev profiles.Event, now time.Time) {
 	case profiles.OpStart:
 		r.record(ev, now, r.fleet.StartNode(ev.Node))
 		return
+	case profiles.OpStop:
+		r.record(ev, now, r.fleet.StopNode(ev.Node))
+		return
 	case profiles.OpRestart:
 		r.record(ev, now, r.fleet.RestartNode(ev.Node, ev.Args.Downtime))
 		return
@@ -56,8 +59,6 @@ func (r *Runner) apply(ev profiles.Event, now time.Time) {
 	}
 	var err error
 	switch ev.Op {
-	case profiles.OpStop:
-		a.Stop()
 	case profiles.OpPartition:
 		a.SetPartitioned(true)
 	case profiles.OpHeal:

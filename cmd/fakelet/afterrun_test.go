@@ -3,14 +3,9 @@ package main
 import (
 	"context"
 	"io"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"fakelet.dev/fakelet/fleet"
 )
 
 // lineWriter passes each write on to a channel, so a test can wait for a line instead of sleeping.
@@ -57,43 +52,6 @@ func TestAfterRunWaitHoldsUntilTheSignal(t *testing.T) {
 	}
 	if len(log) != 0 {
 		t.Errorf("hold logged more than once: %q", <-log)
-	}
-}
-
-// TestRunServesItsReport: once the report is written, the run's metrics server serves it at
-// /report/ and the waiting line says so.
-func TestRunServesItsReport(t *testing.T) {
-	cfg := fleet.Config{}
-	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0"}, &cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.stop(io.Discard)
-	if got := m.served(); strings.Contains(got, "/report/") {
-		t.Errorf("before the report: serves %q", got)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte("{}"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var log strings.Builder
-	m.serveReport(dir, &log)
-	url := "http://" + m.srv.Addr() + "/report/report.json"
-	if !strings.Contains(log.String(), "report: served at http://"+m.srv.Addr()+"/report/") || !strings.Contains(m.served(), "/report/") {
-		t.Errorf("log %q, served %q: want both to name /report/", log.String(), m.served())
-	}
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("GET %s: %d", url, resp.StatusCode)
-	}
-	noServer := &runMetrics{}
-	noServer.serveReport(dir, &log) // --metrics-addr="": nothing to serve on, and no panic
-	if got := noServer.served(); !strings.Contains(got, "--metrics-addr is empty") {
-		t.Errorf("without a server: %q", got)
 	}
 }
 

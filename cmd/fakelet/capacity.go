@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -15,9 +13,7 @@ import (
 	"fakelet.dev/fakelet/capacity"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
-	"fakelet.dev/fakelet/internal/pause"
-	"fakelet.dev/fakelet/measure/record"
-	"fakelet.dev/fakelet/report"
+	"fakelet.dev/fakelet/internal/run"
 )
 
 func init() { subcommandFactories = append(subcommandFactories, newCapacityCommand) }
@@ -70,9 +66,9 @@ It grows kubelet load only: run a workload tool beside it for the load of other 
 	f := cmd.Flags()
 	addFleetFlags(f, &cf.run)
 	capacity.AddFlags(f, &cf.steps)
-	f.StringVar(&cf.run.report.dir, "out", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/capacity-<timestamp>/)")
-	f.DurationVar(&cf.run.report.scrapeInterval, "scrape-interval", 15*time.Second, "scrape the control plane's /metrics this often, besides at every step's settle and hold")
-	addGracePeriodFlag(f, &cf.run.report.gracePeriod)
+	f.StringVar(&cf.run.report.Dir, "out", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/capacity-<timestamp>/)")
+	f.DurationVar(&cf.run.report.ScrapeInterval, "scrape-interval", 15*time.Second, "scrape the control plane's /metrics this often, besides at every step's settle and hold")
+	addGracePeriodFlag(f, &cf.run.report.GracePeriod)
 	addCapacityShardFlags(f, cf)
 	return cmd
 }
@@ -121,96 +117,23 @@ func (cf *capacityFlags) nodes(n int) int {
 	return cf.lockstep.Nodes(n)
 }
 
-// runCapacity grows the fleet step by step on the target, then writes the report and deletes the
-// fleet. A step that breaks a level is the answer, not an error.
+// runCapacity sizes the process for the last step's fleet and grows the fleet step by step on the
+// target (run.Run.Capacity), which writes the report and deletes the fleet. A step that breaks a
+// level is the answer, not an error.
 func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg fleet.Resolved) error {
-	r := &fleetRun{rf: cf.run, cfg: cfg, out: out, log: log}
-	r.rf.metrics.addr = "" // no metrics server: the report is the answer
-	if r.rf.procs == 0 && os.Getenv("GOMAXPROCS") == "" {
+	procs := cf.run.procs
+	if procs == 0 && os.Getenv("GOMAXPROCS") == "" {
 		atMax := cfg.Config()
 		atMax.Nodes = cf.nodes(cf.steps.Max)
-		r.rf.procs = fleetProcs(atMax, runtime.GOMAXPROCS(0)) // for the last step's fleet, not the first's
+		procs = run.FleetProcs(atMax, runtime.GOMAXPROCS(0)) // for the last step's fleet, not the first's
 	}
-	defer r.release()
-	if err := r.setUp(ctx); err != nil {
+	run.SizeProcs(procs, cfg.Config())
+	o := cf.run.options(out, log, cfg, nil)
+	o.Metrics.Addr = "" // no metrics server: the report is the answer
+	r, err := run.New(ctx, o)
+	defer r.Close()
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "capacity: steps of %d from %d to %d nodes, each settling %v and held %v\n",
-		cf.steps.Step, cf.steps.Start, cf.steps.Max, cf.steps.Settle, cf.steps.Hold)
-	var shards *capacityShards
-	if cf.lockstep != nil {
-		var err error
-		if shards, err = cf.openShards(ctx, r); err != nil {
-			return err
-		}
-		defer shards.close(ctx, log)
-	}
-	if err := r.f.Preflight(ctx); err != nil {
-		return err
-	}
-	runCtx, endRun := context.WithCancel(ctx)
-	defer endRun()
-	if err := r.rr.begin(runCtx, r.f); err != nil {
-		return err
-	}
-	fleetDone := make(chan error, 1)
-	go func() { fleetDone <- r.f.Run(runCtx) }()
-	select {
-	case <-r.f.Running():
-	case err := <-fleetDone:
-		return err
-	}
-	stepsCtx, endSteps := context.WithCancel(runCtx)
-	g := newGrower(r.f, r.rr.session, log, cf.nodes)
-	var res capacity.Result
-	var stepsErr error
-	stepsDone := make(chan struct{})
-	go func() {
-		defer close(stepsDone)
-		if shards != nil {
-			res, stepsErr = capacity.RunInLockstep(stepsCtx, cf.steps, shards.lockstep, g, pause.For)
-		} else {
-			res, stepsErr = capacity.Run(stepsCtx, cf.steps, g, pause.For)
-		}
-	}()
-	var runErr error
-	select {
-	case <-stepsDone:
-	case runErr = <-fleetDone: // the fleet stopped under the steps: they end with it
-		endSteps()
-		<-stepsDone
-	}
-	endSteps()
-	r.rr.session.Stop()
-	rep := buildCapacityReport(r, cf, res, g.size(), shards)
-	_, writeErr := writeReport(rep, cf.run.report.dir, "capacity", out, log)
-	endRun()
-	if runErr == nil {
-		runErr = <-fleetDone
-	}
-	if runErr == nil {
-		fmt.Fprintln(log, "deleted the fleet's Nodes and Leases")
-	}
-	var left *fleet.LeftError
-	if errors.As(runErr, &left) {
-		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Config().Fleet, cf.run.target))
-	}
-	return errors.Join(stepsErr, runErr, writeErr)
-}
-
-// buildCapacityReport is the run's report with the capacity answer, the fleet's size at the end
-// (this shard's, in a sharded run).
-func buildCapacityReport(r *fleetRun, cf *capacityFlags, res capacity.Result, nodes int, shards *capacityShards) *report.Report {
-	params := parameters(r.rf, r.cfg)
-	params.Nodes = nodes
-	rec := r.rr.session.Record("", params, versions(), record.Target{
-		Server: r.tgt.config.Host, Description: r.tgt.description, Local: r.tgt.local != nil,
-	})
-	rep := report.Build(rec)
-	rep.Capacity = res.Report(cf.steps)
-	if shards != nil {
-		rep.Capacity.Shards = &report.CapacityShards{Shard: shards.lockstep.Shard.String(), Count: shards.lockstep.Shard.Count,
-			Run: r.rf.shard.run.Hash, Start: shards.lockstep.Start}
-	}
-	return rep
+	return r.Capacity(ctx, cf.steps, cf.lockstep)
 }

@@ -1,19 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 
 	"fakelet.dev/fakelet/capacity"
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
-	"fakelet.dev/fakelet/internal/pause"
 )
 
 // defaultVerdictTimeout leaves room for the scrapes at a hold's end, which a busy apiserver answers
@@ -74,49 +70,4 @@ func (cf *capacityFlags) shard(cfg fleet.Config, flags *pflag.FlagSet) error {
 	}{s, cfg.NamePrefix, string(cfg.Heartbeat.Mode), string(cfg.Footprint), cfg.RegisterQPS, cf.verdictTimeout})
 	sf.duration = l.Duration(s)
 	return err
-}
-
-// capacityShards is a sharded run's lockstep, on the board where the shards' verdicts meet.
-type capacityShards struct {
-	lockstep capacity.Lockstep
-	board    *lockstep.Board
-}
-
-// openShards opens this shard's verdict board once the start is known (with --start-at auto, r's
-// set-up agreed on it), before anything is written.
-func (cf *capacityFlags) openShards(ctx context.Context, r *fleetRun) (*capacityShards, error) {
-	sf := &r.rf.shard
-	client, err := kubernetes.NewForConfig(r.tgt.config)
-	if err != nil {
-		return nil, err
-	}
-	holder, err := sf.holder()
-	if err != nil {
-		return nil, err
-	}
-	b, err := lockstep.OpenBoard(ctx, lockstep.BoardOptions{Client: client, Namespace: sf.namespace, Fleet: r.cfg.Config().Fleet, Shard: sf.parsed,
-		Holder: holder, Run: sf.run, Start: sf.at, Owner: r.start, Log: r.log})
-	if err != nil {
-		return nil, err
-	}
-	l := *cf.lockstep
-	l.Start, l.Verdicts = sf.at, capacity.BoardVerdicts{Board: b}
-	fc := r.f.Config()
-	fmt.Fprintf(r.log, "capacity: shard %v: its part of each step from node %s on (%d of the first step's %d, %d of --max's %d); "+
-		"the first step's settle begins at %s (in %v) in every shard; verdicts in Leases in %s\n",
-		sf.parsed, fleetname.NodeName(fc.NamePrefix, fc.FirstIndex), l.Nodes(cf.steps.Start), cf.steps.Start, l.Nodes(cf.steps.Max), cf.steps.Max,
-		l.Start.Format(time.RFC3339), time.Until(l.Start).Round(time.Second), sf.namespace)
-	return &capacityShards{lockstep: l, board: b}, nil
-}
-
-// close deletes this shard's verdicts once every shard has had until its due time to read them, at
-// once if the run was interrupted (every shard is being stopped).
-func (s *capacityShards) close(ctx context.Context, log io.Writer) {
-	if keep := s.board.KeepUntil(); time.Until(keep) > 0 && ctx.Err() == nil {
-		fmt.Fprintf(log, "capacity: keeping this shard's verdicts for the other shards until %s\n", keep.Format(time.RFC3339))
-		_ = pause.For(ctx, time.Until(keep))
-	}
-	if err := s.board.Close(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintln(log, "capacity:", err)
-	}
 }

@@ -95,10 +95,10 @@ func cleanup(ctx context.Context, out, log io.Writer, cf cleanupFlags) error {
 			fmt.Fprintf(log, "no local control plane is up in %s, so nothing to clean there (another cluster: --kubeconfig or --context)\n", cf.target.controlPlaneDir)
 			return nil
 		}
-		tgt = &target{config: cp.AdminConfig(), description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir)}
+		tgt = &target{Config: cp.AdminConfig(), Description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir)}
 	}
-	fmt.Fprintf(log, "target: %s\n", tgt.description)
-	cfg := *tgt.config
+	fmt.Fprintf(log, "target: %s\n", tgt.Description)
+	cfg := *tgt.Config
 	cfg.UserAgent = "fakelet"
 	cfg.QPS = -1 // the cleanup paces itself at --cleanup-qps: client-go's default of 5 a second would take an hour for 10,000 nodes
 	client, err := kubernetes.NewForConfig(&cfg)

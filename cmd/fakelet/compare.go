@@ -14,6 +14,7 @@ import (
 	"fakelet.dev/fakelet/compare"
 	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/run"
 	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/report"
@@ -128,9 +129,9 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 		if err != nil {
 			return err
 		}
-		defer tgt.releaseOrSay(ctx, log)
-		fmt.Fprintf(log, "target: %s\n", tgt.description)
-		if c, err = compare.OnOneCluster(ctx, o, tgt.config, tgt.local, tgt.description); err != nil {
+		defer tgt.ReleaseOrSay(ctx, log)
+		fmt.Fprintf(log, "target: %s\n", tgt.Description)
+		if c, err = compare.OnOneCluster(ctx, o, tgt.Config, tgt.Local, tgt.Description); err != nil {
 			return err
 		}
 	} else {
@@ -160,12 +161,10 @@ func runCompare(ctx context.Context, out, log io.Writer, cf compareFlags) error 
 // options are the flags as the compare package takes them; each mode's report names its
 // parameters as fakelet run's would.
 func (cf compareFlags) options(dir string, log io.Writer) compare.Options {
-	rf := runFlags{images: cf.images}
-	rf.report.scrapeInterval = cf.scrapeInterval
 	return compare.Options{
 		Nodes: cf.nodes, Duration: cf.duration, Settle: cf.settle, ScrapeInterval: cf.scrapeInterval,
 		Images: cf.images, Footprint: cf.footprint, Dir: dir,
-		Parameters: func(cfg fleet.Resolved) record.Parameters { return parameters(rf, cfg) },
-		Versions:   versions(), Log: log,
+		Parameters: func(cfg fleet.Resolved) record.Parameters { return run.Parameters(cfg, cf.images, cf.scrapeInterval) },
+		Versions:   run.Versions(), Log: log,
 	}
 }

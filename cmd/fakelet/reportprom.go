@@ -13,6 +13,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/spf13/cobra"
 
+	"fakelet.dev/fakelet/internal/run"
 	"fakelet.dev/fakelet/measure/promrecord"
 	"fakelet.dev/fakelet/measure/record"
 	"fakelet.dev/fakelet/report"
@@ -100,7 +101,7 @@ func (p *promFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	v := versions()
+	v := run.Versions()
 	rec.Versions.Fakelet, rec.Versions.Go = v.Fakelet, v.Go
 	r := report.Build(rec)
 	r.Parameters.Args = os.Args

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/heartbeat"
+	"fakelet.dev/fakelet/internal/run"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -35,8 +37,8 @@ type runFlags struct {
 	duration              time.Duration
 	images                int
 	procs                 int // --gomaxprocs
-	metrics               metricsFlags
-	report                reportFlags
+	metrics               run.MetricsOptions
+	report                run.ReportOptions
 	profiles              profileFlags
 	shard                 shardFlags
 	afterRun              afterRun
@@ -147,14 +149,14 @@ func (rf *runFlags) config(base heartbeat.Config) (fleet.Config, error) {
 	if cfg.Identity, err = fleet.ParseIdentity(rf.identity); err != nil {
 		return cfg, fmt.Errorf("--identity: %w", err)
 	}
-	if rf.report.gracePeriod < 0 {
-		return cfg, fmt.Errorf("--node-monitor-grace-period must not be negative, got %v", rf.report.gracePeriod)
+	if rf.report.GracePeriod < 0 {
+		return cfg, fmt.Errorf("--node-monitor-grace-period must not be negative, got %v", rf.report.GracePeriod)
 	}
-	if rf.report.scrapeInterval < minScrapeInterval {
+	if rf.report.ScrapeInterval < minScrapeInterval {
 		return cfg, fmt.Errorf("--scrape-interval %v: at least %v, since each scrape reads every component's /metrics and more would measure the scrapes",
-			rf.report.scrapeInterval, minScrapeInterval)
+			rf.report.ScrapeInterval, minScrapeInterval)
 	}
-	if a := rf.metrics.addr; a != "" {
+	if a := rf.metrics.Addr; a != "" {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return cfg, fmt.Errorf("--metrics-addr %q: want HOST:PORT: %w", a, err)
 		}
@@ -184,20 +186,37 @@ func (rf *runFlags) flag(name string) string {
 	return "--" + name
 }
 
-// runFleet runs the fleet in three stages: set up what it needs, play it until the run ends, and
-// finish with the summary, the report and the cleanup's outcome. What set-up started is released at
-// the end, in reverse order.
+// runFleet runs the fleet in three stages (internal/run): set up what it needs, play it until the
+// run ends, and finish with the summary, the report and the cleanup's outcome; then, with
+// --after-run=wait, it holds. What set-up started is released at the end, in reverse order.
 func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Resolved, plan *profiles.Plan) error {
-	r := &fleetRun{rf: rf, cfg: cfg, plan: plan, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr()}
-	defer r.release()
-	if err := r.setUp(ctx); err != nil {
+	run.SizeProcs(rf.procs, cfg.Config())
+	r, err := run.New(ctx, rf.options(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, plan))
+	defer r.Close()
+	if err != nil {
 		return err
 	}
-	p, err := r.play(ctx)
+	p, err := r.Play(ctx)
 	if err != nil {
 		return err // refused before anything was written: no summary to give
 	}
-	return r.finish(ctx, p)
+	err = r.Finish(ctx, p)
+	if err == nil && ctx.Err() == nil {
+		rf.afterRun.hold(ctx, cmd.ErrOrStderr(), r.Served())
+	}
+	return err
+}
+
+// options are the run's flags as internal/run takes them, for the fleet cfg and its profile plan.
+func (rf *runFlags) options(out, log io.Writer, cfg fleet.Resolved, plan *profiles.Plan) run.Options {
+	return run.Options{
+		Fleet: cfg, Plan: plan,
+		Target:  func(ctx context.Context) (*run.Target, error) { return resolveTarget(ctx, rf.target, log) },
+		Metrics: rf.metrics, Report: rf.report, Shard: rf.shard.options(),
+		ReadyTimeout: rf.profiles.readyTimeout, Duration: rf.duration, Images: rf.images,
+		CleanupCommand: cleanupCommand(cfg.Config().Fleet, rf.target),
+		Out:            out, Log: log,
+	}
 }
 
 // signalContext ends on the first SIGINT or SIGTERM; a second one exits at once.

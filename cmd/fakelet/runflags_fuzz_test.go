@@ -54,8 +54,8 @@ func FuzzRunFlags(f *testing.F) {
 			t.Fatalf("accepted renew interval %v with a %ds lease", hb.RenewInterval, hb.LeaseDurationSeconds)
 		case hb.StatusUpdateFrequency < minStatusUpdateFrequency || hb.StatusReportFrequency < hb.StatusUpdateFrequency:
 			t.Fatalf("accepted status update frequency %v, report frequency %v", hb.StatusUpdateFrequency, hb.StatusReportFrequency)
-		case rf.report.scrapeInterval < minScrapeInterval:
-			t.Fatalf("accepted --scrape-interval %v", rf.report.scrapeInterval)
+		case rf.report.ScrapeInterval < minScrapeInterval:
+			t.Fatalf("accepted --scrape-interval %v", rf.report.ScrapeInterval)
 		case cfg.Coalesce < 0 || cfg.Coalesce > time.Second:
 			t.Fatalf("accepted --coalesce %v", cfg.Coalesce)
 		}

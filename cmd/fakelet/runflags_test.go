@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"fakelet.dev/fakelet/fleet"
+	"fakelet.dev/fakelet/internal/run"
 )
 
 // TestInvalidRunFlagsAreRefusedClearly: each bad flag value stops `fakelet run` before it reaches a
@@ -193,7 +194,7 @@ func TestTheRunTakesItsConfigurationResolved(t *testing.T) {
 		fn  any
 		arg int
 	}{
-		"runFleet": {runFleet, 3}, "runCapacity": {runCapacity, 4}, "startReport": {startReport, 1}, "parameters": {parameters, 1},
+		"runFleet": {runFleet, 3}, "runCapacity": {runCapacity, 4}, "runFlags.options": {(*runFlags).options, 3}, "run.Parameters": {run.Parameters, 0},
 	} {
 		if in := reflect.TypeOf(fn.fn).In(fn.arg); in != resolved {
 			t.Errorf("%s takes a %v: want a fleet.Resolved", name, in)
@@ -204,7 +205,7 @@ func TestTheRunTakesItsConfigurationResolved(t *testing.T) {
 			t.Errorf("%s returns a %v: want a fleet.Resolved", name, out)
 		}
 	}
-	if f, _ := reflect.TypeFor[fleetRun]().FieldByName("cfg"); f.Type != resolved {
-		t.Errorf("fleetRun's cfg is a %v: want a fleet.Resolved", f.Type)
+	if f, _ := reflect.TypeFor[run.Options]().FieldByName("Fleet"); f.Type != resolved {
+		t.Errorf("run.Options' Fleet is a %v: want a fleet.Resolved", f.Type)
 	}
 }

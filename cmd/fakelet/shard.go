@@ -1,22 +1,17 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/lockstep"
+	"fakelet.dev/fakelet/internal/run"
 	"fakelet.dev/fakelet/profiles"
-	"fakelet.dev/fakelet/scenario"
 )
 
 // shardFlags are `fakelet run`'s flags for one shard of a fleet run by many processes
@@ -134,70 +129,8 @@ func (sf *shardFlags) start(cfg fleet.Config, flags *pflag.FlagSet) error {
 	return nil
 }
 
-// coordinate agrees with the other shards on the start, with --start-at auto (else it does nothing):
-// the start Lease's time becomes this shard's --start-at. The caller releases the Start at the end
-// of the run.
-func (sf *shardFlags) coordinate(ctx context.Context, restConfig *rest.Config, cfg fleet.Config, log io.Writer) (*lockstep.Start, error) {
-	if !sf.auto {
-		return nil, nil
-	}
-	client, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return nil, err
-	}
-	return sf.join(ctx, client, clock.RealClock{}, cfg, log)
-}
-
-// join is coordinate on a given client and clock.
-func (sf *shardFlags) join(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock, cfg fleet.Config, log io.Writer) (*lockstep.Start, error) {
-	holder, err := sf.holder()
-	if err != nil {
-		return nil, fmt.Errorf("--start-at auto: %w", err)
-	}
-	start, err := lockstep.Join(ctx, lockstep.Options{
-		Client: client, Namespace: sf.namespace, Fleet: cfg.Fleet, Holder: holder,
-		Run: sf.run, Delay: sf.startDelay, Duration: sf.duration, Clock: clk, Log: log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	sf.at = start.At
-	return start, nil
-}
-
-// holder names this shard's process in the objects it creates for the shards: its host and shard.
-func (sf *shardFlags) holder() (string, error) {
-	host := sf.hostname
-	if host == "" {
-		var err error
-		if host, err = os.Hostname(); err != nil {
-			return "", fmt.Errorf("read the hostname, which names this shard in the Leases of the shards: %w", err)
-		}
-	}
-	return fmt.Sprintf("%s shard %v", host, sf.parsed), nil
-}
-
-// scenarioConfig is what the flags decide of a profile run: how long to wait for Ready nodes, which
-// shard's ops to apply and when the first phase begins.
-func (rf *runFlags) scenarioConfig() scenario.Config {
-	return scenario.Config{ReadyTimeout: rf.profiles.readyTimeout, Shard: rf.shard.parsed, StartAt: rf.shard.at}
-}
-
-// lockstepLine says which nodes of the profile's fleet this shard runs and when its phases begin;
-// empty for a whole fleet without --start-at.
-func lockstepLine(cfg scenario.Config, f *fleet.Fleet) string {
-	var line string
-	if cfg.Shard.Sharded() {
-		fc := f.Config()
-		line = fmt.Sprintf("shard %v: nodes %s..%s of the profile's %d; ops on the other shards' nodes are theirs",
-			cfg.Shard, fleetname.NodeName(fc.NamePrefix, fc.FirstIndex), fleetname.NodeName(fc.NamePrefix, fc.FirstIndex+fc.Nodes-1), cfg.Plan.Nodes)
-	}
-	if !cfg.StartAt.IsZero() {
-		if line != "" {
-			line += "; "
-		}
-		line += fmt.Sprintf("the first phase begins at --start-at %s (in %v), once this shard's nodes are Ready",
-			cfg.StartAt.Format(time.RFC3339), time.Until(cfg.StartAt).Round(time.Second))
-	}
-	return line
+// options are the shard flags as the run takes them, once apply has parsed them.
+func (sf *shardFlags) options() run.ShardOptions {
+	return run.ShardOptions{Shard: sf.parsed, StartAt: sf.at, Auto: sf.auto, Namespace: sf.namespace,
+		Delay: sf.startDelay, Run: sf.run, Duration: sf.duration, Hostname: sf.hostname}
 }

@@ -97,7 +97,7 @@ func TestShardGroupsDoNotDependOnTheShardCount(t *testing.T) {
 			if !reflect.DeepEqual(plan.Groups, whole.Groups) || plan.Nodes != whole.Nodes {
 				t.Fatalf("shard %d/%d resolves other groups than the whole fleet", i, count)
 			}
-			if sc := rf.scenarioConfig(); sc.Shard != (fleetname.Shard{Index: i, Count: count}) {
+			if sc := rf.shard.options(); sc.Shard != (fleetname.Shard{Index: i, Count: count}) {
 				t.Fatalf("shard %d/%d: the runner gets shard %v", i, count, sc.Shard)
 			}
 			for index := range whole.Nodes {
@@ -127,7 +127,7 @@ func TestStartAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc := rf.scenarioConfig(); !sc.StartAt.Equal(time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC)) {
+	if sc := rf.shard.options(); !sc.StartAt.Equal(time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC)) {
 		t.Errorf("the runner starts at %v", sc.StartAt)
 	}
 }
@@ -154,12 +154,13 @@ func TestStartAtAuto(t *testing.T) {
 			t.Errorf("default --start-delay for 500 nodes at 100/s is %v, want 2 x 5s + 1m", rf.shard.startDelay)
 		}
 		var log strings.Builder
-		start, err := rf.shard.join(t.Context(), client, clk, cfg, &log)
+		so := rf.shard.options()
+		start, err := so.Join(t.Context(), client, clk, cfg.Fleet, &log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sc := rf.scenarioConfig(); !sc.StartAt.Equal(start.At) {
-			t.Errorf("shard %d: the runner starts at %v, the Lease says %v", i, sc.StartAt, start.At)
+		if !so.StartAt.Equal(start.At) {
+			t.Errorf("shard %d: the runner starts at %v, the Lease says %v", i, so.StartAt, start.At)
 		}
 		starts = append(starts, start.At)
 		clk.SetTime(clk.Now().Add(10 * time.Second))
@@ -178,7 +179,8 @@ func TestStartAtAuto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rf.shard.join(t.Context(), client, clk, cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "is for another run") {
+	so := rf.shard.options()
+	if _, err := so.Join(t.Context(), client, clk, cfg.Fleet, io.Discard); err == nil || !strings.Contains(err.Error(), "is for another run") {
 		t.Errorf("a shard with another seed: %v, want it refused", err)
 	}
 }

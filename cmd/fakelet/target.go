@@ -12,17 +12,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"fakelet.dev/fakelet/controlplane"
+	"fakelet.dev/fakelet/internal/run"
 )
 
-// target is the cluster a run talks to, and how to let go of it afterwards.
-type target struct {
-	config      *rest.Config
-	description string
-	local       *controlplane.ControlPlane // nil for a cluster given by --kubeconfig or --context
-	release     func(context.Context) error
-	// warning is printed before the run: the cluster is reached over plain HTTP.
-	warning string
-}
+// target is the cluster a command talks to, and how to let go of it afterwards.
+type target = run.Target
 
 type targetFlags struct {
 	kubeconfig, context string
@@ -57,8 +51,8 @@ func inClusterTarget(f targetFlags) (*target, error) {
 		cfg.Insecure = true
 		cfg.CAFile, cfg.CAData = "", nil
 	}
-	return &target{config: cfg, description: cfg.Host + " (in-cluster, the pod's ServiceAccount)",
-		release: func(context.Context) error { return nil }}, nil
+	return &target{Config: cfg, Description: cfg.Host + " (in-cluster, the pod's ServiceAccount)",
+		Release: func(context.Context) error { return nil }}, nil
 }
 
 // addInsecureFlag adds --insecure-skip-tls-verify, off by default.
@@ -102,9 +96,9 @@ func kubeconfigTarget(f targetFlags) (*target, error) {
 		return nil, fmt.Errorf("kubeconfig context %s turns TLS verification off (insecure-skip-tls-verify); "+
 			"fakelet verifies the apiserver's certificate unless --insecure-skip-tls-verify is given", ctxName)
 	}
-	t := &target{config: cfg, description: description, release: func(context.Context) error { return nil }}
+	t := &target{Config: cfg, Description: description, Release: func(context.Context) error { return nil }}
 	if plain {
-		t.warning = fmt.Sprintf("warning: kubeconfig context %s talks to %s over plain HTTP: requests and credentials go unencrypted, and nothing proves that the server is the cluster",
+		t.Warning = fmt.Sprintf("warning: kubeconfig context %s talks to %s over plain HTTP: requests and credentials go unencrypted, and nothing proves that the server is the cluster",
 			ctxName, cfg.Host)
 	}
 	return t, nil
@@ -120,13 +114,6 @@ func isPlainHTTP(cfg *rest.Config) (bool, error) {
 	return u.Scheme == "http", nil
 }
 
-// releaseOrSay releases the target, even after ctx has ended, and writes to log if that fails.
-func (t *target) releaseOrSay(ctx context.Context, log io.Writer) {
-	if err := t.release(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintln(log, "stop the local control plane:", err)
-	}
-}
-
 // resolveTarget picks the cluster: the pod's own with --in-cluster, the one named by --kubeconfig or
 // --context, or else the local control plane, started if none is up and stopped at release if this
 // run started it. $KUBECONFIG is never used unless one of the two flags asks for a kubeconfig, and
@@ -138,10 +125,10 @@ func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*tar
 	if f.kubeconfig != "" || f.context != "" {
 		t, err := kubeconfigTarget(f)
 		if err == nil {
-			err = refuseStandIn(ctx, t.config)
+			err = refuseStandIn(ctx, t.Config)
 		}
-		if err == nil && t.warning != "" {
-			fmt.Fprintln(progress, t.warning)
+		if err == nil && t.Warning != "" {
+			fmt.Fprintln(progress, t.Warning)
 		}
 		return t, err
 	}
@@ -171,10 +158,10 @@ func resolveTarget(ctx context.Context, f targetFlags, progress io.Writer) (*tar
 		}
 	}
 	return &target{
-		config:      cp.AdminConfig(),
-		description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir),
-		local:       cp,
-		release: func(ctx context.Context) error {
+		Config:      cp.AdminConfig(),
+		Description: fmt.Sprintf("%s (local control plane in %s)", cp.APIServerURL, cp.Dir),
+		Local:       cp,
+		Release: func(ctx context.Context) error {
 			left, err := cp.Leave(ctx)
 			if err == nil {
 				fmt.Fprintln(progress, left)

@@ -41,16 +41,16 @@ func TestTwoRunsShareTheLocalControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.local.APIServerURL != second.local.APIServerURL {
-		t.Fatalf("the second run started another control plane (%s, the first's is %s)", second.local.APIServerURL, first.local.APIServerURL)
+	if first.Local.APIServerURL != second.Local.APIServerURL {
+		t.Fatalf("the second run started another control plane (%s, the first's is %s)", second.Local.APIServerURL, first.Local.APIServerURL)
 	}
-	if err := first.release(ctx); err != nil {
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "left the local control plane up: 1 other user(s) still attached") {
 		t.Errorf("the first run's release said %q", out.String())
 	}
-	c, err := kubernetes.NewForConfig(second.config)
+	c, err := kubernetes.NewForConfig(second.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestTwoRunsShareTheLocalControlPlane(t *testing.T) {
 		t.Fatalf("status after the first run left: %+v, %v; want healthy, started by a run, 1 user", r, err)
 	}
 	out.Reset()
-	if err := second.release(ctx); err != nil {
+	if err := second.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "stopped the local control plane") {

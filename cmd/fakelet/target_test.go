@@ -35,11 +35,11 @@ func TestTLSVerificationIsOnUnlessTheFlagSaysOtherwise(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tgt.config.Insecure || len(tgt.config.CAData) == 0 {
-			t.Errorf("Insecure %v, CA %d bytes: want verification against the kubeconfig's CA", tgt.config.Insecure, len(tgt.config.CAData))
+		if tgt.Config.Insecure || len(tgt.Config.CAData) == 0 {
+			t.Errorf("Insecure %v, CA %d bytes: want verification against the kubeconfig's CA", tgt.Config.Insecure, len(tgt.Config.CAData))
 		}
-		if strings.Contains(tgt.description, "OFF") {
-			t.Errorf("description %q", tgt.description)
+		if strings.Contains(tgt.Description, "OFF") {
+			t.Errorf("description %q", tgt.Description)
 		}
 	})
 	t.Run("--insecure-skip-tls-verify", func(t *testing.T) {
@@ -47,11 +47,11 @@ func TestTLSVerificationIsOnUnlessTheFlagSaysOtherwise(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !tgt.config.Insecure || len(tgt.config.CAData) != 0 {
-			t.Errorf("Insecure %v, CA %d bytes: want verification off", tgt.config.Insecure, len(tgt.config.CAData))
+		if !tgt.Config.Insecure || len(tgt.Config.CAData) != 0 {
+			t.Errorf("Insecure %v, CA %d bytes: want verification off", tgt.Config.Insecure, len(tgt.Config.CAData))
 		}
-		if !strings.Contains(tgt.description, "TLS verification OFF (--insecure-skip-tls-verify)") {
-			t.Errorf("the target's description %q does not say that TLS verification is off", tgt.description)
+		if !strings.Contains(tgt.Description, "TLS verification OFF (--insecure-skip-tls-verify)") {
+			t.Errorf("the target's description %q does not say that TLS verification is off", tgt.Description)
 		}
 	})
 	t.Run("a kubeconfig that skips verification is refused", func(t *testing.T) {
@@ -62,8 +62,8 @@ func TestTLSVerificationIsOnUnlessTheFlagSaysOtherwise(t *testing.T) {
 	})
 	t.Run("unless the flag agrees", func(t *testing.T) {
 		tgt, err := kubeconfigTarget(targetFlags{kubeconfig: writeTestKubeconfig(t, true), insecure: true})
-		if err != nil || !tgt.config.Insecure {
-			t.Errorf("Insecure %v, %v", tgt != nil && tgt.config.Insecure, err)
+		if err != nil || !tgt.Config.Insecure {
+			t.Errorf("Insecure %v, %v", tgt != nil && tgt.Config.Insecure, err)
 		}
 	})
 }
@@ -90,8 +90,8 @@ func TestPlainHTTPServerIsWarnedAbout(t *testing.T) {
 			t.Fatal(err)
 		}
 		warned := strings.Contains(out.String(), "warning: kubeconfig context test talks to "+tc.server+" over plain HTTP")
-		if warned != tc.plain || strings.Contains(tgt.description, "plain HTTP") != tc.plain {
-			t.Errorf("%s: warning %q, target %q; want a warning and a mention: %v", tc.server, out.String(), tgt.description, tc.plain)
+		if warned != tc.plain || strings.Contains(tgt.Description, "plain HTTP") != tc.plain {
+			t.Errorf("%s: warning %q, target %q; want a warning and a mention: %v", tc.server, out.String(), tgt.Description, tc.plain)
 		}
 		if strings.Contains(out.String(), "secret-token") {
 			t.Errorf("the warning printed the token")

@@ -19,6 +19,7 @@ import (
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/conditions"
 	"fakelet.dev/fakelet/internal/pause"
+	"fakelet.dev/fakelet/internal/run"
 )
 
 // The kubemark reference (issue 15, docs/fidelity.md): hollow kubelets and fakelet agents side by
@@ -221,20 +222,19 @@ func RunReference(ctx context.Context, o ReferenceOptions) (ReferenceResult, err
 	if err != nil {
 		return res, err
 	}
-	if err := f.Preflight(ctx); err != nil {
-		return res, err
-	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	// Created now, so that its default ServiceAccount, which the pods' admission needs, exists by the
 	// pods window.
 	if err := fleet.EnsurePodNamespace(ctx, admin, referenceFleet, ""); err != nil {
 		return res, err
 	}
-	fleetDone := make(chan error, 1)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fleetDone, err := run.Launch(runCtx, f, nil) // no session: the audit log is the measurement
+	if err != nil {
+		return res, err
+	}
 	res.Began = time.Now()
-	go func() { fleetDone <- f.Run(runCtx) }()
 	defer func() {
 		cancel()
 		if err := <-fleetDone; err != nil && !errors.Is(err, context.Canceled) {

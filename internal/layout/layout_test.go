@@ -72,15 +72,20 @@ var allowed = map[string]struct{ imports, tests []string }{
 
 	// The commands.
 	"capacity": {imports: []string{"fleetname", "internal/lockstep", "measure/load", "report"}, tests: []string{"internal/fleettest", "internal/pause"}},
+	"internal/run": {
+		imports: []string{"agent", "capacity", "controlplane", "fleet", "fleetname", "heartbeat", "internal/lockstep", "internal/metrics", "internal/pause", "measure",
+			"measure/falsealarm", "measure/load", "measure/record", "measure/source", "measure/workload", "profiles", "report", "scenario"},
+		tests: []string{"internal/fleettest"},
+	},
 	"compare": {
-		imports: []string{"measure/record", "agent", "controlplane", "fleet", "fleetname", "heartbeat", "internal/pause", "measure", "measure/scrape", "measure/source", "report"},
+		imports: []string{"measure/record", "agent", "controlplane", "fleet", "fleetname", "heartbeat", "internal/pause", "internal/run", "measure", "measure/scrape", "measure/source", "report"},
 		tests:   []string{"internal/fleettest", "measure/load"},
 	},
-	"internal/bench": {imports: []string{"internal/standin", "agent", "controlplane", "fidelity", "fleet", "fleetname", "internal/conditions", "internal/pause"}},
+	"internal/bench": {imports: []string{"internal/standin", "agent", "controlplane", "fidelity", "fleet", "fleetname", "internal/conditions", "internal/pause", "internal/run"}},
 	"cmd/fakelet": {
 		imports: []string{"internal/standin", "measure/record", "access", "agent", "capacity", "compare", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "heartbeat",
-			"internal/bench", "internal/lockstep", "internal/metrics", "internal/pause", "measure", "measure/falsealarm", "measure/load",
-			"measure/promrecord", "measure/scrape", "measure/source", "measure/workload", "nodeshape", "profiles", "report", "scenario"},
+			"internal/bench", "internal/lockstep", "internal/metrics", "internal/run", "measure/falsealarm",
+			"measure/promrecord", "measure/scrape", "nodeshape", "profiles", "report", "scenario"},
 		tests: []string{"internal/fleettest", "measure/observe", "measure/reaction"},
 	},
 	"e2e": {tests: []string{"measure/record", "agent", "controlplane", "deploy", "fidelity", "fleet", "fleetname", "internal/bench", "internal/fleettest", "internal/lockstep",

@@ -1,10 +1,11 @@
-package main
+package run
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"fakelet.dev/fakelet/controlplane"
@@ -14,57 +15,61 @@ import (
 	"fakelet.dev/fakelet/profiles"
 )
 
-// fleetRun is one `fakelet run`: its settings, what setUp started for it, and how to release that.
-type fleetRun struct {
-	rf       runFlags
+// Run is one run of a fleet: what New set up for it, and how to release that.
+type Run struct {
+	o        Options
 	cfg      fleet.Resolved
+	gogc     int // the GOGC it runs with (SizeGC)
 	plan     *profiles.Plan
 	out, log io.Writer
 
-	procs int
-	gogc  int
 	m     *runMetrics
-	tgt   *target
+	tgt   *Target
 	rr    *runReport
-	start *lockstep.Start // with --start-at auto
+	start *lockstep.Start // with Shard.Auto
 	f     *fleet.Fleet
 	undo  []func() // released in reverse order
 }
 
-// played is how the fleet's run ended.
-type played struct {
+// Played is how the fleet's run ended.
+type Played struct {
 	err        error // the fleet's
 	profileErr error // the profile's, if any
 	summary    runSummary
 }
 
-func (r *fleetRun) release() {
+// Close releases what New and the stages started, in reverse order.
+func (r *Run) Close() {
 	for i := len(r.undo) - 1; i >= 0; i-- {
 		r.undo[i]()
 	}
 }
 
-// setUp starts the run's metrics, resolves its target (starting the local control plane if need be),
-// agrees on a start with the other shards, starts the report and builds the fleet.
-func (r *fleetRun) setUp(ctx context.Context) error {
-	cfg := r.cfg.Config()
-	r.procs = sizeProcs(r.rf.procs, cfg)
-	r.gogc = sizeGC(cfg.Nodes)
-	m, err := startMetrics(r.rf.metrics, &cfg, r.log)
+// New starts the run's metrics, resolves its target (starting the local control plane if need be),
+// agrees on a start with the other shards, starts the report and builds the fleet. The caller
+// closes the Run, also when New fails.
+func New(ctx context.Context, o Options) (*Run, error) {
+	r := &Run{o: o, cfg: o.Fleet, plan: o.Plan, out: o.Out, log: o.Log}
+	return r, r.setUp(ctx)
+}
+
+func (r *Run) setUp(ctx context.Context) error {
+	r.gogc = SizeGC(r.cfg.Config().Nodes)
+	m, err := startMetrics(r.o.Metrics, r.log)
 	if err != nil {
 		return err
 	}
 	r.m = m
 	r.undo = append(r.undo, func() { m.stop(r.log) })
-	tgt, err := resolveTarget(ctx, r.rf.target, r.log)
+	tgt, err := r.o.Target(ctx)
 	if err != nil {
 		return err
 	}
 	r.tgt = tgt
-	r.undo = append(r.undo, func() { tgt.releaseOrSay(ctx, r.log) })
-	fmt.Fprintf(r.log, "target: %s\n", tgt.description)
+	r.undo = append(r.undo, func() { tgt.ReleaseOrSay(ctx, r.log) })
+	fmt.Fprintf(r.log, "target: %s\n", tgt.Description)
 	r.nodeCredentials()
-	start, err := r.rf.shard.coordinate(ctx, tgt.config, cfg, r.log)
+	start, err := r.o.Shard.coordinate(ctx, tgt.Config, r.cfg.Config().Fleet, r.log)
 	if err != nil {
 		return err
 	}
@@ -75,28 +80,31 @@ func (r *fleetRun) setUp(ctx context.Context) error {
 			fmt.Fprintln(r.log, "start:", err)
 		}
 	})
-	if r.rr, err = startReport(r.rf.report, r.cfg, tgt, m, r.log); err != nil {
+	if r.rr, err = startReport(r.o.Report, tgt, m, r.log); err != nil {
 		return err
 	}
-	if r.f, err = fleet.New(r.cfg, tgt.config); err != nil {
+	if r.f, err = fleet.New(r.cfg, tgt.Config); err != nil {
 		return err
 	}
 	m.RegisterFleet(r.f)
-	cfg = r.f.Config()
+	cfg := r.f.Config()
 	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %s, registering %g/s, GOMAXPROCS %d, GOGC %d\n",
 		cfg.Fleet, cfg.RunID, cfg.Nodes, fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, cfg.Footprint, cfg.Identity, connectionsText(cfg), cfg.RegisterQPS, r.procs, r.gogc)
+		cfg.Heartbeat.Mode, cfg.Footprint, cfg.Identity, connectionsText(cfg), cfg.RegisterQPS, runtime.GOMAXPROCS(0), r.gogc)
 	return nil
 }
+
+// Served says what the run's metrics server offers once the run is over.
+func (r *Run) Served() string { return r.m.served() }
 
 // nodeCredentials gives each node of a per-node run on the local control plane a client certificate
 // of its own from the control plane's CA, as a kubelet's bootstrap leaves it; elsewhere fakelet has
 // no CA key, and each node's connection impersonates its node.
-func (r *fleetRun) nodeCredentials() {
-	if cfg := r.cfg.Config(); cfg.ConnectionMode != fleet.ConnectionsPerNode || cfg.Identity != fleet.IdentityNode || r.tgt.local == nil {
+func (r *Run) nodeCredentials() {
+	if cfg := r.cfg.Config(); cfg.ConnectionMode != fleet.ConnectionsPerNode || cfg.Identity != fleet.IdentityNode || r.tgt.Local == nil {
 		return
 	}
-	cp := r.tgt.local
+	cp := r.tgt.Local
 	if _, err := cp.CA(); err != nil {
 		fmt.Fprintf(r.log, "per-node connections: the local control plane's CA cannot sign (%v): each node's connection impersonates it instead\n", err)
 		return
@@ -117,13 +125,13 @@ func connectionsText(cfg fleet.Config) string {
 	return mode + " with the identity by " + fleet.IdentityOf(cfg)
 }
 
-// play checks the cluster, starts the measurement and runs the fleet, and the profile if any, until
-// --duration, a signal, the profile's last phase or a failure ends the run. It returns an error alone
-// when the run was refused before the fleet wrote anything.
-func (r *fleetRun) play(ctx context.Context) (played, error) {
+// Play checks the cluster, starts the measurement and runs the fleet, and the profile if any, until
+// Options.Duration, a signal, the profile's last phase or a failure ends the run. It returns an
+// error alone when the run was refused before the fleet wrote anything.
+func (r *Run) Play(ctx context.Context) (Played, error) {
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if r.rf.duration > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, r.rf.duration)
+	if r.o.Duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, r.o.Duration)
 	}
 	r.undo = append(r.undo, cancel)
 	runCtx, endRun := context.WithCancel(runCtx) // a profile ends the run after its last phase
@@ -131,15 +139,15 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	var pr *profileRun
 	if r.plan != nil {
 		onPhase, onApplied := r.rr.profileHooks(r.plan, r.f)
-		scfg := r.rf.scenarioConfig()
+		scfg := r.scenarioConfig()
 		var err error
 		if scfg.Client, err = workloadClient(r.tgt, r.plan); err != nil {
-			return played{}, err
+			return Played{}, err
 		}
 		pr, err = startProfile(runCtx, endRun, r.f, r.plan, scfg, r.log,
 			metricsHooks(r.m), profileHooks{onPhase, onApplied})
 		if err != nil {
-			return played{}, err
+			return Played{}, err
 		}
 	}
 	begin := time.Now()
@@ -156,12 +164,9 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	// Check the cluster before the report's watches start: a cluster that cannot be reached, a
 	// credential that may not do what the run does, or a foreign Node with our names fails at once
 	// with what is wrong, instead of as a watch that never syncs.
-	runErr := r.f.Preflight(runCtx)
+	done, runErr := Launch(runCtx, r.f, r.rr.session)
 	if runErr == nil {
-		runErr = r.rr.begin(runCtx, r.f)
-	}
-	if runErr == nil {
-		runErr = r.f.Run(runCtx)
+		runErr = <-done
 	}
 	stopProgress()
 	<-progressDone
@@ -170,10 +175,10 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 		select {
 		case <-r.f.Running():
 		default:
-			return played{}, runErr
+			return Played{}, runErr
 		}
 	}
-	p := played{err: runErr, summary: summarize(r.tgt.description, r.f, elapsed)}
+	p := Played{err: runErr, summary: summarize(r.tgt.Description, r.f, elapsed)}
 	if pr != nil {
 		endRun()
 		p.profileErr = pr.wait()
@@ -185,13 +190,13 @@ func (r *fleetRun) play(ctx context.Context) (played, error) {
 	return p, nil
 }
 
-// finish prints the summary, writes the report, says what the cleanup did, and returns the run's
+// Finish prints the summary, writes the report, says what the cleanup did, and returns the run's
 // outcome: the fleet's error, else a profile's that failed (not one cut short by a signal or
-// --duration).
-func (r *fleetRun) finish(ctx context.Context, p played) error {
+// Options.Duration).
+func (r *Run) Finish(ctx context.Context, p Played) error {
 	cfg, runErr := r.cfg.Config(), p.err
 	p.summary.render(r.out)
-	if err := r.rr.finish(r.out, r.log, r.rf, r.cfg); err != nil {
+	if err := r.rr.finish(r.out, r.log, r.o, r.cfg); err != nil {
 		fmt.Fprintln(r.log, "report:", err)
 	}
 	if !cfg.Keep && runErr == nil {
@@ -204,12 +209,14 @@ func (r *fleetRun) finish(ctx context.Context, p played) error {
 	if runErr == nil && p.profileErr != nil && !errors.Is(p.profileErr, context.Canceled) && !errors.Is(p.profileErr, context.DeadlineExceeded) {
 		runErr = p.profileErr
 	}
-	if runErr == nil && ctx.Err() == nil {
-		r.rf.afterRun.hold(ctx, r.log, r.m.served())
-	}
+	return r.left(runErr)
+}
+
+// Left is err, and if the fleet's cleanup left something, how to remove it.
+func (r *Run) left(err error) error {
 	var left *fleet.LeftError
-	if errors.As(runErr, &left) {
-		runErr = fmt.Errorf("%w; remove what is left with: %s", runErr, cleanupCommand(cfg.Fleet, r.rf.target))
+	if errors.As(err, &left) {
+		err = fmt.Errorf("%w; remove what is left with: %s", err, r.o.CleanupCommand)
 	}
-	return runErr
+	return err
 }

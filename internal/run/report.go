@@ -1,18 +1,15 @@
-package main
+package run
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -21,86 +18,60 @@ import (
 	"fakelet.dev/fakelet/measure"
 	"fakelet.dev/fakelet/measure/falsealarm"
 	"fakelet.dev/fakelet/measure/record"
-	"fakelet.dev/fakelet/measure/scrape"
 	"fakelet.dev/fakelet/measure/source"
 	"fakelet.dev/fakelet/profiles"
 	"fakelet.dev/fakelet/report"
 	"fakelet.dev/fakelet/scenario"
 )
 
-type reportFlags struct {
-	dir            string
-	scrapeInterval time.Duration
-	watchLeases    bool
-	// gracePeriod is --node-monitor-grace-period: 0 reads it from the local control plane, or takes
-	// the controller manager's default on another cluster.
-	gracePeriod time.Duration
-}
-
-func addReportFlags(f *pflag.FlagSet, rf *reportFlags) {
-	f.StringVar(&rf.dir, "out", "", "write report.json, report.html, perfdata.json and summary.txt here (default reports/<profile>-<timestamp>/)")
-	aliasFlag(f, "report-dir", "out")
-	f.DurationVar(&rf.scrapeInterval, "scrape-interval", scrape.DefaultInterval, "scrape the control plane's /metrics this often, besides at every phase boundary")
-	f.BoolVar(&rf.watchLeases, "watch-leases", true, "watch the fleet's Leases to count renewals and see deleted ones recreated (one more watcher of every Lease write)")
-	addGracePeriodFlag(f, &rf.gracePeriod)
-}
-
-// addGracePeriodFlag adds --node-monitor-grace-period, which the false alarms' attribution needs.
-func addGracePeriodFlag(f *pflag.FlagSet, d *time.Duration) {
-	f.DurationVar(d, "node-monitor-grace-period", 0, "the target's kube-controller-manager --node-monitor-grace-period, "+
-		"the window before a false alarm whose requests say what caused it (default: the local control plane's own, else the controller's default, "+
-		falsealarm.DefaultGrace.String()+")")
-}
-
 // gracePeriod is the node lifecycle controller's grace period on tgt: the flag's if given, else the
 // local control plane's, else the controller's default, which log says is assumed.
-func gracePeriod(flag time.Duration, tgt *target, log io.Writer) (time.Duration, error) {
+func gracePeriod(flag time.Duration, tgt *Target, log io.Writer) (time.Duration, error) {
 	if flag != 0 {
 		return flag, nil
 	}
-	if tgt.local != nil {
-		d, ok, err := tgt.local.NodeMonitorGracePeriod()
+	if tgt.Local != nil {
+		d, ok, err := tgt.Local.NodeMonitorGracePeriod()
 		if err != nil || ok {
 			return d, err
 		}
 		return falsealarm.DefaultGrace, nil
 	}
 	fmt.Fprintf(log, "false alarms: assuming the controller's default --node-monitor-grace-period, %v; give --node-monitor-grace-period if %s's is another\n",
-		falsealarm.DefaultGrace, tgt.config.Host)
+		falsealarm.DefaultGrace, tgt.Config.Host)
 	return falsealarm.DefaultGrace, nil
 }
 
 // runReport records a run and writes its report at the end.
 type runReport struct {
-	flags   reportFlags
+	flags   ReportOptions
 	session *measure.Session
-	target  *target
-	nodes   string // the fleet's node name prefix, with its dash
+	target  *Target
 	profile string // the profile's name; empty for a run without one
 	metrics *runMetrics
 }
 
 // startReport prepares the record of a run against tgt, saying on log what it assumes; the session reads the fleet's requests from
-// its tally once the fleet is observed (runReport.begin).
-func startReport(rf reportFlags, cfg fleet.Resolved, tgt *target, m *runMetrics, log io.Writer) (*runReport, error) {
-	if rf.scrapeInterval <= 0 {
-		return nil, fmt.Errorf("--scrape-interval must be positive, got %v", rf.scrapeInterval)
+// its tally once the fleet is observed (Launch).
+func startReport(rf ReportOptions, tgt *Target, m *runMetrics, log io.Writer) (*runReport, error) {
+	if rf.ScrapeInterval <= 0 {
+		return nil, fmt.Errorf("--scrape-interval must be positive, got %v", rf.ScrapeInterval)
 	}
-	grace, err := gracePeriod(rf.gracePeriod, tgt, log)
+	grace, err := gracePeriod(rf.GracePeriod, tgt, log)
 	if err != nil {
 		return nil, err
 	}
-	sources, err := source.Target(tgt.config, tgt.local)
+	sources, err := source.Target(tgt.Config, tgt.Local)
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(rest.CopyConfig(tgt.config))
+	client, err := kubernetes.NewForConfig(rest.CopyConfig(tgt.Config))
 	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", tgt.config.Host, err)
+		return nil, fmt.Errorf("client for %s: %w", tgt.Config.Host, err)
 	}
-	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.scrapeInterval, Client: client, WatchLeases: rf.watchLeases,
+	s := measure.New(measure.Options{Sources: sources, ScrapeInterval: rf.ScrapeInterval, Client: client, WatchLeases: rf.WatchLeases,
 		OnReaction: reactionsInto(m), GracePeriod: grace, OnPodStartup: podStartupsInto(m)})
-	return &runReport{flags: rf, session: s, target: tgt, nodes: cfg.Config().NamePrefix + "-", metrics: m}, nil
+	return &runReport{flags: rf, session: s, target: tgt, metrics: m}, nil
 }
 
 // reactionsInto feeds live reactions to the run's reaction latency histograms
@@ -117,17 +88,6 @@ func reactionsInto(m *runMetrics) func(event, group string, fromAction, fromLast
 	}
 }
 
-// begin starts recording fleet f; the record ends by itself when ctx does, before the fleet deletes
-// its nodes.
-func (rr *runReport) begin(ctx context.Context, f *fleet.Fleet) error {
-	rr.session.Observe(f)
-	if err := rr.session.Start(context.WithoutCancel(ctx), func(name string) bool { return strings.HasPrefix(name, rr.nodes) }); err != nil {
-		return err
-	}
-	go func() { <-ctx.Done(); rr.session.Stop() }()
-	return nil
-}
-
 // profileHooks returns the profile runner's callbacks (scenario.Config.OnPhase and OnApplied) that
 // record the profile's phases and ops for the report, and names the report after the profile.
 func (rr *runReport) profileHooks(plan *profiles.Plan, f *fleet.Fleet) (func(string, scenario.PhaseRecord), func(scenario.Applied)) {
@@ -135,13 +95,11 @@ func (rr *runReport) profileHooks(plan *profiles.Plan, f *fleet.Fleet) (func(str
 	return rr.session.Hooks(plan, f)
 }
 
-// finish builds the report, writes it to --out and prints its summary table to out.
-func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Resolved) error {
+// finish builds the report, writes it to its directory and prints its summary table to out.
+func (rr *runReport) finish(out, log io.Writer, o Options, cfg fleet.Resolved) error {
 	rr.session.Stop()
 	profile := rr.profile
-	rec := rr.session.Record(profile, parameters(rf, cfg), versions(), record.Target{
-		Server: rr.target.config.Host, Description: rr.target.description, Local: rr.target.local != nil,
-	})
+	rec := rr.session.Record(profile, Parameters(cfg, o.Images, rr.flags.ScrapeInterval), Versions(), rr.target.Record())
 	r := report.Build(rec)
 	workloadReactionsInto(rr.metrics, r)
 	if m := rr.metrics; m != nil && m.Metrics != nil {
@@ -151,7 +109,7 @@ func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Resolved)
 			}
 		}
 	}
-	dir, err := writeReport(r, rr.flags.dir, cmp.Or(profile, "run"), out, log)
+	dir, err := WriteReport(r, rr.flags.Dir, cmp.Or(profile, "run"), out, log)
 	if err != nil {
 		return err
 	}
@@ -159,9 +117,9 @@ func (rr *runReport) finish(out, log io.Writer, rf runFlags, cfg fleet.Resolved)
 	return nil
 }
 
-// writeReport prints r's summary table to out and writes r to dir, by default reports/NAME-START,
+// WriteReport prints r's summary table to out and writes r to dir, by default reports/NAME-START,
 // and returns the directory.
-func writeReport(r *report.Report, dir, name string, out, log io.Writer) (string, error) {
+func WriteReport(r *report.Report, dir, name string, out, log io.Writer) (string, error) {
 	if dir == "" {
 		dir = filepath.Join("reports", name+"-"+r.Start.Format("20060102-150405"))
 	}
@@ -176,7 +134,9 @@ func writeReport(r *report.Report, dir, name string, out, log io.Writer) (string
 	return dir, nil
 }
 
-func parameters(rf runFlags, r fleet.Resolved) record.Parameters {
+// Parameters are what a report says of the fleet cfg, each node reporting images container images,
+// scraped every scrapeInterval.
+func Parameters(r fleet.Resolved, images int, scrapeInterval time.Duration) record.Parameters {
 	cfg := r.Config()
 	hb := cfg.Heartbeat
 	return record.Parameters{
@@ -184,12 +144,13 @@ func parameters(rf runFlags, r fleet.Resolved) record.Parameters {
 		RenewInterval: hb.RenewInterval.String(), StatusUpdateFrequency: hb.StatusUpdateFrequency.String(),
 		StatusReportFrequency: hb.StatusReportFrequency.String(), Identity: string(cfg.Identity), Footprint: string(cfg.Footprint),
 		Connections: string(cfg.ConnectionMode), ConnectionIdentity: fleet.IdentityOf(cfg),
-		Images: rf.images, Zones: cfg.Zones, RegisterQPS: cfg.RegisterQPS,
-		ScrapeInterval: rf.report.scrapeInterval.String(), Args: os.Args,
+		Images: images, Zones: cfg.Zones, RegisterQPS: cfg.RegisterQPS,
+		ScrapeInterval: scrapeInterval.String(), Args: os.Args,
 	}
 }
 
-func versions() record.Versions {
+// Versions are this binary's and its Go's.
+func Versions() record.Versions {
 	v := record.Versions{Fakelet: "(devel)", Go: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"fmt"
@@ -12,19 +12,19 @@ import (
 )
 
 // The run's side of a profile's workloads: the profile runner creates and deletes them with the
-// target's credential (workloadClient, in play), the report's session watches them
+// target's credential (workloadClient, in Play), the report's session watches them
 // (measure.Session.Hooks adds the watches for a profile that has some) and the run's metrics get
 // their pods' startup live and their reactions at the end.
 
 // workloadClient is the client the profile runner creates the workloads with: the target's
 // credential, as the report's watches use; nil for a profile without workloads.
-func workloadClient(tgt *target, plan *profiles.Plan) (kubernetes.Interface, error) {
+func workloadClient(tgt *Target, plan *profiles.Plan) (kubernetes.Interface, error) {
 	if plan == nil || plan.Profile.Spec.Workloads == nil {
 		return nil, nil
 	}
-	c, err := kubernetes.NewForConfig(rest.CopyConfig(tgt.config))
+	c, err := kubernetes.NewForConfig(rest.CopyConfig(tgt.Config))
 	if err != nil {
-		return nil, fmt.Errorf("client for the workloads on %s: %w", tgt.config.Host, err)
+		return nil, fmt.Errorf("client for the workloads on %s: %w", tgt.Config.Host, err)
 	}
 	return c, nil
 }

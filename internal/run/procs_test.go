@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"testing"
@@ -31,8 +31,8 @@ func TestFleetProcsFollowTheHeartbeatRate(t *testing.T) {
 		{"100000 nodes at 40 s leases", lease(100000, 10*time.Second), 8, 8},
 		{"status mode counts status updates", status(10000, 5*time.Second), 8, 4},
 	} {
-		if got := fleetProcs(tc.cfg, tc.available); got != tc.want {
-			t.Errorf("%s: fleetProcs = %d, want %d", tc.name, got, tc.want)
+		if got := FleetProcs(tc.cfg, tc.available); got != tc.want {
+			t.Errorf("%s: FleetProcs = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"os"
@@ -23,9 +23,9 @@ func fleetGCPercent(nodes int) int {
 	return 100
 }
 
-// sizeGC sets GOGC for a fleet of nodes, unless the GOGC or GOMEMLIMIT environment variable says
+// SizeGC sets GOGC for a fleet of nodes, unless the GOGC or GOMEMLIMIT environment variable says
 // how to collect (the runtime has applied it). It returns the setting (-1: off).
-func sizeGC(nodes int) int {
+func SizeGC(nodes int) int {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		current := debug.SetGCPercent(100)
 		debug.SetGCPercent(current)

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func TestWriteReportNamesItsDirectory(t *testing.T) {
 		{"mine", "run", "mine"},
 	} {
 		var out, log strings.Builder
-		dir, err := writeReport(r, tc.dir, tc.name, &out, &log)
+		dir, err := WriteReport(r, tc.dir, tc.name, &out, &log)
 		if err != nil {
 			t.Fatal(err)
 		}

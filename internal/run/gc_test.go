@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"runtime/debug"
@@ -21,8 +21,8 @@ func TestSizeGCLeavesTheEnvironmentsSetting(t *testing.T) {
 
 	debug.SetGCPercent(200) // as the runtime applies GOGC=200 at start
 	t.Setenv("GOGC", "200")
-	if got := sizeGC(10000); got != 200 {
-		t.Errorf("with GOGC=200: sizeGC = %d, want 200", got)
+	if got := SizeGC(10000); got != 200 {
+		t.Errorf("with GOGC=200: SizeGC = %d, want 200", got)
 	}
 	if got := debug.SetGCPercent(200); got != 200 {
 		t.Errorf("with GOGC=200: GC percent became %d", got)
@@ -30,13 +30,13 @@ func TestSizeGCLeavesTheEnvironmentsSetting(t *testing.T) {
 
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "1GiB")
-	if got := sizeGC(10000); got != 200 {
-		t.Errorf("with GOMEMLIMIT: sizeGC = %d, want the runtime's 200", got)
+	if got := SizeGC(10000); got != 200 {
+		t.Errorf("with GOMEMLIMIT: SizeGC = %d, want the runtime's 200", got)
 	}
 
 	t.Setenv("GOMEMLIMIT", "")
-	if got := sizeGC(10000); got != largeFleetGCPercent {
-		t.Errorf("without either: sizeGC(10000) = %d, want %d", got, largeFleetGCPercent)
+	if got := SizeGC(10000); got != largeFleetGCPercent {
+		t.Errorf("without either: SizeGC(10000) = %d, want %d", got, largeFleetGCPercent)
 	}
 	if got := debug.SetGCPercent(100); got != largeFleetGCPercent {
 		t.Errorf("without either: GC percent became %d, want %d", got, largeFleetGCPercent)

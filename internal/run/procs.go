@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"math"
@@ -14,12 +14,12 @@ import (
 // fleet uses about an eighth of a core (docs/performance.md).
 const heartbeatsPerProc = 500
 
-// fleetProcs is the GOMAXPROCS a fleet needs. A fleet waits on the network almost all the time: with
+// FleetProcs is the GOMAXPROCS a fleet needs. A fleet waits on the network almost all the time: with
 // a P per CPU, each response wakes an idle thread to run its goroutine and parks it again, and on 2
 // cores that thread handoff cost a third of the fleet's CPU (futex and the scheduler's search for
 // work). Fewer Ps leave the other cores to the control plane under test on the same machine.
 // available is the runtime's default, the CPUs the process may use (its cgroup limit included).
-func fleetProcs(cfg fleet.Config, available int) int {
+func FleetProcs(cfg fleet.Config, available int) int {
 	every := cfg.Heartbeat.RenewInterval
 	if cfg.Heartbeat.Mode == heartbeat.ModeStatus {
 		every = cfg.Heartbeat.StatusUpdateFrequency
@@ -28,9 +28,9 @@ func fleetProcs(cfg fleet.Config, available int) int {
 	return max(1, min(available, int(math.Ceil(perSecond/heartbeatsPerProc))))
 }
 
-// sizeProcs sets GOMAXPROCS for the fleet: flag if positive, else the GOMAXPROCS environment
-// variable if set (the runtime has applied it), else fleetProcs. It returns the setting.
-func sizeProcs(flag int, cfg fleet.Config) int {
+// SizeProcs sets GOMAXPROCS for the fleet: flag if positive, else the GOMAXPROCS environment
+// variable if set (the runtime has applied it), else FleetProcs. It returns the setting.
+func SizeProcs(flag int, cfg fleet.Config) int {
 	switch {
 	case flag > 0:
 		runtime.GOMAXPROCS(flag)
@@ -38,7 +38,7 @@ func sizeProcs(flag int, cfg fleet.Config) int {
 	case os.Getenv("GOMAXPROCS") != "":
 		return runtime.GOMAXPROCS(0)
 	}
-	n := fleetProcs(cfg, runtime.GOMAXPROCS(0))
+	n := FleetProcs(cfg, runtime.GOMAXPROCS(0))
 	runtime.GOMAXPROCS(n)
 	return n
 }

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // controller's grace period is --node-monitor-grace-period's; without it the default is assumed,
 // and the run says so.
 func TestGracePeriodOfAnotherClusterIsTheFlagsOrSaidToBeAssumed(t *testing.T) {
-	tgt := &target{config: &rest.Config{Host: "https://cluster.example:6443"}}
+	tgt := &Target{Config: &rest.Config{Host: "https://cluster.example:6443"}}
 	var log bytes.Buffer
 	if d, err := gracePeriod(20*time.Second, tgt, &log); err != nil || d != 20*time.Second || log.Len() != 0 {
 		t.Errorf("with the flag: %v %v %q, want 20s and nothing said", d, err, log.String())

@@ -1,9 +1,11 @@
-package main
+package run
 
 import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +16,11 @@ import (
 
 func TestStartMetrics(t *testing.T) {
 	var log bytes.Buffer
-	cfg := fleet.Config{}
-	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0", pprof: true}, &cfg, &log)
+	m, err := startMetrics(MetricsOptions{Addr: "127.0.0.1:0", Pprof: true}, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.stop(&log)
-	if cfg.Recorder != nil {
-		t.Errorf("fleet recorder %v, want none: the metrics read the fleet's tally", cfg.Recorder)
-	}
 	url := "http://" + m.srv.Addr()
 	if want := "metrics: " + url + "/metrics\npprof: " + url + "/debug/pprof/\n"; log.String() != want {
 		t.Errorf("printed %q, want %q", log.String(), want)
@@ -54,45 +52,65 @@ func (tallied) Progress() fleet.Progress { return fleet.Progress{} }
 func (tallied) Config() fleet.Config     { return fleet.Config{Fleet: "f"} }
 func (f tallied) Tally() *fleet.Tally    { return f.t }
 
-// A recorder the caller set stays the fleet's: the metrics add none.
-func TestStartMetricsKeepsAnotherRecorder(t *testing.T) {
-	other := fleet.NewTally(0)
-	cfg := fleet.Config{Recorder: other}
-	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0"}, &cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.stop(io.Discard)
-	if cfg.Recorder != agent.Recorder(other) {
-		t.Errorf("fleet recorder %#v, want the one before", cfg.Recorder)
-	}
-}
-
 func TestStartMetricsDisabled(t *testing.T) {
-	cfg := fleet.Config{}
 	var log bytes.Buffer
-	m, err := startMetrics(metricsFlags{addr: ""}, &cfg, &log)
+	m, err := startMetrics(MetricsOptions{Addr: ""}, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.stop(&log)
 	m.SetPhase("p", "q") // a profile still may call it
-	if cfg.Recorder != nil || log.Len() > 0 {
-		t.Errorf("--metrics-addr=\"\" set recorder %v and printed %q", cfg.Recorder, log.String())
+	if log.Len() > 0 {
+		t.Errorf("--metrics-addr=\"\" printed %q", log.String())
 	}
-	if _, err := startMetrics(metricsFlags{addr: "", pprof: true}, &cfg, &log); err == nil || !strings.Contains(err.Error(), "--pprof") {
+	if _, err := startMetrics(MetricsOptions{Addr: "", Pprof: true}, &log); err == nil || !strings.Contains(err.Error(), "--pprof") {
 		t.Errorf("--pprof without --metrics-addr: %v", err)
 	}
 }
 
 func TestStartMetricsBusyAddress(t *testing.T) {
-	cfg := fleet.Config{}
-	m, err := startMetrics(metricsFlags{addr: "127.0.0.1:0"}, &cfg, io.Discard)
+	m, err := startMetrics(MetricsOptions{Addr: "127.0.0.1:0"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.stop(io.Discard)
-	if _, err := startMetrics(metricsFlags{addr: m.srv.Addr()}, &fleet.Config{}, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "--metrics-addr: ") {
+	if _, err := startMetrics(MetricsOptions{Addr: m.srv.Addr()}, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "--metrics-addr: ") {
 		t.Errorf("a busy --metrics-addr: %v", err)
+	}
+}
+
+// TestRunServesItsReport: once the report is written, the run's metrics server serves it at
+// /report/ and the waiting line says so.
+func TestRunServesItsReport(t *testing.T) {
+	m, err := startMetrics(MetricsOptions{Addr: "127.0.0.1:0"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop(io.Discard)
+	if got := m.served(); strings.Contains(got, "/report/") {
+		t.Errorf("before the report: serves %q", got)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	m.serveReport(dir, &log)
+	url := "http://" + m.srv.Addr() + "/report/report.json"
+	if !strings.Contains(log.String(), "report: served at http://"+m.srv.Addr()+"/report/") || !strings.Contains(m.served(), "/report/") {
+		t.Errorf("log %q, served %q: want both to name /report/", log.String(), m.served())
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s: %d", url, resp.StatusCode)
+	}
+	noServer := &runMetrics{}
+	noServer.serveReport(dir, &log) // --metrics-addr="": nothing to serve on, and no panic
+	if got := noServer.served(); !strings.Contains(got, "--metrics-addr is empty") {
+		t.Errorf("without a server: %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -7,21 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/internal/metrics"
 )
-
-type metricsFlags struct {
-	addr  string
-	pprof bool
-}
-
-func addMetricsFlags(f *pflag.FlagSet, mf *metricsFlags) {
-	f.StringVar(&mf.addr, "metrics-addr", metrics.DefaultAddr, "serve Prometheus metrics on http://ADDR/metrics (and /healthz); empty serves nothing")
-	f.BoolVar(&mf.pprof, "pprof", false, "also serve Go's profiles on http://ADDR/debug/pprof/ of --metrics-addr")
-}
 
 // runMetrics are a run's metrics and the server that exposes them.
 type runMetrics struct {
@@ -35,27 +22,27 @@ type runMetrics struct {
 const metricsShutdownTimeout = 5 * time.Second
 
 // startMetrics serves the run's metrics at --metrics-addr. They read the fleet's tally once the fleet
-// is registered (RegisterFleet), so cfg needs no recorder of theirs and is left as it is. With
+// is registered (RegisterFleet), so the fleet's configuration needs no recorder of theirs. With
 // --metrics-addr="" nothing is served, but the metrics still take a profile's calls.
-func startMetrics(mf metricsFlags, cfg *fleet.Config, log io.Writer) (*runMetrics, error) {
+func startMetrics(mf MetricsOptions, log io.Writer) (*runMetrics, error) {
 	rm := &runMetrics{Metrics: metrics.New(metrics.Options{})}
-	if mf.addr == "" {
-		if mf.pprof {
+	if mf.Addr == "" {
+		if mf.Pprof {
 			return nil, errors.New("--pprof serves on --metrics-addr, which is empty")
 		}
 		return rm, nil
 	}
-	srv, err := metrics.Serve(mf.addr, rm.Metrics, metrics.ServerOptions{Pprof: mf.pprof})
+	srv, err := metrics.Serve(mf.Addr, rm.Metrics, metrics.ServerOptions{Pprof: mf.Pprof})
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	rm.srv = srv
 	fmt.Fprintf(log, "metrics: %s\n", srv.URL())
-	if mf.pprof {
+	if mf.Pprof {
 		fmt.Fprintf(log, "pprof: http://%s/debug/pprof/\n", srv.Addr())
 	}
 	if !srv.Loopback() {
-		fmt.Fprintf(log, "warning: metrics%s served beyond loopback, on %s\n", map[bool]string{true: " and pprof"}[mf.pprof], srv.Addr())
+		fmt.Fprintf(log, "warning: metrics%s served beyond loopback, on %s\n", map[bool]string{true: " and pprof"}[mf.Pprof], srv.Addr())
 	}
 	return rm, nil
 }
