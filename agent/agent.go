@@ -10,9 +10,9 @@
 //   - register.go: registerWithAPIServer and tryRegisterWithAPIServer;
 //   - status.go: syncNodeStatus, updateNodeStatus and tryUpdateNodeStatus, patching with
 //     k8s.io/component-helpers/node/util.PatchNodeStatus, or, for a report that moves heartbeat times
-//     only, with the same patch written directly (statuspatch.go); its loop sleeps between reports
-//     while nothing can change the status, and resumes on its tick grid (statussleep.go);
-//   - pods.go, podadmit.go, podruntime.go, podstatus.go, podsync.go: the kubelet for every pod bound
+//     only, with the same patch written directly (status_patch.go); its loop sleeps between reports
+//     while nothing can change the status, and resumes on its tick grid (status_sleep.go);
+//   - pods.go, pod_admit.go, pod_runtime.go, pod_status.go, pod_sync.go: the kubelet for every pod bound
 //     to the node, whoever created it: HandlePodAdditions' admission, a fake container runtime (init
 //     containers, restarts with CrashLoopBackOff, containers that end), and the status manager's GET
 //     and PatchPodStatus, and the final DELETE of a pod someone deleted (docs/workloads.md).
@@ -23,16 +23,16 @@
 //     Reflector: streaming lists, bookmarks, jittered timeouts, resume, relist after 410 Gone, its
 //     backoff), opened through a Watcher that decodes of each event only what a reflector needs to
 //     resume;
-//   - objectwatches.go and podrefs.go: the configmap and secret managers' watch of each ConfigMap
+//   - object_watches.go and pod_refs.go: the configmap and secret managers' watch of each ConfigMap
 //     and Secret the node's pods reference (kube-root-ca.crt for a pod with a service account
 //     token volume), from the pod's first sync until the last pod referencing it is finished;
 //   - tokens.go: the token manager's TokenRequest for each service account token projection of a
 //     pod's volumes, at the pod's first sync and at the resync that finds the token due for refresh;
 //   - csinode.go: the CSI plugin's CSINode at start;
 //   - events.go: the kubelet's Events through the event recorder's spam filter and correlator;
-//   - podwatch.go: the pod watch's events, decoded into pods, are the node's pods (the heartbeat
+//   - pod_watch.go: the pod watch's events, decoded into pods, are the node's pods (the heartbeat
 //     footprint's come from the fleet's watch of bound pods instead);
-//   - podsync.go: the status manager's GET before each patch, the stopping report before a deleted
+//   - pod_sync.go: the status manager's GET before each patch, the stopping report before a deleted
 //     pod's terminal one, and the GET before its DELETE.
 //
 // Deliberate differences from a kubelet, each for cost: the agent's view of its own Node and pods
@@ -65,7 +65,7 @@
 // (held.go); an agent that gives up gives up its Node and Lease too, for its fleet not to delete them. Its status patches carry the
 // UID of the Node it registered or adopted as metadata.uid, which the apiserver refuses (422, the UID
 // is immutable) on any other Node of that name, so a Node replaced mid-run is never written to; the
-// request is otherwise the kubelet's (statuspatch.go, withUID). In the kubelet footprint, an existing
+// request is otherwise the kubelet's (status_patch.go, withUID). In the kubelet footprint, an existing
 // CSINode is left as it is, where a kubelet would update its annotation or delete it when another Node
 // owns it; the CSINode an agent creates is owned by its Node and goes with it (the garbage collector
 // deletes it after the fleet's cleanup deletes the Node); its Events are left to expire with the
@@ -426,7 +426,7 @@ type run struct {
 // its CSINode (csinode.go) and its Events (events.go).
 type kubeletLoops struct {
 	watches []*reflector
-	objects objectWatches // the configmap and secret managers' (objectwatches.go)
+	objects objectWatches // the configmap and secret managers' (object_watches.go)
 	tokens  podTokens     // the token manager's (tokens.go)
 	csiNode csiNodeLoop
 	events  eventRecorder

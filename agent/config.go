@@ -34,7 +34,7 @@ type Config struct {
 	// Footprint is which of a kubelet's requests the agents make; "" is DefaultFootprint.
 	Footprint Footprint
 	Scheduler *scheduler.Scheduler
-	// Pods is the fake runtime's timing of the node's pods (podspec.go).
+	// Pods is the fake runtime's timing of the node's pods (pod_spec.go).
 	Pods PodTiming
 	// Rand returns a float in [0, 1) for the kubelet's jitter and report delay; nil means math/rand/v2.
 	Rand func() float64

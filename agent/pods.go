@@ -14,10 +14,10 @@ import (
 )
 
 // The node's pods: every pod bound to the node (spec.nodeName), whoever created it. In the kubelet
-// footprint the agent's own pod watch shows them (podwatch.go); in the heartbeat footprint the
+// footprint the agent's own pod watch shows them (pod_watch.go); in the heartbeat footprint the
 // fleet's one watch of all bound pods does (ObservePod, ForgetPod, ReplacePods). The agent is the
-// kubelet for them: it admits each as the kubelet does (podadmit.go), runs its containers in a fake
-// runtime (podruntime.go) and reports their status as the status manager does (podstatus.go); it
+// kubelet for them: it admits each as the kubelet does (pod_admit.go), runs its containers in a fake
+// runtime (pod_runtime.go) and reports their status as the status manager does (pod_status.go); it
 // stops the containers of a pod someone deleted and sends the final DELETE. It never creates a pod:
 // an evicted pod stays gone.
 //

@@ -25,7 +25,7 @@ import (
 type reflector struct {
 	r *run
 	// ctx is the run's, or for a watch the configmap and secret managers close on their own, one of
-	// its children (objectwatches.go).
+	// its children (object_watches.go).
 	ctx context.Context
 	// untracked: the reflector is not one the run must hold to be caught up (recovery.go).
 	untracked bool
@@ -38,7 +38,7 @@ type reflector struct {
 	// clientTimeout: the reflector watches through a typed client, whose Watch also sends the
 	// timeout as the request's (timeout=7m30s); the pod source's ListWatch on the REST client does not.
 	clientTimeout bool
-	// pods: the watch is the pod source's, whose events are the node's pods (podwatch.go).
+	// pods: the watch is the pod source's, whose events are the node's pods (pod_watch.go).
 	pods bool
 
 	rv          string // last synced resource version

@@ -18,8 +18,8 @@ import (
 // ErrPartitioned is what a request of a partitioned node fails with, after the client timeout.
 var ErrPartitioned = errors.New("partitioned: no response before the client timeout")
 
-// Every API call an agent makes is one of the methods below or of podrequest.go, csinode.go and
-// events.go, and each goes through call; requestkinds.go lists their kinds and its watches', for
+// Every API call an agent makes is one of the methods below or of pod_request.go, csinode.go and
+// events.go, and each goes through call; request_kinds.go lists their kinds and its watches', for
 // the permissions they need.
 
 // kubeletClient is which of the kubelet's clients sends a request of the Node (Clients).

@@ -37,7 +37,7 @@ type statusLoop struct {
 		health Health
 	}
 	// sleeping: the loop waits for its report instead of ticking, until wakeAt or a change
-	// (statussleep.go). Guarded by Agent.mu.
+	// (status_sleep.go). Guarded by Agent.mu.
 	sleeping bool
 	wakeAt   time.Time
 	wake     statusWake

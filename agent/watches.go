@@ -15,7 +15,7 @@ import (
 //   - its PodCertificateRequests (podcertificate.NewIssuingManager; its feature gate is on by default).
 //
 // The configmap and secret managers' watches, one per ConfigMap and Secret the node's pods
-// reference, open and close with the pods (objectwatches.go).
+// reference, open and close with the pods (object_watches.go).
 func (a *Agent) kubeletReflectors(r *run) []*reflector {
 	name := fields.OneTermEqualSelector("metadata.name", a.name).String()
 	onNode := fields.OneTermEqualSelector("spec.nodeName", a.name).String()

@@ -53,7 +53,7 @@ var podPermissions = []access.Permission{
 }
 
 // What the fleet's credential does in the heartbeat footprint, whose agents have no pod watch of
-// their own: one watch of every pod bound to a node, in every namespace (podwatch.go). Reading every
+// their own: one watch of every pod bound to a node, in every namespace (pod_watch.go). Reading every
 // pod's spec is a real privilege (their environment, their commands), which
 // deploy/rbac/bound-pods.yaml grants apart from the rest.
 var boundPodPermissions = []access.Permission{

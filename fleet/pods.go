@@ -25,7 +25,7 @@ import (
 // The fleet's pods (Config.PodsPerNode): the fleet creates them with its own credential, as a user or
 // a controller would, bound to their node by spec.nodeName (no scheduler involved), once the node
 // registered, at Config.PodQPS. Their agents run them as they run any pod bound to their node, from
-// their pod source (podwatch.go): they are one more source of pods, not a path of their own. One
+// their pod source (pod_watch.go): they are one more source of pods, not a path of their own. One
 // watch of the fleet's labelled pods counts them and shows them to the OnPod handlers (the
 // measurement). The fleet never recreates a pod: one the taint eviction controller deleted stays
 // deleted.

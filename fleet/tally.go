@@ -32,7 +32,7 @@ type Tally struct {
 	intervals  histogram // between a node's successive renewals
 	sendLag    histogram // from a loop tick's due time to its first request
 	throttled  atomic.Int64
-	watches    watchTally // the agents' watches (watchtally.go)
+	watches    watchTally // the agents' watches (watch_tally.go)
 }
 
 // cell is one verb, resource and code.

@@ -3,7 +3,7 @@ package fleetname
 import "strings"
 
 // PodNamespace is where the fleet creates its pods, a namespace of fakelet's own
-// (fleet/podnamespace.go says why).
+// (fleet/pod_namespace.go says why).
 const PodNamespace = "fakelet-pods"
 
 // PodServiceAccount is the ServiceAccount the fleet's pods run as: their namespace's default, which

@@ -23,7 +23,7 @@ func init() { subcommandFactories = append(subcommandFactories, newCapacityComma
 type capacityFlags struct {
 	run   runFlags
 	steps capacity.Config
-	// verdictTimeout and lockstep are a sharded run's (capacityshard.go); lockstep is nil unsharded.
+	// verdictTimeout and lockstep are a sharded run's (capacity_shard.go); lockstep is nil unsharded.
 	verdictTimeout time.Duration
 	lockstep       *capacity.Lockstep
 }

@@ -92,7 +92,7 @@ func deploymentSizes(pods, max int) []int {
 // benchDeployment is Deployment name of replicas pause pods, each requesting what 110 of fit on a
 // node, on the fleet's nodes only (any node with a fleet label: a bench control plane holds one
 // fleet) and spread over them as evenly as the scheduler can: fake nodes score alike, and the
-// scheduler breaks ties in the same order each time (scenario/workloadobjects.go). The pods keep the
+// scheduler breaks ties in the same order each time (scenario/workload_objects.go). The pods keep the
 // service account token a Deployment's pods get.
 func benchDeployment(name string, replicas int) *appsv1.Deployment {
 	all := map[string]string{podsLabel: "true"}

@@ -69,7 +69,7 @@ type ctrPlan struct {
 }
 
 // podView is the part of a pod's state its status is made of: the agent reports it, and keeps the
-// last view the server accepted, to patch what changed (podstatus.go).
+// last view the server accepted, to patch what changed (pod_status.go).
 type podView struct {
 	phase           corev1.PodPhase
 	reason, message string // a rejection's

@@ -36,8 +36,8 @@ const (
 	groupStorage      = "storage.k8s.io"
 )
 
-// requestKinds is every kind of request an agent sends (request.go, podrequest.go, csinode.go,
-// events.go, and the watches of watches.go and objectwatches.go). The fleet's pods reference one
+// requestKinds is every kind of request an agent sends (request.go, pod_request.go, csinode.go,
+// events.go, and the watches of watches.go and object_watches.go). The fleet's pods reference one
 // ConfigMap, kube-root-ca.crt, through the service account token volume the ServiceAccount
 // admission plugin adds; a pod that referenced Secrets (a service account with image pull secrets)
 // would have them watched too, which no fleet's pod does.

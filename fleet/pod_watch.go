@@ -16,7 +16,7 @@ import (
 
 // boundPodWatch is the heartbeat footprint's pod source, kwok's way: one watch of every pod bound
 // to a node (spec.nodeName set), each event handed to the agent of that node, none kept. In the
-// kubelet footprint each agent watches its own pods instead (agent/podwatch.go), as a kubelet does.
+// kubelet footprint each agent watches its own pods instead (agent/pod_watch.go), as a kubelet does.
 //
 // It is a client-go Reflector over a store that keeps nothing: the agents hold what they need of
 // their pods, and a new list is handed to every agent as the whole of its pods (Agent.ReplacePods),
