@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -146,22 +145,11 @@ func (procfs) process(pid int) (procInfo, error) {
 }
 
 func (procfs) rss(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	rss, err := ReadKiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("RSS of process %d (a kernel thread has none): %w", pid, err)
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse VmRSS of process %d: %w", pid, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for process %d (a kernel thread?)", pid)
+	return rss, nil
 }
 
 // stopGracePeriod is how long a component gets to exit after SIGTERM before SIGKILL. The apiserver

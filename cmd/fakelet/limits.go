@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"fakelet.dev/fakelet/controlplane"
 	"fakelet.dev/fakelet/fleet"
 )
 
@@ -91,20 +91,9 @@ func readMachineMemory() uint64 {
 
 // memTotal is /proc/meminfo's MemTotal in bytes, 0 if unknown.
 func memTotal() uint64 {
-	f, err := os.Open("/proc/meminfo")
+	total, err := controlplane.ReadKiB("/proc/meminfo", "MemTotal")
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			kib, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kib << 10
-		}
-	}
-	return 0
+	return uint64(total)
 }
