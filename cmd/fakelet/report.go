@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -57,16 +58,8 @@ several processes or machines (docs/report.md).`,
 			if htmlPath == "" {
 				htmlPath = filepath.Join(filepath.Dir(args[0]), report.HTMLFile)
 			}
-			f, err := os.Create(htmlPath)
-			if err != nil {
-				return fmt.Errorf("write the HTML report: %w", err)
-			}
-			if err := r.WriteHTML(f); err != nil {
-				f.Close()
-				return fmt.Errorf("write %s: %w", htmlPath, err)
-			}
-			if err := f.Close(); err != nil {
-				return fmt.Errorf("write %s: %w", htmlPath, err)
+			if err := writeFile(htmlPath, "the HTML report", r.WriteHTML); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", htmlPath)
 			return nil
@@ -76,4 +69,20 @@ several processes or machines (docs/report.md).`,
 	prom.register(cmd)
 	cmd.AddCommand(newReportMergeCommand())
 	return cmd
+}
+
+// writeFile creates path and writes what (as an error names it) into it with write, closing it.
+func writeFile(path, what string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", what, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -35,16 +34,8 @@ from them (docs/capacity.md). Render its HTML page with fakelet report MERGED.js
 				return err
 			}
 			merged.Parameters.Args = append([]string{"fakelet", "report", "merge"}, args...)
-			f, err := os.Create(out)
-			if err != nil {
-				return fmt.Errorf("write the merged report: %w", err)
-			}
-			if err := merged.WriteJSON(f); err != nil {
-				f.Close()
-				return fmt.Errorf("write %s: %w", out, err)
-			}
-			if err := f.Close(); err != nil {
-				return fmt.Errorf("write %s: %w", out, err)
+			if err := writeFile(out, "the merged report", merged.WriteJSON); err != nil {
+				return err
 			}
 			if err := merged.WriteText(cmd.OutOrStdout()); err != nil {
 				return err

@@ -62,26 +62,17 @@ func (p *promFlags) run(cmd *cobra.Command) error {
 		}
 		base = &r.Record
 	}
-	var from, to time.Time
-	switch {
-	case p.from != "":
-		if from, err = timeFlag("from", p.from); err != nil {
-			return err
-		}
-	case base != nil:
-		from = base.Start
-	default:
-		return fmt.Errorf("--prometheus needs --from (or --phases-from, whose report's start it takes)")
+	var baseStart, baseEnd *time.Time
+	if base != nil {
+		baseStart, baseEnd = &base.Start, &base.End
 	}
-	switch {
-	case p.to != "":
-		if to, err = timeFlag("to", p.to); err != nil {
-			return err
-		}
-	case base != nil:
-		to = base.End
-	default:
-		return fmt.Errorf("--prometheus needs --to (or --phases-from, whose report's end it takes)")
+	from, err := boundFlag("from", p.from, baseStart, "start")
+	if err != nil {
+		return err
+	}
+	to, err := boundFlag("to", p.to, baseEnd, "end")
+	if err != nil {
+		return err
 	}
 	if !to.After(from) {
 		return fmt.Errorf("--to %s is not after --from %s", to.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339))
@@ -117,4 +108,15 @@ func (p *promFlags) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", dir)
 	return nil
+}
+
+// boundFlag is the time --name gives, or else the base report's (its start or end, as which says).
+func boundFlag(name, value string, base *time.Time, which string) (time.Time, error) {
+	switch {
+	case value != "":
+		return timeFlag(name, value)
+	case base != nil:
+		return *base, nil
+	}
+	return time.Time{}, fmt.Errorf("--prometheus needs --%s (or --phases-from, whose report's %s it takes)", name, which)
 }
