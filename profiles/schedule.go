@@ -158,15 +158,15 @@ func (s *Schedule) Events(phase int) iter.Seq[Event] {
 		if phase < 0 || phase >= len(s.windows) {
 			return
 		}
-		h := &mergeHeap{}
+		h := &orderedHeap[head]{less: headBefore}
 		for _, st := range s.streams(phase) {
 			if ev, ok := st.next(); ok {
-				*h = append(*h, head{ev, st})
+				h.items = append(h.items, head{ev, st})
 			}
 		}
 		heap.Init(h)
 		for h.Len() > 0 {
-			top := &(*h)[0]
+			top := &h.items[0]
 			ev := top.ev
 			if next, ok := top.st.next(); ok {
 				top.ev = next
@@ -274,17 +274,15 @@ func churnStagger(a *Action, k, n int) time.Duration {
 	return stagger(a.Spread.Duration, k, n)
 }
 
-// mergeHeap merges the streams of a phase by (At, Action, Node).
+// head is a stream and its next event, in the heap that merges a phase's streams.
 type head struct {
 	ev Event
 	st stream
 }
 
-type mergeHeap []head
-
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, j int) bool {
-	a, b := h[i].ev, h[j].ev
+// headBefore merges the streams of a phase by (At, Action, Node).
+func headBefore(x, y *head) bool {
+	a, b := x.ev, y.ev
 	if a.At != b.At {
 		return a.At < b.At
 	}
@@ -292,12 +290,4 @@ func (h mergeHeap) Less(i, j int) bool {
 		return a.Action < b.Action
 	}
 	return a.Node < b.Node
-}
-func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(head)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

@@ -58,7 +58,7 @@ type flapStream struct {
 	jitter       time.Duration
 	end          time.Duration
 	key          uint64
-	members      flapHeap
+	members      orderedHeap[flapMember] // by their next event: (at, node)
 }
 
 // flapMember is where one member is in its flapping.
@@ -80,11 +80,11 @@ func newFlapStream(plan *Plan, a *Action, tmpl Event, members []int, base, end t
 		end:    end,
 		key:    hashOf(hashKey(plan.Seed, "flap"), uint64(tmpl.Phase), uint64(tmpl.Action)),
 	}
-	s.members = make(flapHeap, 0, len(members))
+	s.members = orderedHeap[flapMember]{items: make([]flapMember, 0, len(members)), less: flapBefore}
 	for k, node := range members {
 		m := flapMember{node: node, start: base + stagger(a.Spread.Duration, k, len(members))}
 		if s.schedule(&m) {
-			s.members = append(s.members, m)
+			s.members.items = append(s.members.items, m)
 		}
 	}
 	heap.Init(&s.members)
@@ -123,10 +123,10 @@ func (s *flapStream) schedule(m *flapMember) bool {
 }
 
 func (s *flapStream) next() (Event, bool) {
-	if len(s.members) == 0 {
+	if s.members.Len() == 0 {
 		return Event{}, false
 	}
-	m := &s.members[0]
+	m := &s.members.items[0]
 	ev := s.tmpl
 	ev.Node, ev.At, ev.Op = m.node, m.at, OpStop
 	if m.stopped {
@@ -142,21 +142,9 @@ func (s *flapStream) next() (Event, bool) {
 	return ev, true
 }
 
-// flapHeap orders members by their next event: (at, node).
-type flapHeap []flapMember
-
-func (h flapHeap) Len() int { return len(h) }
-func (h flapHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
+func flapBefore(a, b *flapMember) bool {
+	if a.at != b.at {
+		return a.at < b.at
 	}
-	return h[i].node < h[j].node
-}
-func (h flapHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *flapHeap) Push(x any)   { *h = append(*h, x.(flapMember)) }
-func (h *flapHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return a.node < b.node
 }
