@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/fleetname"
@@ -28,8 +29,8 @@ type shardFlags struct {
 
 	parsed fleetname.Shard
 	at     time.Time
-	auto   bool             // --start-at auto: at comes from the start Lease once the cluster is known
-	now    func() time.Time // time.Now unless a test sets it
+	auto   bool               // --start-at auto: at comes from the start Lease once the cluster is known
+	clock  clock.PassiveClock // the wall clock unless a test sets one
 	// run is what every shard must share, and duration how long it lasts from its start: the start
 	// Lease holds the one and expires after the other.
 	run      lockstep.Run
@@ -118,11 +119,11 @@ func (sf *shardFlags) start(cfg fleet.Config, flags *pflag.FlagSet) error {
 	if err != nil {
 		return fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2026-03-01T12:00:00Z, or auto", sf.startAt)
 	}
-	now := time.Now
-	if sf.now != nil {
-		now = sf.now
+	var clk clock.PassiveClock = clock.RealClock{}
+	if sf.clock != nil {
+		clk = sf.clock
 	}
-	if !at.After(now()) {
+	if !at.After(clk.Now()) {
 		return fmt.Errorf("--start-at %s has passed: a shard started late would run out of step with the others", sf.startAt)
 	}
 	sf.at = at

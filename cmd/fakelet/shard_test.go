@@ -27,7 +27,7 @@ func prepareShard(t *testing.T, hostname string, args ...string) (fleet.Config, 
 	t.Helper()
 	rf := &runFlags{}
 	rf.shard.hostname = hostname
-	rf.shard.now = func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+	rf.shard.clock = testingclock.NewFakePassiveClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	cmd := newRunCommandFor(rf)
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
