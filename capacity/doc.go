@@ -4,5 +4,5 @@
 // step that held every level is the answer, with the level that broke first and by how much.
 //
 // The step logic (Run) drives a Fleet, the interface a real fleet and its measurement implement and
-// a test fakes, on an injected Sleep: it knows nothing of agents or scrapes.
+// a test fakes, on an injected clock: it knows nothing of agents or scrapes.
 package capacity

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -108,7 +111,7 @@ func (l Lockstep) Duration(c Config) time.Duration {
 
 // verdict posts what this shard measured of the step st and waits until every shard's verdict is
 // in, or until the step's Due: it returns the fleet's levels, or which shards were missing.
-func (l Lockstep) verdict(ctx context.Context, c Config, st StepTimes, m Measured, now func() time.Time, sleep Sleep) ([]report.Level, error) {
+func (l Lockstep) verdict(ctx context.Context, c Config, st StepTimes, m Measured, clk clock.Clock) ([]report.Level, error) {
 	if err := l.Verdicts.Publish(ctx, st.Nodes, m, st.Due); err != nil {
 		return nil, fmt.Errorf("post shard %v's verdict: %w", l.Shard, err)
 	}
@@ -124,7 +127,7 @@ func (l Lockstep) verdict(ctx context.Context, c Config, st StepTimes, m Measure
 			}
 			return report.MergeLevels(levels)
 		}
-		left := st.Due.Sub(now())
+		left := st.Due.Sub(clk.Now())
 		if left <= 0 {
 			var missing []string
 			for i := range l.Shard.Count {
@@ -135,7 +138,7 @@ func (l Lockstep) verdict(ctx context.Context, c Config, st StepTimes, m Measure
 			return nil, fmt.Errorf("shard %s posted no verdict by %s (--verdict-timeout %v after the hold): the shards cannot agree on the step, so this one stops too",
 				strings.Join(missing, ", shard "), st.Due.Format(time.RFC3339), l.VerdictTimeout)
 		}
-		if err := sleep(ctx, min(verdictPoll, left)); err != nil {
+		if err := pause.On(ctx, clk, min(verdictPoll, left)); err != nil {
 			return nil, err
 		}
 	}

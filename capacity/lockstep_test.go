@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 
 	"fakelet.dev/fakelet/fleetname"
 	"fakelet.dev/fakelet/internal/fleettest"
@@ -19,10 +20,12 @@ import (
 	"fakelet.dev/fakelet/measure/load"
 )
 
-// simClock is the clock the shards of a test share: a shard that sleeps waits until every other
-// shard sleeps (or has ended) too, and then time moves on to the earliest wake-up. So the shards run
-// in step on one fake time, as processes on one wall clock would, with no real time passing.
+// simClock is the clock the shards of a test share: a shard that waits on a timer waits until every
+// other shard waits (or has ended) too, and then time moves on to the earliest wake-up. So the
+// shards run in step on one fake time, as processes on one wall clock would, with no real time
+// passing. Of a clock.Clock it has what the step logic uses: Now and NewTimer.
 type simClock struct {
+	clock.Clock
 	mu       sync.Mutex
 	now      time.Time
 	running  int // shards neither asleep nor ended
@@ -31,8 +34,12 @@ type simClock struct {
 
 type sleeper struct {
 	until time.Time
-	wake  chan struct{}
+	wake  chan time.Time
 }
+
+func (s *sleeper) C() <-chan time.Time    { return s.wake }
+func (*sleeper) Stop() bool               { return false }
+func (*sleeper) Reset(time.Duration) bool { panic("simClock's timers are not reset") }
 
 func newSimClock(shards int) *simClock { return &simClock{now: t0, running: shards} }
 
@@ -42,19 +49,15 @@ func (c *simClock) Now() time.Time {
 	return c.now
 }
 
-func (c *simClock) sleep(ctx context.Context, d time.Duration) error {
+// NewTimer is a shard beginning to wait: it runs again once the timer fires.
+func (c *simClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
-	s := &sleeper{until: c.now.Add(max(d, 0)), wake: make(chan struct{})}
+	defer c.mu.Unlock()
+	s := &sleeper{until: c.now.Add(max(d, 0)), wake: make(chan time.Time, 1)}
 	c.sleepers = append(c.sleepers, s)
 	c.running--
 	c.advance()
-	c.mu.Unlock()
-	select {
-	case <-s.wake:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s
 }
 
 // ended says a shard's run returned.
@@ -76,7 +79,7 @@ func (c *simClock) advance() {
 		c.now = c.sleepers[0].until
 	}
 	for len(c.sleepers) > 0 && !c.sleepers[0].until.After(c.now) {
-		close(c.sleepers[0].wake)
+		c.sleepers[0].wake <- c.now
 		c.sleepers = c.sleepers[1:]
 		c.running++
 	}
@@ -97,7 +100,6 @@ func (f *shardFleet) Grow(_ context.Context, n int) error {
 	f.nodes = append(f.nodes, f.l.Nodes(n))
 	return nil
 }
-func (f *shardFleet) Now() time.Time           { return f.clock.Now() }
 func (f *shardFleet) Hold(_ int, at time.Time) { f.holds = append(f.holds, at) }
 func (f *shardFleet) Measure(_ context.Context, from, to time.Time) (Measured, []load.Process, error) {
 	n := f.nodes[len(f.nodes)-1]
@@ -163,7 +165,7 @@ func runShards(t *testing.T, c Config, client *fake.Clientset, fleets []*shardFl
 		go func() {
 			defer wg.Done()
 			defer clock.ended()
-			res, err := RunInLockstep(context.Background(), c, f.l, f, clock.sleep)
+			res, err := RunInLockstep(context.Background(), c, f.l, f, clock)
 			out[i] = shardRun{res: res, err: err, fleet: f, board: b}
 		}()
 	}

@@ -9,7 +9,7 @@ import (
 func TestReportNamesTheAnswerAndEveryLevelOfEveryStep(t *testing.T) {
 	f := &fakeFleet{now: t0}
 	c := config(2000, 3000, 10000)
-	r, err := Run(context.Background(), c, f, f.sleep)
+	r, err := Run(context.Background(), c, f, f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/measure/load"
 	"fakelet.dev/fakelet/report"
 )
@@ -58,8 +61,6 @@ func (c Config) Sizes() []int {
 type Fleet interface {
 	// Grow makes the fleet n nodes, returning once they are started (not necessarily ready).
 	Grow(ctx context.Context, n int) error
-	// Now is the fleet's clock.
-	Now() time.Time
 	// Hold says that the hold of the step of n nodes begins at at: what happens from then on is
 	// the step's.
 	Hold(n int, at time.Time)
@@ -89,38 +90,36 @@ type Result struct {
 	Broke *report.Level `json:"broke,omitempty"`
 }
 
-// Sleep waits d or until ctx ends: time.Sleep on a context, or a fake clock's advance in tests.
-type Sleep func(ctx context.Context, d time.Duration) error
-
 // Run grows f step by step, settling and holding each, and stops at the first step that breaks a
 // level (or at Max). A step's error ends the run with the steps so far.
-func Run(ctx context.Context, c Config, f Fleet, sleep Sleep) (Result, error) {
+func Run(ctx context.Context, c Config, f Fleet, clk clock.Clock) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
-	return run(ctx, c, f, sleep, nil)
+	return run(ctx, c, f, clk, nil)
 }
 
 // RunInLockstep is Run for one shard of a fleet run by several processes, on l's schedule: f grows
 // to this shard's part of each step, and the levels checked are the fleet's, from every shard's
 // verdict, so that every shard stops at the same step with the same answer. Each step's result
 // holds what this shard measured; the answer is the fleet's.
-func RunInLockstep(ctx context.Context, c Config, l Lockstep, f Fleet, sleep Sleep) (Result, error) {
+func RunInLockstep(ctx context.Context, c Config, l Lockstep, f Fleet, clk clock.Clock) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
 	if err := l.Validate(c); err != nil {
 		return Result{}, err
 	}
-	return run(ctx, c, f, sleep, &l)
+	return run(ctx, c, f, clk, &l)
 }
 
-func run(ctx context.Context, c Config, f Fleet, sleep Sleep, l *Lockstep) (Result, error) {
-	until := func(t time.Time) error { return sleep(ctx, t.Sub(f.Now())) }
+// run's waits are on clk: the wall clock in a command, a fake one in tests.
+func run(ctx context.Context, c Config, f Fleet, clk clock.Clock, l *Lockstep) (Result, error) {
+	until := func(t time.Time) error { return pause.On(ctx, clk, t.Sub(clk.Now())) }
 	var schedule []StepTimes
 	if l != nil {
 		schedule = l.Schedule(c)
-		if late := f.Now().Sub(l.Start); late > 0 {
+		if late := clk.Now().Sub(l.Start); late > 0 {
 			return Result{}, fmt.Errorf("shard %v was ready %v after the start at %s: it cannot step with the other shards (give a longer --start-delay)",
 				l.Shard, late.Round(time.Millisecond), l.Start.Format(time.RFC3339))
 		}
@@ -137,10 +136,10 @@ func run(ctx context.Context, c Config, f Fleet, sleep Sleep, l *Lockstep) (Resu
 		}
 		var from time.Time
 		if l == nil {
-			if err := sleep(ctx, c.Settle); err != nil {
+			if err := pause.On(ctx, clk, c.Settle); err != nil {
 				return r, err
 			}
-			from = f.Now()
+			from = clk.Now()
 		} else {
 			if err := until(schedule[k].Hold); err != nil {
 				return r, err
@@ -150,10 +149,10 @@ func run(ctx context.Context, c Config, f Fleet, sleep Sleep, l *Lockstep) (Resu
 		f.Hold(n, from)
 		var to time.Time
 		if l == nil {
-			if err := sleep(ctx, c.Hold); err != nil {
+			if err := pause.On(ctx, clk, c.Hold); err != nil {
 				return r, err
 			}
-			to = f.Now()
+			to = clk.Now()
 		} else {
 			to = schedule[k].End
 			if err := until(to); err != nil {
@@ -168,7 +167,7 @@ func run(ctx context.Context, c Config, f Fleet, sleep Sleep, l *Lockstep) (Resu
 		if l == nil {
 			st.Broken = c.Levels.Check(m, c.RenewInterval)
 		} else {
-			levels, err := l.verdict(ctx, c, schedule[k], m, f.Now, sleep)
+			levels, err := l.verdict(ctx, c, schedule[k], m, clk)
 			if err != nil {
 				return r, fmt.Errorf("the step of %d nodes: %w", n, err)
 			}

@@ -8,17 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"fakelet.dev/fakelet/internal/pause"
-	"fakelet.dev/fakelet/measure/load"
 	"github.com/spf13/pflag"
+	"k8s.io/utils/clock"
+
+	"fakelet.dev/fakelet/measure/load"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fakeFleet's levels follow its size: its mutating p99 is a second per 6,000 nodes, its renewal
-// interval p99 10.2 s, and from alarmsFrom nodes on it has a false alarm. Its clock is the tests'
-// Sleep: waiting moves it on at once.
+// interval p99 10.2 s, and from alarmsFrom nodes on it has a false alarm. It is its run's clock too,
+// on which waiting moves time on at once.
 type fakeFleet struct {
+	clock.Clock
 	now        time.Time
 	size       int
 	grown      []int
@@ -32,11 +34,22 @@ func (f *fakeFleet) Grow(_ context.Context, n int) error {
 	f.grown = append(f.grown, n)
 	return nil
 }
+
+// Now and NewTimer make the fleet the clock of its run too, on which a timer fires at once, the
+// clock moved to its end.
 func (f *fakeFleet) Now() time.Time { return f.now }
-func (f *fakeFleet) sleep(_ context.Context, d time.Duration) error {
+func (f *fakeFleet) NewTimer(d time.Duration) clock.Timer {
 	f.now = f.now.Add(d)
-	return nil
+	t := firedTimer(make(chan time.Time, 1))
+	t <- f.now
+	return t
 }
+
+type firedTimer chan time.Time
+
+func (t firedTimer) C() <-chan time.Time      { return t }
+func (firedTimer) Stop() bool                 { return false }
+func (firedTimer) Reset(time.Duration) bool   { panic("fakeFleet's timers are not reset") }
 func (f *fakeFleet) Hold(n int, at time.Time) { f.holds = append(f.holds, n) }
 func (f *fakeFleet) Measure(_ context.Context, from, to time.Time) (Measured, []load.Process, error) {
 	f.measured = append(f.measured, [2]time.Duration{from.Sub(t0), to.Sub(t0)})
@@ -54,7 +67,7 @@ func config(start, step, max int) Config {
 
 func TestRunStopsAtTheFirstBrokenStep(t *testing.T) {
 	f := &fakeFleet{now: t0}
-	r, err := Run(context.Background(), config(2000, 3000, 10000), f, f.sleep)
+	r, err := Run(context.Background(), config(2000, 3000, 10000), f, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +93,7 @@ func TestRunStopsAtTheFirstBrokenStep(t *testing.T) {
 
 func TestRunThatHoldsToMaxEndsAtMax(t *testing.T) {
 	f := &fakeFleet{now: t0}
-	r, err := Run(context.Background(), config(1000, 1500, 4000), f, f.sleep)
+	r, err := Run(context.Background(), config(1000, 1500, 4000), f, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +104,7 @@ func TestRunThatHoldsToMaxEndsAtMax(t *testing.T) {
 
 func TestAFalseAlarmAtTheFirstStepHoldsNothing(t *testing.T) {
 	f := &fakeFleet{now: t0, alarmsFrom: 1}
-	r, err := Run(context.Background(), config(1000, 1000, 3000), f, f.sleep)
+	r, err := Run(context.Background(), config(1000, 1000, 3000), f, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +172,7 @@ func TestRunStopsWithTheContext(t *testing.T) {
 	f := &fakeFleet{now: t0}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r, err := Run(ctx, config(1000, 1000, 3000), f, pause.For)
+	r, err := Run(ctx, config(1000, 1000, 3000), f, clock.RealClock{})
 	if !errors.Is(err, context.Canceled) || len(r.Steps) != 0 {
 		t.Errorf("steps %d, err %v: want none and the context's error", len(r.Steps), err)
 	}
@@ -167,7 +180,7 @@ func TestRunStopsWithTheContext(t *testing.T) {
 
 func TestEveryStepsHoldBeginsAndCarriesItsProcesses(t *testing.T) {
 	f := &fakeFleet{now: t0}
-	r, err := Run(context.Background(), config(1000, 1000, 3000), f, f.sleep)
+	r, err := Run(context.Background(), config(1000, 1000, 3000), f, f)
 	if err != nil {
 		t.Fatal(err)
 	}

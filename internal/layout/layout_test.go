@@ -71,7 +71,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"measure/promrecord": {imports: []string{"measure/record", "deploy", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "report"}},
 
 	// The commands.
-	"capacity": {imports: []string{"fleetname", "internal/lockstep", "measure/load", "report"}, tests: []string{"internal/fleettest", "internal/pause"}},
+	"capacity": {imports: []string{"fleetname", "internal/lockstep", "internal/pause", "measure/load", "report"}, tests: []string{"internal/fleettest"}},
 	"internal/run": {
 		imports: []string{"agent", "capacity", "controlplane", "fleet", "fleetname", "heartbeat", "internal/lockstep", "internal/metrics", "internal/pause", "measure",
 			"measure/falsealarm", "measure/load", "measure/record", "measure/source", "measure/workload", "profiles", "report", "scenario"},

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/utils/clock"
+
 	"fakelet.dev/fakelet/capacity"
-	"fakelet.dev/fakelet/internal/pause"
 	"fakelet.dev/fakelet/report"
 )
 
@@ -43,9 +44,9 @@ func (r *Run) Capacity(ctx context.Context, steps capacity.Config, l *capacity.L
 	go func() {
 		defer close(stepsDone)
 		if shards != nil {
-			res, stepsErr = capacity.RunInLockstep(stepsCtx, steps, shards.lockstep, g, pause.For)
+			res, stepsErr = capacity.RunInLockstep(stepsCtx, steps, shards.lockstep, g, clock.RealClock{})
 		} else {
-			res, stepsErr = capacity.Run(stepsCtx, steps, g, pause.For)
+			res, stepsErr = capacity.Run(stepsCtx, steps, g, clock.RealClock{})
 		}
 	}()
 	var runErr error

@@ -79,9 +79,6 @@ func (g *grower) Grow(ctx context.Context, n int) error {
 	return nil
 }
 
-// Now implements capacity.Fleet.
-func (g *grower) Now() time.Time { return time.Now() }
-
 // Hold begins the hold's phase and notes what the fleet counted so far.
 func (g *grower) Hold(n int, at time.Time) {
 	name := report.HoldPhase(n)
