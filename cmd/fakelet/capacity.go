@@ -117,18 +117,19 @@ func (cf *capacityFlags) nodes(n int) int {
 	return cf.lockstep.Nodes(n)
 }
 
-// runCapacity sizes the process for the last step's fleet and grows the fleet step by step on the
+// runCapacity sizes the process (GOMAXPROCS, GOGC) for the last step's fleet and grows the fleet step by step on the
 // target (run.Run.Capacity), which writes the report and deletes the fleet. A step that breaks a
 // level is the answer, not an error.
 func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg fleet.Resolved) error {
+	atMax := cfg.Config()
+	atMax.Nodes = cf.nodes(cf.steps.Max)
 	procs := cf.run.procs
 	if procs == 0 && os.Getenv("GOMAXPROCS") == "" {
-		atMax := cfg.Config()
-		atMax.Nodes = cf.nodes(cf.steps.Max)
 		procs = run.FleetProcs(atMax, runtime.GOMAXPROCS(0)) // for the last step's fleet, not the first's
 	}
 	run.SizeProcs(procs, cfg.Config())
 	o := cf.run.options(out, log, cfg, nil)
+	o.GOGC = run.SizeGC(atMax.Nodes) // likewise
 	o.Metrics.Addr = "" // no metrics server: the report is the answer
 	r, err := run.New(ctx, o)
 	defer r.Close()

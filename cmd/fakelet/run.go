@@ -191,7 +191,9 @@ func (rf *runFlags) flag(name string) string {
 // --after-run=wait, it holds. What set-up started is released at the end, in reverse order.
 func runFleet(ctx context.Context, cmd *cobra.Command, rf runFlags, cfg fleet.Resolved, plan *profiles.Plan) error {
 	run.SizeProcs(rf.procs, cfg.Config())
-	r, err := run.New(ctx, rf.options(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, plan))
+	o := rf.options(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, plan)
+	o.GOGC = run.SizeGC(cfg.Config().Nodes)
+	r, err := run.New(ctx, o)
 	defer r.Close()
 	if err != nil {
 		return err

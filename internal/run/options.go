@@ -44,6 +44,9 @@ type Options struct {
 	// Images is the container images each node reports, as the command was given it, for the
 	// report's parameters.
 	Images int
+	// GOGC is what the command set the garbage collector to for its fleet (SizeGC), as the run's
+	// first line says it, beside GOMAXPROCS (SizeProcs).
+	GOGC int
 	// CleanupCommand is the command that removes what a failed cleanup left.
 	CleanupCommand string
 	// Out receives the summary and the report's table, Log the run's progress.

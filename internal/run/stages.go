@@ -19,7 +19,6 @@ import (
 type Run struct {
 	o        Options
 	cfg      fleet.Resolved
-	gogc     int // the GOGC it runs with (SizeGC)
 	plan     *profiles.Plan
 	out, log io.Writer
 
@@ -54,7 +53,6 @@ func New(ctx context.Context, o Options) (*Run, error) {
 }
 
 func (r *Run) setUp(ctx context.Context) error {
-	r.gogc = SizeGC(r.cfg.Config().Nodes)
 	m, err := startMetrics(r.o.Metrics, r.log)
 	if err != nil {
 		return err
@@ -90,7 +88,7 @@ func (r *Run) setUp(ctx context.Context) error {
 	cfg := r.f.Config()
 	fmt.Fprintf(r.log, "fleet %s, run %s: %d nodes %s..%s, %s heartbeats, %s footprint, identity %s, %s, registering %g/s, GOMAXPROCS %d, GOGC %d\n",
 		cfg.Fleet, cfg.RunID, cfg.Nodes, fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex), fleetname.NodeName(cfg.NamePrefix, cfg.FirstIndex+cfg.Nodes-1),
-		cfg.Heartbeat.Mode, cfg.Footprint, cfg.Identity, connectionsText(cfg), cfg.RegisterQPS, runtime.GOMAXPROCS(0), r.gogc)
+		cfg.Heartbeat.Mode, cfg.Footprint, cfg.Identity, connectionsText(cfg), cfg.RegisterQPS, runtime.GOMAXPROCS(0), r.o.GOGC)
 	return nil
 }
 
