@@ -257,6 +257,8 @@ func (s *Session) Applied(a reaction.Action) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Read under s.mu: a renewal the watch records after this is passed to renewed after it too.
+	s.takeRenewal(&a, s.recorder.LastRenewTime(a.Node))
 	s.tracker.Applied(a)
 	kept := &a
 	s.actions.Add(kept)
@@ -269,24 +271,31 @@ func (s *Session) Applied(a reaction.Action) {
 // renewed takes a renewal the Lease watch saw as the last one before a silencing action when its
 // renewTime is before the action and later than the last renewal the agent saw answered: a renewal
 // in flight when the node stopped is cancelled on the agent's side, but the server may have committed
-// it, and the node lifecycle controller's grace period runs from that one.
+// it, and the node lifecycle controller's grace period runs from that one. Applied takes one the watch
+// saw before the action was recorded.
 func (s *Session) renewed(node string, renewTime time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.latest[node]
-	if a == nil {
+	if a == nil || !s.takeRenewal(a, renewTime) {
 		return
 	}
-	if !reaction.Silencing(a.Op) || !renewTime.Before(a.At) || !renewTime.After(a.LastRenewal) {
-		return
-	}
-	a.LastRenewal = renewTime
 	if open := s.tracker.Open(node); open != nil {
 		open.LastRenewal = renewTime
 	}
 	if la := s.live[node]; la != nil {
 		la.action.LastRenewal = renewTime
 	}
+}
+
+// takeRenewal makes renewTime a's last renewal if a silenced the node after it and the agent saw no
+// later one answered.
+func (s *Session) takeRenewal(a *reaction.Action, renewTime time.Time) bool {
+	if !reaction.Silencing(a.Op) || !renewTime.Before(a.At) || !renewTime.After(a.LastRenewal) {
+		return false
+	}
+	a.LastRenewal = renewTime
+	return true
 }
 
 // TaintedNodes counts the fleet's nodes that carry a taint now, as the watch saw them: a fleet that

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -108,6 +109,24 @@ func TestACommittedRenewalInFlightAtAStopIsTheLastRenewal(t *testing.T) {
 	s.recorder.ObserveNode(nil, testNode("n0", corev1.ConditionUnknown))
 	if d := fromRenewal - fromAction; d != 100*time.Millisecond {
 		t.Errorf("live reaction: from last renewal %v, from action %v: want 100 ms apart", fromRenewal, fromAction)
+	}
+}
+
+// A renewal in flight at a stop may be committed, and seen by the Lease watch, before the stop is
+// recorded: the action still counts from it.
+func TestARenewalSeenBeforeTheStopIsRecordedIsTheLastRenewal(t *testing.T) {
+	s := New(Options{})
+	at := time.Now()
+	answered, inFlight := at.Add(-10200*time.Millisecond), at.Add(-40*time.Millisecond)
+	lease := func(renew time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", UID: "u0"},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: renew}}}
+	}
+	s.recorder.ObserveLease(nil, lease(answered))
+	s.recorder.ObserveLease(lease(answered), lease(inFlight))
+	s.Applied(reaction.Action{Phase: "outage", Group: "victims", Op: "stop", Node: "n0", At: at, LastRenewal: answered})
+	if got := s.Actions()[0].LastRenewal; !got.Equal(inFlight) {
+		t.Errorf("stopped node's last renewal %v, want the committed one the watch saw before the stop was recorded, %v", got, inFlight)
 	}
 }
 

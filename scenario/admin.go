@@ -64,7 +64,7 @@ func (t adminTask) Run() {
 		if r.ctx.Err() != nil {
 			continue // the run ended: the op did not happen, or we cannot tell
 		}
-		r.record(ev, r.sched.Clock().Now(), err)
+		r.record(ev, err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"time"
 
 	"fakelet.dev/fakelet/agent"
 	"fakelet.dev/fakelet/profiles"
@@ -22,7 +21,7 @@ func pull(s *profiles.Schedule, phase int) (func() (profiles.Event, bool), func(
 // apply applies one event to its node, logging its action if it is the action's first event. Ops on
 // an agent take effect at once; deleteLease and remove call the apiserver and are queued to the
 // admin workers, and take effect when their calls return.
-func (r *Runner) apply(ev profiles.Event, now time.Time) {
+func (r *Runner) apply(ev profiles.Event) {
 	if !r.begun[ev.Action] {
 		r.begun[ev.Action] = true
 		ph := &r.plan.Profile.Spec.Phases[ev.Phase]
@@ -36,25 +35,25 @@ func (r *Runner) apply(ev profiles.Event, now time.Time) {
 		r.admin.push(ev)
 		return
 	case profiles.OpAdd:
-		r.record(ev, now, r.fleet.AddNodes([]int{ev.Node}))
+		r.record(ev, r.fleet.AddNodes([]int{ev.Node}))
 		return
 	case profiles.OpStart:
-		r.record(ev, now, r.fleet.StartNode(ev.Node))
+		r.record(ev, r.fleet.StartNode(ev.Node))
 		return
 	case profiles.OpStop:
-		r.record(ev, now, r.fleet.StopNode(ev.Node))
+		r.record(ev, r.fleet.StopNode(ev.Node))
 		return
 	case profiles.OpRestart:
-		r.record(ev, now, r.fleet.RestartNode(ev.Node, ev.Args.Downtime))
+		r.record(ev, r.fleet.RestartNode(ev.Node, ev.Args.Downtime))
 		return
 	case profiles.OpCrashPods, profiles.OpUnreadyPods, profiles.OpHealPods:
 		pf := ev.Args.PodFault
-		r.record(ev, now, r.fleet.SetPodFault([]int{ev.Node}, agent.PodFault{Crash: pf.Crash, ExitCode: pf.ExitCode, Unready: pf.Unready}))
+		r.record(ev, r.fleet.SetPodFault([]int{ev.Node}, agent.PodFault{Crash: pf.Crash, ExitCode: pf.ExitCode, Unready: pf.Unready}))
 		return
 	}
 	a := r.fleet.Agent(ev.Node)
 	if a == nil {
-		r.record(ev, now, errNotInFleet)
+		r.record(ev, errNotInFleet)
 		return
 	}
 	var err error
@@ -94,7 +93,7 @@ func (r *Runner) apply(ev profiles.Event, now time.Time) {
 	default:
 		err = fmt.Errorf("op %s is not known to the runner", ev.Op)
 	}
-	r.record(ev, now, err)
+	r.record(ev, err)
 }
 
 // describe is an action as its log line says it: verb, group and its size, parameters, spread.

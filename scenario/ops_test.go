@@ -10,10 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/fleet"
 	"fakelet.dev/fakelet/heartbeat"
 	"fakelet.dev/fakelet/internal/headtail"
+	"fakelet.dev/fakelet/internal/scheduler"
 	"fakelet.dev/fakelet/profiles"
 )
 
@@ -274,7 +278,9 @@ spec:
     actions:
     - {group: flappers, do: flap, period: 1s, duty: 0.5}
 `)
-	r := &Runner{plan: plan, counts: make([]phaseCounts, 1), log: io.Discard, applied: headtail.Sample[Applied]{Keep: AppliedKept}}
+	clk := testingclock.NewFakeClock(t0)
+	r := &Runner{plan: plan, counts: make([]phaseCounts, 1), log: io.Discard, applied: headtail.Sample[Applied]{Keep: AppliedKept},
+		sched: scheduler.New(clk)}
 	total := 0
 	var all []profiles.Event
 	for ev := range plan.Schedule().All() {
@@ -283,7 +289,8 @@ spec:
 		if total%100 == 0 {
 			err = errors.New("refused")
 		}
-		r.record(ev, t0.Add(ev.At), err)
+		clk.SetTime(t0.Add(ev.At))
+		r.record(ev, err)
 		if total++; total == 5*AppliedKept {
 			break
 		}
@@ -344,6 +351,39 @@ spec:
 	h.advanceTo(start, 60*time.Second)
 	h.finished()
 	if got, want := h.applied(start), "restart@0s restart@5s"; got != want {
+		t.Errorf("applied %s, want %s", got, want)
+	}
+}
+
+// An op's time is when it took effect: of ops due at one moment, each is timed after those before it
+// and their hooks, so a renewal an agent sent before its own stop counts as before it.
+func TestAnOpIsTimedWhenItTookEffect(t *testing.T) {
+	var h *harness
+	slowHook := func(_ *fleet.Config, rc *Config, _ *fake.Clientset) {
+		rc.OnApplied = func(a Applied) {
+			if a.Op == profiles.OpStop {
+				h.clock.Step(5 * time.Millisecond) // what the hooks of one stop take
+			}
+		}
+	}
+	h = newHarness(t, `
+apiVersion: fakelet.dev/v1alpha1
+kind: Profile
+metadata: {name: one-moment}
+spec:
+  nodes: 3
+  groups:
+    victims: {indexes: "0-2"}
+  phases:
+  - name: outage
+    duration: 10s
+    actions:
+    - {group: victims, do: stop}
+`, slowHook)
+	start := h.waitForPhases()
+	h.advanceTo(start, 10*time.Second)
+	h.finished()
+	if got, want := h.applied(start), "stop@0s stop@5ms stop@10ms"; got != want {
 		t.Errorf("applied %s, want %s", got, want)
 	}
 }

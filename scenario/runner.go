@@ -298,7 +298,7 @@ func (r *Runner) step() {
 	start := r.startTime()
 	for {
 		for r.has && !start.Add(r.pending.At).After(now) {
-			r.apply(r.pending, now)
+			r.apply(r.pending)
 			r.pending, r.has = r.next()
 		}
 		if r.has {
@@ -452,9 +452,11 @@ func (r *Runner) abort() {
 	}
 }
 
-// record adds one applied op to the record and to its phase's counts.
-func (r *Runner) record(ev profiles.Event, at time.Time, err error) {
-	a := Applied{Phase: ev.Phase, Action: ev.Action, Node: ev.Node, Op: ev.Op, At: at,
+// record adds one applied op to the record and to its phase's counts, timed now, when it took effect:
+// ops due at one moment are applied in turn, and a renewal an agent sent before its own stop must
+// count as before it.
+func (r *Runner) record(ev profiles.Event, err error) {
+	a := Applied{Phase: ev.Phase, Action: ev.Action, Node: ev.Node, Op: ev.Op, At: r.sched.Clock().Now(),
 		Group: r.plan.Profile.Spec.Phases[ev.Phase].Actions[ev.Action].Group}
 	if err != nil {
 		a.Err = err.Error()

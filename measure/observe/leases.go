@@ -108,7 +108,7 @@ func (s *leaseStore) Add(obj any) error { return s.Update(obj) }
 func (s *leaseStore) Update(obj any) error {
 	if l := s.lease(obj); l != nil {
 		old := s.seen[l.Name]
-		s.r.observeLease(old, l)
+		s.r.ObserveLease(old, l)
 		s.seen[l.Name] = leaseStub(l)
 	}
 	return nil
@@ -160,9 +160,9 @@ func leaseStub(l *coordinationv1.Lease) *coordinationv1.Lease {
 	}
 }
 
-// observeLease records a Lease seen for the first time (old nil) or changed, and passes a renewal to
+// ObserveLease records a Lease seen for the first time (old nil) or changed, and passes a renewal to
 // the OnRenewal function.
-func (r *Recorder) observeLease(old, l *coordinationv1.Lease) {
+func (r *Recorder) ObserveLease(old, l *coordinationv1.Lease) {
 	renewed := r.recordLease(old, l)
 	if renewed && r.onRenewal != nil {
 		r.onRenewal(l.Name, l.Spec.RenewTime.Time)
@@ -189,7 +189,7 @@ func (r *Recorder) recordLease(old, l *coordinationv1.Lease) (renewed bool) {
 			r.leases[r.intern(l.Name)] = s
 		}
 		s.renewals++
-		s.lastRenewal = at
+		s.lastRenewal, s.renewTime = at, l.Spec.RenewTime.Time
 		r.renewals++
 		return true
 	}

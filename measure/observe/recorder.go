@@ -37,6 +37,7 @@ type Recorder struct {
 type leaseState struct {
 	renewals    int64
 	lastRenewal time.Time // when the last renewal arrived
+	renewTime   time.Time // its spec.renewTime
 }
 
 // NewRecorder returns an empty recorder that timestamps with clk (the real clock if nil).
@@ -207,6 +208,17 @@ func (r *Recorder) LeaseRenewals() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.renewals
+}
+
+// LastRenewTime returns the spec.renewTime of the last renewal of node's Lease the recorder saw; zero
+// if none.
+func (r *Recorder) LastRenewTime(node string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.leases[node]; l != nil {
+		return l.renewTime
+	}
+	return time.Time{}
 }
 
 // LastRenewalSeen returns when the recorder last saw node's Lease renewed, and how many renewals of it
