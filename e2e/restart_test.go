@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,8 +127,9 @@ func TestAPIServerRestartIsAWatchStorm(t *testing.T) {
 	cp := privateControlPlane(t, controlplane.Options{})
 	const nodes = 5
 	storms := storm.NewRecorder()
+	caught := &caughtUp{nodes: map[string]bool{}}
 	rf := runFleet(t, cp.AdminConfig(), fleet.Config{Nodes: nodes, Fleet: "rewatch", NamePrefix: "rewatch", RegisterQPS: 50,
-		Footprint: agent.FootprintKubelet, Recorder: storms})
+		Footprint: agent.FootprintKubelet, Recorder: agent.Recorders{storms, caught}})
 	holding := func() (bool, error) {
 		now := longrunningWatches(t, cp)
 		for _, r := range kubeletWatches {
@@ -138,6 +140,9 @@ func TestAPIServerRestartIsAWatchStorm(t *testing.T) {
 		return true, nil
 	}
 	eventually(t, 60*time.Second, "every node holding its watches", holding)
+	// The apiserver may hold a node's watches before its kubelet is caught up (its streams past their
+	// initial lists, its Ready reported): a kubelet that was not caught up is not disrupted.
+	eventually(t, 60*time.Second, "every node's kubelet caught up", func() (bool, error) { return caught.count() == nodes, nil })
 	if s, _ := storms.Storms(); len(s) != 0 {
 		t.Fatalf("storms before the restart: %+v", s)
 	}
@@ -180,4 +185,35 @@ func TestAPIServerRestartIsAWatchStorm(t *testing.T) {
 		t.Errorf("%d watches opened in the storm, want every node's %d again at least", relists, len(kubeletWatches))
 	}
 	stillRunning(t, rf)
+}
+
+// caughtUp keeps which nodes' kubelets are caught up, as the agents tell their recovery recorders.
+type caughtUp struct {
+	mu    sync.Mutex
+	nodes map[string]bool
+}
+
+func (c *caughtUp) Request(agent.Request)      {}
+func (c *caughtUp) Heartbeat(string, error)    {}
+func (c *caughtUp) LeaseRenewed(time.Duration) {}
+
+func (c *caughtUp) Disrupted(node, _ string, _ time.Time) { c.set(node, false) }
+func (c *caughtUp) Recovered(node string, _ time.Time)    { c.set(node, true) }
+
+func (c *caughtUp) set(node string, up bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes[node] = up
+}
+
+func (c *caughtUp) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, up := range c.nodes {
+		if up {
+			n++
+		}
+	}
+	return n
 }
