@@ -321,7 +321,7 @@ func TestKustomizations(t *testing.T) {
 		shards       int
 		clusterRoles int // fakelet's and those of KubeletRBAC, two a chunk
 		roles        int // fakelet's two, its claims' and KubeletRBAC's, one a chunk
-	}{{"small", 1, 3, 4}, {"large", 10, 23, 14}} {
+	}{{"small", 1, 3, 4}, {"large", 5, 23, 14}} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := decodeObjects(t, kustomize(t, filepath.Join("kubernetes", "overlays", tc.overlay)))
 			kinds := map[string]int{}

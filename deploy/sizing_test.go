@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"fakelet.dev/fakelet/agent"
 )
 
 // The sizing rule of docs/distributed.md: a shard's requests are at least headroom times what
@@ -32,9 +32,14 @@ type measurement struct {
 	rssMiB float64
 }
 
-// benchTable reads docs/performance.md's "Fleet sizes, measured" table (the first one `fakelet bench`
-// writes there) and the incremental RSS per node under it.
-func benchTable(t *testing.T) (rows []measurement, kibPerNode float64) {
+// sizingSection is docs/performance.md's section whose first table the sizing reads: the fleet
+// alone, against the stand-in, so that the figures are the generator's and not a co-located
+// apiserver's.
+const sizingSection = "## Shard sizes, the fleet alone"
+
+// benchTable reads the first table `fakelet bench` wrote into docs/performance.md's sizingSection,
+// its rows of footprint only, and the incremental RSS per node under it.
+func benchTable(t *testing.T, footprint string) (rows []measurement, kibPerNode float64) {
 	t.Helper()
 	f, err := os.Open("../docs/performance.md")
 	if err != nil {
@@ -42,14 +47,14 @@ func benchTable(t *testing.T) (rows []measurement, kibPerNode float64) {
 	}
 	defer f.Close()
 	var cols map[string]int
-	perNode := regexp.MustCompile(`^Incremental fleet RSS per node, .*: ([0-9.]+) KiB\.`)
+	perNode := regexp.MustCompile(`^Incremental fleet RSS per node in the ` + footprint + ` footprint, .*: ([0-9.]+) KiB\.`)
 	// Other sections have tables of the same shape (a run of both footprints, a quiet run): the
 	// sizing reads this one only.
 	in := false
 	for s := bufio.NewScanner(f); s.Scan(); {
 		line := strings.TrimSpace(s.Text())
 		if strings.HasPrefix(line, "## ") {
-			in = line == "## Fleet sizes, measured"
+			in = line == sizingSection
 		}
 		if !in {
 			continue
@@ -64,10 +69,13 @@ func benchTable(t *testing.T) (rows []measurement, kibPerNode float64) {
 			for i, c := range cells {
 				cols[c] = i
 			}
-			if _, ok := cols["fleet RSS"]; !ok {
-				cols = nil // another table about fleet sizes, not the one `make bench` writes
+			if _, ok := cols["footprint"]; !ok {
+				cols = nil // not a table `fakelet bench --target stand-in` writes
 			}
 		case cols != nil && strings.HasPrefix(line, "|") && !strings.HasPrefix(line, "|-"):
+			if cells[cols["footprint"]] != footprint {
+				continue
+			}
 			n, err := strconv.Atoi(cells[cols["nodes"]])
 			if err != nil {
 				t.Fatalf("docs/performance.md: %q: nodes: %v", line, err)
@@ -92,7 +100,7 @@ func benchTable(t *testing.T) (rows []measurement, kibPerNode float64) {
 		}
 	}
 	if len(rows) == 0 || kibPerNode <= 0 {
-		t.Fatalf("docs/performance.md has %d measured fleet sizes and %.1f KiB per node: want the table `make bench` writes", len(rows), kibPerNode)
+		t.Fatalf("docs/performance.md's %q has %d measured fleet sizes of the %s footprint and %.1f KiB per node: want the table `fakelet bench --target stand-in` writes", sizingSection, len(rows), footprint, kibPerNode)
 	}
 	return rows, kibPerNode
 }
@@ -115,21 +123,20 @@ func shardEstimate(rows []measurement, kibPerNode float64, n int) (cores, mib fl
 // nodes per shard it is sized for with the stated headroom over docs/performance.md's numbers, and
 // no more than maxOversize times them; docs/distributed.md quotes the numbers the sizing used.
 func TestStatefulSetSizedFromTheMeasurements(t *testing.T) {
-	rows, kibPerNode := benchTable(t)
-	b, err := os.ReadFile("kubernetes/base/statefulset.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sts appsv1.StatefulSet
-	if err := utilyaml.Unmarshal(b, &sts); err != nil {
-		t.Fatal(err)
-	}
+	sts := readStatefulSet(t)
 	n, err := strconv.Atoi(sts.Annotations[sizedForAnnotation])
 	if err != nil || n <= 0 {
 		t.Fatalf("the StatefulSet's %s annotation %q: want the nodes per shard its requests are sized for", sizedForAnnotation, sts.Annotations[sizedForAnnotation])
 	}
+	footprint := string(agent.DefaultFootprint)
+	for _, a := range sts.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--footprint="); ok {
+			footprint = v
+		}
+	}
+	rows, kibPerNode := benchTable(t, footprint)
 	cores, mib := shardEstimate(rows, kibPerNode, n)
-	t.Logf("%d nodes per shard: %.2f cores and %.0f MiB by docs/performance.md (%d measured sizes, %.1f KiB per node)", n, cores, mib, len(rows), kibPerNode)
+	t.Logf("%d nodes per shard, %s footprint: %.2f cores and %.0f MiB by docs/performance.md (%d measured sizes, %.1f KiB per node)", n, footprint, cores, mib, len(rows), kibPerNode)
 	res := sts.Spec.Template.Spec.Containers[0].Resources
 	for _, c := range []struct {
 		name     corev1.ResourceName
