@@ -130,7 +130,7 @@ func runCapacity(ctx context.Context, out, log io.Writer, cf *capacityFlags, cfg
 	run.SizeProcs(procs, cfg.Config())
 	o := cf.run.options(out, log, cfg, nil)
 	o.GOGC = run.SizeGC(atMax.Nodes) // likewise
-	o.Metrics.Addr = "" // no metrics server: the report is the answer
+	o.Metrics.Addr = ""              // no metrics server: the report is the answer
 	r, err := run.New(ctx, o)
 	defer r.Close()
 	if err != nil {
