@@ -258,7 +258,7 @@ func (s *Session) Applied(a reaction.Action) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Read under s.mu: a renewal the watch records after this is passed to renewed after it too.
-	s.takeRenewal(&a, s.recorder.LastRenewTime(a.Node))
+	takeRenewal(&a, s.recorder.LastRenewTime(a.Node))
 	s.tracker.Applied(a)
 	kept := &a
 	s.actions.Add(kept)
@@ -277,7 +277,7 @@ func (s *Session) renewed(node string, renewTime time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.latest[node]
-	if a == nil || !s.takeRenewal(a, renewTime) {
+	if a == nil || !takeRenewal(a, renewTime) {
 		return
 	}
 	if open := s.tracker.Open(node); open != nil {
@@ -290,7 +290,7 @@ func (s *Session) renewed(node string, renewTime time.Time) {
 
 // takeRenewal makes renewTime a's last renewal if a silenced the node after it and the agent saw no
 // later one answered.
-func (s *Session) takeRenewal(a *reaction.Action, renewTime time.Time) bool {
+func takeRenewal(a *reaction.Action, renewTime time.Time) bool {
 	if !reaction.Silencing(a.Op) || !renewTime.Before(a.At) || !renewTime.After(a.LastRenewal) {
 		return false
 	}

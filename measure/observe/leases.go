@@ -183,13 +183,11 @@ func (r *Recorder) recordLease(old, l *coordinationv1.Lease) (renewed bool) {
 		if l.Spec.RenewTime == nil {
 			return
 		}
-		s := r.leases[l.Name]
-		if s == nil {
-			s = &leaseState{}
-			r.leases[r.intern(l.Name)] = s
+		if _, seen := r.leases[l.Name]; seen {
+			r.leases[l.Name] = l.Spec.RenewTime.Time
+		} else {
+			r.leases[r.intern(l.Name)] = l.Spec.RenewTime.Time
 		}
-		s.renewals++
-		s.lastRenewal, s.renewTime = at, l.Spec.RenewTime.Time
 		r.renewals++
 		return true
 	}

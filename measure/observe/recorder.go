@@ -27,17 +27,10 @@ type Recorder struct {
 	ready     *ReadyTimeline
 	taints    map[string]map[[2]string]bool // node -> its taints (key, effect)
 	strs      map[string]string             // interned names, types, statuses and reasons
-	leases    map[string]*leaseState
+	leases    map[string]time.Time          // node -> the spec.renewTime of its Lease's last renewal seen
 	renewals  int64
 	notify    []func(Transition)
 	onRenewal func(node string, renewTime time.Time)
-}
-
-// leaseState is what the recorder keeps of one node's Lease.
-type leaseState struct {
-	renewals    int64
-	lastRenewal time.Time // when the last renewal arrived
-	renewTime   time.Time // its spec.renewTime
 }
 
 // NewRecorder returns an empty recorder that timestamps with clk (the real clock if nil).
@@ -45,7 +38,7 @@ func NewRecorder(clk clock.PassiveClock) *Recorder {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Recorder{clock: clk, kept: headtail.Sample[Transition]{Keep: maxKept}, strs: map[string]string{}, leases: map[string]*leaseState{}, ready: newReadyTimeline(),
+	return &Recorder{clock: clk, kept: headtail.Sample[Transition]{Keep: maxKept}, strs: map[string]string{}, leases: map[string]time.Time{}, ready: newReadyTimeline(),
 		taints: map[string]map[[2]string]bool{}}
 }
 
@@ -215,19 +208,5 @@ func (r *Recorder) LeaseRenewals() int64 {
 func (r *Recorder) LastRenewTime(node string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if l := r.leases[node]; l != nil {
-		return l.renewTime
-	}
-	return time.Time{}
-}
-
-// LastRenewalSeen returns when the recorder last saw node's Lease renewed, and how many renewals of it
-// it saw; zero if none.
-func (r *Recorder) LastRenewalSeen(node string) (at time.Time, renewals int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if l := r.leases[node]; l != nil {
-		return l.lastRenewal, l.renewals
-	}
-	return time.Time{}, 0
+	return r.leases[node]
 }
