@@ -337,13 +337,35 @@ func (a *Agent) ObserveNode(n *corev1.Node) {
 	a.remember(n)
 }
 
-// remember keeps n as the server's view of the Node if it is newer than the one kept.
+// Kept returns the Node the agent keeps if it is n's version, else n: a watch that stores the
+// agent's copy in place of its own decoding of the same version keeps one Node a node, not two.
+func (a *Agent) Kept(n *corev1.Node) *corev1.Node {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n != nil && a.sameVersionLocked(n) {
+		return a.server
+	}
+	return n
+}
+
+// sameVersionLocked reports whether n is the version of the Node the agent keeps. A Node without a
+// resourceVersion (the fake clientset's) is no version. a.mu must be held.
+func (a *Agent) sameVersionLocked(n *corev1.Node) bool {
+	return a.server != nil && n.ResourceVersion != "" && n.ResourceVersion == a.server.ResourceVersion
+}
+
+// remember keeps n as the server's view of the Node if it is newer than the one kept. The one kept
+// stays when n is its version again (a watch's event for the agent's own patch), so that the status
+// loop, which compares the kept Node by pointer, is not woken for nothing and the watch can share it.
 func (a *Agent) remember(n *corev1.Node) {
 	if n == nil {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.sameVersionLocked(n) {
+		return
+	}
 	if a.server == nil || newer(n.ResourceVersion, a.server.ResourceVersion) {
 		a.server = n
 		a.statusMayChangeLocked()

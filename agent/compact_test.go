@@ -102,3 +102,40 @@ func TestCompactLeaseSharesCommonStrings(t *testing.T) {
 		}
 	}
 }
+
+// An agent keeps one Node a version: a second decoding of the version it keeps (a watch's event for
+// its own patch) is not kept, and Kept hands the watch the agent's copy; a newer version replaces it,
+// and a Node without a resourceVersion (the fake clientset's) is always taken.
+func TestAgentKeepsOneNodeAVersion(t *testing.T) {
+	tmpl, err := NewTemplate(TemplateOptions{Fleet: "compact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Template: tmpl, Heartbeat: kubeletHeartbeat(t), Footprint: FootprintHeartbeat, Scheduler: scheduler.New(testingclock.NewFakeClock(t0))}
+	a := New(cfg, Clients{}, "fakelet-00003", 3, "")
+	version := func(rv string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Name(), ResourceVersion: rv}}
+	}
+	patched, watched := version("7"), version("7")
+	a.remember(patched)
+	a.ObserveNode(watched)
+	if a.serverNode() != patched {
+		t.Error("a second decoding of resourceVersion 7 replaced the agent's Node")
+	}
+	if a.Kept(watched) != patched {
+		t.Error("Kept handed the watch its own decoding of the version the agent keeps")
+	}
+	if newer := version("8"); a.Kept(newer) != newer {
+		t.Error("Kept handed the watch the agent's older Node for resourceVersion 8")
+	}
+	a.ObserveNode(version("8"))
+	if got := a.serverNode().ResourceVersion; got != "8" {
+		t.Errorf("kept resourceVersion %s after 8 was observed", got)
+	}
+	unversioned, again := version(""), version("")
+	a.remember(unversioned)
+	a.remember(again)
+	if a.serverNode() != again || a.Kept(unversioned) != unversioned {
+		t.Error("Nodes without a resourceVersion were taken for one version")
+	}
+}

@@ -72,10 +72,13 @@ func TestHeartbeatTimeline(t *testing.T) {
 	a.Start(h.ctx)
 	// A Node as another writer leaves it: the agent's kept view with one more label (no change to
 	// the status) or with the node controller's Ready Unknown (a change the kubelet reports back).
+	// Each is a version of its own, newer than the fake's, as a server's would be.
+	observed := 0
 	observe := func(change func(*corev1.Node)) {
 		n := a.serverNode().DeepCopy()
 		change(n)
-		n.ResourceVersion = fmt.Sprint(h.node(a.Name()).ResourceVersion + "0")
+		n.ResourceVersion = h.node(a.Name()).ResourceVersion + fmt.Sprint(observed)
+		observed++
 		a.ObserveNode(n)
 	}
 	steps := []struct {

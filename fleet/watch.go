@@ -37,12 +37,7 @@ func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agentOf fun
 	lw := selectedListWatch(selector, nodes.List, nodes.Watch)
 	// The wrapper lets a client that cannot stream lists (the fake clientset) say so.
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{}, 0, cache.Indexers{})
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		if n, ok := obj.(*corev1.Node); ok {
-			return tmpl.Compact(n), nil
-		}
-		return obj, nil
-	})
+	_ = inf.SetTransform(keepOneNode(tmpl, agentOf))
 	w := &nodeWatch{informer: inf, agent: agentOf, seen: map[string]nodeState{}, syncTimeout: time.Minute}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.observe(nil, obj) },
@@ -50,6 +45,22 @@ func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agentOf fun
 		DeleteFunc: w.forget,
 	})
 	return w
+}
+
+// keepOneNode compacts the Nodes the watch stores and stores the agent's own Node in place of a
+// decoding of the same version, whichever of the agent's request and the watch's event came first.
+func keepOneNode(tmpl *agent.Template, agentOf func(name string) *agent.Agent) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return obj, nil
+		}
+		n = tmpl.Compact(n)
+		if a := agentOf(n.Name); a != nil {
+			return a.Kept(n), nil
+		}
+		return n, nil
+	}
 }
 
 // start runs the watch until ctx ends and waits for its first list.
