@@ -84,8 +84,13 @@ func TestCompactLeaseSharesCommonStrings(t *testing.T) {
 	if err := json.Unmarshal(b, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	runAnnotations := map[string]string{fleetname.RunAnnotation: "run-1"}
-	got := compactLease(&decoded, name, runAnnotations)
+	tmpl, err := NewTemplate(TemplateOptions{Fleet: "compact", RunID: "run-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAnnotations := tmpl.leaseAnnotations
+	first := compactLease(l.DeepCopy(), name, tmpl).ManagedFields[0].FieldsV1
+	got := compactLease(&decoded, name, tmpl)
 	if !equality.Semantic.DeepEqual(got, l) {
 		t.Fatalf("compactLease changed the Lease:\n%+v\nwant\n%+v", got, l)
 	}
@@ -93,6 +98,14 @@ func TestCompactLeaseSharesCommonStrings(t *testing.T) {
 		t.Error("the run's annotations are the decoded copy, not the shared one")
 	}
 	m, o := got.ManagedFields[0], got.OwnerReferences[0]
+	if m.FieldsV1 != first {
+		t.Error("the managed fields' set is the decoded copy, not the first Lease's")
+	}
+	other := l.DeepCopy()
+	other.ManagedFields[0].FieldsV1.Raw = []byte(`{"f:metadata":{}}`)
+	if f := compactLease(other, name, tmpl).ManagedFields[0].FieldsV1; string(f.Raw) != `{"f:metadata":{}}` {
+		t.Errorf("a Lease with other managed fields got %s", f.Raw)
+	}
 	for what, pair := range map[string][2]string{
 		"name": {got.Name, name}, "holder": {*got.Spec.HolderIdentity, name}, "owner name": {o.Name, name},
 		"namespace": {got.Namespace, LeaseNamespace}, "manager": {m.Manager, "kubelet"}, "fields type": {m.FieldsType, "FieldsV1"},

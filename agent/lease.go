@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -65,7 +67,7 @@ func (l *leaseLoop) sync() {
 		}
 	}
 	lease, created := l.backoffEnsure()
-	l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template.leaseAnnotations)
+	l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template)
 	if !created && lease != nil {
 		_ = l.retryUpdate(lease)
 	}
@@ -173,7 +175,7 @@ func (l *leaseLoop) retryUpdate(base *coordinationv1.Lease) error {
 			l.r.a.heartbeat(KindLease, err)
 			if err == nil {
 				l.own(lease)
-				l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template.leaseAnnotations)
+				l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template)
 				l.renewed()
 				return nil
 			}
@@ -239,13 +241,13 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 
 // compactLease shares what every node's Lease spells alike with one copy, as Template.Compact does
 // for Nodes: the agent keeps the server's Lease from one renewal to the next. lease is the server's
-// answer, decoded for this agent alone; annotations, the run's, are shared when the Lease has just
-// those (newLease copies them before it writes).
-func compactLease(lease *coordinationv1.Lease, name string, annotations map[string]string) *coordinationv1.Lease {
+// answer, decoded for this agent alone; the run's annotations are shared when the Lease has just
+// those (newLease copies them before it writes), and the managed fields' set when it is the fleet's.
+func compactLease(lease *coordinationv1.Lease, name string, t *Template) *coordinationv1.Lease {
 	if lease == nil {
 		return nil
 	}
-	if annotations != nil && maps.Equal(lease.Annotations, annotations) {
+	if annotations := t.leaseAnnotations; annotations != nil && maps.Equal(lease.Annotations, annotations) {
 		lease.Annotations = annotations
 	}
 	lease.Name = shared(lease.Name, name)
@@ -262,8 +264,31 @@ func compactLease(lease *coordinationv1.Lease, name string, annotations map[stri
 		m.Manager, m.APIVersion = shared(m.Manager, "kubelet"), shared(m.APIVersion, leaseAPIVersion)
 		m.Operation = metav1.ManagedFieldsOperationType(shared(string(m.Operation), string(metav1.ManagedFieldsOperationUpdate)))
 		m.FieldsType = shared(m.FieldsType, "FieldsV1")
+		m.FieldsV1 = t.leaseFields.share(m.FieldsV1)
 	}
 	return lease
+}
+
+// sharedFields holds one managed fields' set for many objects: every kubelet's Lease has the same.
+// Encoding only reads a FieldsV1, so the objects can share it.
+type sharedFields struct{ first atomic.Pointer[metav1.FieldsV1] }
+
+// share returns the set held if f is the same bytes, else f; the first f is the one held.
+func (s *sharedFields) share(f *metav1.FieldsV1) *metav1.FieldsV1 {
+	if f == nil {
+		return nil
+	}
+	held := s.first.Load()
+	if held == nil {
+		if s.first.CompareAndSwap(nil, f) {
+			return f
+		}
+		held = s.first.Load()
+	}
+	if bytes.Equal(held.Raw, f.Raw) {
+		return held
+	}
+	return f
 }
 
 var leaseAPIVersion = coordinationv1.SchemeGroupVersion.String()

@@ -47,6 +47,9 @@ type Template struct {
 	annotations map[string]string // the one copy of the registration annotations compacted Nodes share; read-only
 	// leaseAnnotations are those of a Lease the agent creates: the run's, or none. Read-only.
 	leaseAnnotations map[string]string
+	// leaseFields is the first managed fields' set a Lease of the fleet came back with, which the
+	// agents' Leases share while theirs are the same bytes.
+	leaseFields sharedFields
 }
 
 // TemplateOptions are the user-facing knobs of a Template.
