@@ -2,6 +2,7 @@ package falsealarm
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -77,21 +78,38 @@ type node struct {
 	pending   []alarm
 }
 
-// keptBeat is a Beat as a node keeps it, its times in nanoseconds since the epoch (0: the zero
-// time): a node keeps beatsKept of them for the whole run, and a time.Time is three words where
-// an int64 is one.
+// keptBeat is a Beat as a node keeps it: a node keeps beatsKept of them for the whole run. Sent is in
+// nanoseconds since the epoch (0: the zero time), the rest in microseconds from it or as durations,
+// within the ±35 minutes an int32 holds (a wait longer than that counts as that long): a time.Time
+// is three words where an int32 is half of one.
 type keptBeat struct {
-	due, sent    int64
-	lag, latency time.Duration
-	rejected     bool
+	sent              int64
+	due, lag, latency micros // due: Due - Sent, if hasDue
+	hasDue, rejected  bool
 }
 
+type micros int32
+
+func toMicros(d time.Duration) micros {
+	return micros(min(max(d.Microseconds(), math.MinInt32), math.MaxInt32))
+}
+
+func (m micros) duration() time.Duration { return time.Duration(m) * time.Microsecond }
+
 func keep(b Beat) keptBeat {
-	return keptBeat{due: nanos(b.Due), sent: nanos(b.Sent), lag: b.Lag, latency: b.Latency, rejected: b.Rejected}
+	k := keptBeat{sent: nanos(b.Sent), lag: toMicros(b.Lag), latency: toMicros(b.Latency), rejected: b.Rejected}
+	if !b.Due.IsZero() && !b.Sent.IsZero() {
+		k.due, k.hasDue = toMicros(b.Due.Sub(b.Sent)), true
+	}
+	return k
 }
 
 func (k keptBeat) beat() Beat {
-	return Beat{Due: fromNanos(k.due), Lag: k.lag, Sent: fromNanos(k.sent), Latency: k.latency, Rejected: k.rejected}
+	b := Beat{Lag: k.lag.duration(), Sent: fromNanos(k.sent), Latency: k.latency.duration(), Rejected: k.rejected}
+	if k.hasDue {
+		b.Due = time.Unix(0, k.sent).Add(k.due.duration())
+	}
+	return b
 }
 
 func nanos(t time.Time) int64 {
