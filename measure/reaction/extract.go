@@ -73,7 +73,7 @@ func Extract(actions []Action, phases []Phase, ts []observe.Transition) []Result
 // follow finds the reactions to a among the node's sorted transitions, up to end (zero: no end).
 func follow(a Action, end time.Time, ts []observe.Transition) Result {
 	r := Result{Action: a}
-	st := newNodeState()
+	var st nodeState
 	i := 0
 	for ; i < len(ts) && !ts[i].At.After(a.At); i++ {
 		st.apply(ts[i])
@@ -96,14 +96,37 @@ func follow(a Action, end time.Time, ts []observe.Transition) Result {
 }
 
 // nodeState is a node's conditions, taints and pods as replayed from its transitions.
+// nodeState is kept for every node of the run: its conditions are a few, in a slice, and its maps
+// are made on their first write (a node of the heartbeat footprint has no pod).
 type nodeState struct {
-	conditions map[string]string
+	conditions []condition
 	taints     map[[2]string]bool // key, effect
 	pods       map[string]bool    // name -> Ready, for the pods not deleted
 }
 
-func newNodeState() *nodeState {
-	return &nodeState{conditions: map[string]string{}, taints: map[[2]string]bool{}, pods: map[string]bool{}}
+type condition struct{ typ, status string }
+
+// condition returns the status of the node's condition typ, "" if it has none.
+func (s *nodeState) condition(typ string) string {
+	for _, c := range s.conditions {
+		if c.typ == typ {
+			return c.status
+		}
+	}
+	return ""
+}
+
+func (s *nodeState) setCondition(typ, status string) {
+	for i := range s.conditions {
+		if s.conditions[i].typ == typ {
+			s.conditions[i].status = status
+			return
+		}
+	}
+	if s.conditions == nil {
+		s.conditions = make([]condition, 0, 5) // a kubelet's five
+	}
+	s.conditions = append(s.conditions, condition{typ, status})
 }
 
 // podsReady counts the node's pods that are Ready and those that are not.
@@ -121,12 +144,21 @@ func (s *nodeState) podsReady() (ready, notReady int) {
 func (s *nodeState) apply(t observe.Transition) {
 	switch t.Kind {
 	case observe.Condition:
-		s.conditions[t.Type] = t.Status
+		s.setCondition(t.Type, t.Status)
 	case observe.TaintAdded:
+		if s.taints == nil {
+			s.taints = map[[2]string]bool{}
+		}
 		s.taints[[2]string{t.Type, t.Status}] = true
 	case observe.TaintRemoved:
 		delete(s.taints, [2]string{t.Type, t.Status})
+		if len(s.taints) == 0 {
+			s.taints = nil // most nodes carry a taint only while they start or are down
+		}
 	case observe.PodReady, observe.PodNotReady:
+		if s.pods == nil {
+			s.pods = map[string]bool{}
+		}
 		s.pods[t.Type] = t.Kind == observe.PodReady
 	case observe.PodDeleted:
 		delete(s.pods, t.Type)
@@ -148,7 +180,7 @@ var pressureTaints = map[string]string{
 func (s *nodeState) expected(a Action) []string {
 	var out []string
 	breaks := func(ready, taint string) {
-		if s.conditions["Ready"] != ready {
+		if s.condition("Ready") != ready {
 			out = append(out, ConditionEvent("Ready", ready))
 		}
 		for _, effect := range []string{noSchedule, noExecute} {
@@ -166,7 +198,7 @@ func (s *nodeState) expected(a Action) []string {
 	case "notReady":
 		breaks("False", notReady)
 	case "start", "heal", "restoreAuth", "ready", "add":
-		if s.conditions["Ready"] != "True" {
+		if s.condition("Ready") != "True" {
 			out = append(out, ReadyTrue)
 		}
 		for _, key := range []string{unreachable, notReady} {
@@ -180,7 +212,7 @@ func (s *nodeState) expected(a Action) []string {
 			out = append(out, PodReady)
 		}
 	case "condition":
-		if a.Condition == "" || s.conditions[a.Condition] == a.Status {
+		if a.Condition == "" || s.condition(a.Condition) == a.Status {
 			break
 		}
 		out = append(out, ConditionEvent(a.Condition, a.Status))

@@ -142,7 +142,7 @@ func TestExpectedLeavesOutWhatTheNodeAlreadyShows(t *testing.T) {
 			Action{Op: "start"}, []string{ReadyTrue, PodReady}},
 		{"latency expects nothing", nil, Action{Op: "latency"}, nil},
 	} {
-		st := newNodeState()
+		var st nodeState
 		for _, tr := range tc.ts {
 			st.apply(tr)
 		}

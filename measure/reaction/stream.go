@@ -20,7 +20,7 @@ type Tracker struct {
 }
 
 type trackedNode struct {
-	state *nodeState // replayed from every transition seen
+	state nodeState // replayed from every transition seen
 	open  *openAction
 }
 
@@ -43,7 +43,7 @@ func NewTracker() *Tracker {
 func (tr *Tracker) node(name string) *trackedNode {
 	n := tr.nodes[name]
 	if n == nil {
-		n = &trackedNode{state: newNodeState()}
+		n = &trackedNode{}
 		tr.nodes[name] = n
 	}
 	return n
