@@ -59,9 +59,11 @@ func TestLeaseDecoderReadsWhatTheWatchCompares(t *testing.T) {
 	if !ok || gvk == nil || *gvk != leaseKind {
 		t.Fatalf("decoded %T as %v, want a Lease", obj, gvk)
 	}
-	got, want := leaseStub(l), leaseStub(full)
-	if !reflect.DeepEqual(got.ObjectMeta, want.ObjectMeta) || !got.Spec.RenewTime.Equal(want.Spec.RenewTime) {
-		t.Errorf("decoded %+v\nwant the stub of the Lease sent, %+v", got, want)
+	// What the store and the Reflector read: the name, the uid and renewTime, the resourceVersion.
+	got := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace, UID: l.UID, ResourceVersion: l.ResourceVersion}}
+	want := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: full.Namespace, UID: full.UID, ResourceVersion: full.ResourceVersion}}
+	if !reflect.DeepEqual(got, want) || !l.Spec.RenewTime.Equal(full.Spec.RenewTime) {
+		t.Errorf("decoded %+v\nwant what the watch reads of the Lease sent, %+v", l, full)
 	}
 	if l.ManagedFields != nil || l.Spec.HolderIdentity != nil || l.OwnerReferences != nil {
 		t.Errorf("decoded what the watch does not read: %+v", l)

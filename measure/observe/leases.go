@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -52,7 +53,7 @@ func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface,
 			return req.Watch(ctx)
 		},
 	}
-	store := &leaseStore{r: r, ours: ours, seen: map[string]*coordinationv1.Lease{}, synced: make(chan struct{})}
+	store := &leaseStore{r: r, ours: ours, seen: map[string]leaseSeen{}, synced: make(chan struct{})}
 	ref := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &coordinationv1.Lease{}, store,
 		cache.ReflectorOptions{Name: "measurement leases"})
 	go ref.RunWithContext(ctx)
@@ -83,12 +84,12 @@ func leaseClient(client kubernetes.Interface) (*rest.RESTClient, error) {
 	}, rc.GetRateLimiter(), rc.Client)
 }
 
-// leaseStore is the Reflector's store: for each of our Leases, the stub of the last seen, to tell
-// a renewal and a new uid by; the others are not kept. Only the Reflector's goroutine calls it.
+// leaseStore is the Reflector's store: for each of our Leases, what the last seen tells a renewal
+// and a new uid by; the others are not kept. Only the Reflector's goroutine calls it.
 type leaseStore struct {
 	r        *Recorder
 	ours     func(name string) bool
-	seen     map[string]*coordinationv1.Lease
+	seen     map[string]leaseSeen
 	synced   chan struct{} // closed at the first list
 	syncOnce sync.Once
 }
@@ -107,9 +108,9 @@ func (s *leaseStore) Add(obj any) error { return s.Update(obj) }
 
 func (s *leaseStore) Update(obj any) error {
 	if l := s.lease(obj); l != nil {
-		old := s.seen[l.Name]
-		s.r.ObserveLease(old, l)
-		s.seen[l.Name] = leaseStub(l)
+		old, ok := s.seen[l.Name]
+		s.r.observeLease(&old, ok, l)
+		s.seen[l.Name] = seenOf(l)
 	}
 	return nil
 }
@@ -151,35 +152,49 @@ func (s *leaseStore) Resync() error                        { return nil }
 func (s *leaseStore) Bookmark(string)                      {}
 func (s *leaseStore) LastStoreSyncResourceVersion() string { return "" }
 
-// leaseStub keeps of a Lease what the handlers compare, for the informer's store, which holds one
-// per node for the whole run.
-func leaseStub(l *coordinationv1.Lease) *coordinationv1.Lease {
-	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: leaseNamespace, UID: l.UID, ResourceVersion: l.ResourceVersion},
-		Spec:       coordinationv1.LeaseSpec{RenewTime: l.Spec.RenewTime},
+// leaseSeen is what the store keeps of a Lease, for every node for the whole run: a value in its
+// map, not an object of its own.
+type leaseSeen struct {
+	uid       types.UID
+	renewTime time.Time // zero: none
+}
+
+func seenOf(l *coordinationv1.Lease) leaseSeen {
+	s := leaseSeen{uid: l.UID}
+	if l.Spec.RenewTime != nil {
+		s.renewTime = l.Spec.RenewTime.Time
 	}
+	return s
 }
 
 // ObserveLease records a Lease seen for the first time (old nil) or changed, and passes a renewal to
 // the OnRenewal function.
 func (r *Recorder) ObserveLease(old, l *coordinationv1.Lease) {
-	renewed := r.recordLease(old, l)
-	if renewed && r.onRenewal != nil {
+	var seen leaseSeen
+	if old != nil {
+		seen = seenOf(old)
+	}
+	r.observeLease(&seen, old != nil, l)
+}
+
+// observeLease is ObserveLease of what the store kept of the old Lease, if known.
+func (r *Recorder) observeLease(old *leaseSeen, known bool, l *coordinationv1.Lease) {
+	if r.recordLease(old, known, l) && r.onRenewal != nil {
 		r.onRenewal(l.Name, l.Spec.RenewTime.Time)
 	}
 }
 
-// recordLease records a Lease seen for the first time (old nil) or changed, and says whether its
+// recordLease records a Lease seen for the first time (not known) or changed, and says whether its
 // renewTime is new.
-func (r *Recorder) recordLease(old, l *coordinationv1.Lease) (renewed bool) {
+func (r *Recorder) recordLease(old *leaseSeen, known bool, l *coordinationv1.Lease) (renewed bool) {
 	at := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.flush()
-	if old == nil || old.UID != l.UID {
+	if !known || old.uid != l.UID {
 		r.add(Transition{At: at, Node: l.Name, Kind: LeaseCreated, Reason: string(l.UID)})
 	}
-	if old == nil || old.Spec.RenewTime == nil || l.Spec.RenewTime == nil || !old.Spec.RenewTime.Equal(l.Spec.RenewTime) {
+	if !known || old.renewTime.IsZero() || l.Spec.RenewTime == nil || !old.renewTime.Equal(l.Spec.RenewTime.Time) {
 		if l.Spec.RenewTime == nil {
 			return
 		}
