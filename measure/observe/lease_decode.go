@@ -19,9 +19,9 @@ import (
 
 // leaseCodecs are client-go's protobuf codecs with a decoder of Leases that reads only what the
 // Lease watch compares (name, namespace, uid, resourceVersion and renewTime, and the
-// initial-events-end annotation of a streaming list's bookmark), from the fields' bytes: the watch sees every renewal of the fleet, and
-// client-go's decoding of each Lease whole, its managedFields included, was most of the watch's
-// cost. Anything other than a Lease (a Status, a LeaseList) is decoded by client-go's codec.
+// initial-events-end annotation of a streaming list's bookmark), from the fields' bytes: the watch
+// sees every renewal of the fleet, and client-go's decoding of each Lease whole, its managedFields
+// included, was most of the watch's cost. Anything other than a Lease (a Status, a LeaseList) is decoded by client-go's codec.
 type leaseCodecs struct {
 	runtime.NegotiatedSerializer
 }
