@@ -120,6 +120,13 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 	wt := &watcher{namespace: t.namespace, sel: sel, json: asJSON,
 		events: make(chan *event, s.o.WatchBuffer), dropped: make(chan struct{})}
 	st.mu.Lock()
+	if from, err := strconv.ParseUint(rv, 10, 64); !initial && err == nil && from < st.lostAt {
+		// The apiserver resumes from its history; the stand-in has none, and a watch it ended as
+		// too slow would resume past what it missed: it relists instead, as past the history.
+		lost := st.lostAt
+		st.mu.Unlock()
+		return s.fail(w, req, asJSON, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, lost)))
+	}
 	st.watchers.add(wt)
 	var snapshot []*entry
 	if initial {

@@ -8,7 +8,8 @@
 // (protobuf with k8s.io/api's generated Marshal, JSON on demand) and shares that encoding between
 // every GET, answer and watch event. It has no controllers, no admission, no authorization (every
 // review is allowed) and no watch history: a watch resumed at an older resourceVersion starts from
-// the present, and is never answered 410 Gone. `fakelet run` refuses it as a target (IsStandIn):
+// the present, unless a watch was ended as too slow since, when it is answered 410 Expired and the
+// client relists, as past the apiserver's history. `fakelet run` refuses it as a target (IsStandIn):
 // only `fakelet bench` drives a fleet against it.
 package standin
 

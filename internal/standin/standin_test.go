@@ -222,3 +222,39 @@ func TestConcurrentUpdatesAtOneResourceVersionOneWins(t *testing.T) {
 		t.Fatalf("%d updates at one resourceVersion: %d stored, %d conflicts; want 1 and %d", writers, ok, conflicts, writers-1)
 	}
 }
+
+// A watch ended as too slow would resume past the changes it missed, which the stand-in keeps no
+// history of: a watch resumed before the last such change is answered 410 Expired, and the client
+// relists, as it does past the apiserver's history; a watch resumed after it is served.
+func TestAWatchResumedAcrossALossIsExpired(t *testing.T) {
+	s, cs := serve(t, Options{})
+	ctx := context.Background()
+	leases := cs.CoordinationV1().Leases("kube-node-lease")
+	first, err := leases.Create(ctx, testLease("n0"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.stores[resourcePath("coordination.k8s.io", "v1", "leases")]
+	full := &watcher{events: make(chan *event), dropped: make(chan struct{})} // never has room
+	st.mu.Lock()
+	st.watchers.add(full)
+	st.mu.Unlock()
+	lost, err := leases.Create(ctx, testLease("n1"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-full.dropped:
+	default:
+		t.Fatal("the watch without room was not ended")
+	}
+	_, err = leases.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+	if !apierrors.IsResourceExpired(err) {
+		t.Fatalf("a watch resumed at %s, before the lost change at %s: %v, want 410 Expired", first.ResourceVersion, lost.ResourceVersion, err)
+	}
+	w, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: lost.ResourceVersion})
+	if err != nil {
+		t.Fatalf("a watch resumed at the lost change %s: %v", lost.ResourceVersion, err)
+	}
+	w.Stop()
+}

@@ -94,10 +94,21 @@ type store struct {
 	mu       sync.Mutex
 	objects  map[string]*entry // by namespace/name
 	watchers watcherSet
+	// lostAt is the resourceVersion of the last change a watch was ended as too slow for: a watch
+	// resumed before it may miss changes the stand-in keeps no history of, and is answered 410.
+	lostAt uint64
 }
 
 func newStore(s *Server, r *resource) *store {
 	return &store{s: s, res: r, objects: map[string]*entry{}, watchers: newWatcherSet()}
+}
+
+// sent tells the watches of a change (watcherSet.send) and keeps its resourceVersion if a watch was
+// ended as too slow for it. st.mu is held.
+func (st *store) sent(old, now, obj *entry) {
+	if st.watchers.send(old, now, obj) {
+		st.lostAt = obj.rv
+	}
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
@@ -148,7 +159,7 @@ func (st *store) commit(k string, old *entry, obj runtime.Object) (e *entry, cod
 			return nil, 0, true, apierrors.NewInternalError(err)
 		}
 		delete(st.objects, k)
-		st.watchers.send(old, nil, e)
+		st.sent(old, nil, e)
 		return e, http.StatusOK, true, nil
 	}
 	mustAccessor(obj).SetResourceVersion(resourceVersionOf(rv))
@@ -157,7 +168,7 @@ func (st *store) commit(k string, old *entry, obj runtime.Object) (e *entry, cod
 		return nil, 0, true, apierrors.NewInternalError(err)
 	}
 	st.objects[k] = e
-	st.watchers.send(old, e, e)
+	st.sent(old, e, e)
 	if old == nil {
 		return e, http.StatusCreated, true, nil
 	}

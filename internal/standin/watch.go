@@ -115,8 +115,9 @@ func (ws watcherSet) remove(w *watcher) {
 
 // send tells the watches of one change from old to now (either nil for a create or a delete), carried
 // as obj: ADDED, MODIFIED or DELETED as each watch's selector saw the object before and after, as
-// the apiserver's cacher does. The store's mu is held.
-func (ws watcherSet) send(old, now, obj *entry) {
+// the apiserver's cacher does. It says whether a watch was ended as too slow for it. The store's mu
+// is held.
+func (ws watcherSet) send(old, now, obj *entry) (dropped bool) {
 	var shared [3]*event // by type, made for the first watch that needs it
 	deliver := func(w *watcher) {
 		was := old != nil && w.sel.matches(w.namespace, old)
@@ -136,7 +137,9 @@ func (ws watcherSet) send(old, now, obj *entry) {
 		if shared[i] == nil {
 			shared[i] = &event{typ: typ, e: obj}
 		}
-		w.queue(ws, shared[i])
+		if !w.queue(ws, shared[i]) {
+			dropped = true
+		}
 	}
 	for w := range ws.all {
 		deliver(w)
@@ -157,15 +160,18 @@ func (ws watcherSet) send(old, now, obj *entry) {
 			}
 		}
 	}
+	return dropped
 }
 
 // queue hands ev to the watch's stream, or ends a watch whose stream has fallen a whole queue
-// behind. The store's mu is held.
-func (w *watcher) queue(ws watcherSet, ev *event) {
+// behind and says so. The store's mu is held.
+func (w *watcher) queue(ws watcherSet, ev *event) bool {
 	select {
 	case w.events <- ev:
+		return true
 	default:
 		ws.remove(w)
 		close(w.dropped)
+		return false
 	}
 }
