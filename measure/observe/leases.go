@@ -109,7 +109,7 @@ func (s *leaseStore) Add(obj any) error { return s.Update(obj) }
 func (s *leaseStore) Update(obj any) error {
 	if l := s.lease(obj); l != nil {
 		old, ok := s.seen[l.Name]
-		s.r.observeLease(&old, ok, l)
+		s.r.observeLease(old, ok, l)
 		s.seen[l.Name] = seenOf(l)
 	}
 	return nil
@@ -174,11 +174,11 @@ func (r *Recorder) ObserveLease(old, l *coordinationv1.Lease) {
 	if old != nil {
 		seen = seenOf(old)
 	}
-	r.observeLease(&seen, old != nil, l)
+	r.observeLease(seen, old != nil, l)
 }
 
 // observeLease is ObserveLease of what the store kept of the old Lease, if known.
-func (r *Recorder) observeLease(old *leaseSeen, known bool, l *coordinationv1.Lease) {
+func (r *Recorder) observeLease(old leaseSeen, known bool, l *coordinationv1.Lease) {
 	if r.recordLease(old, known, l) && r.onRenewal != nil {
 		r.onRenewal(l.Name, l.Spec.RenewTime.Time)
 	}
@@ -186,7 +186,7 @@ func (r *Recorder) observeLease(old *leaseSeen, known bool, l *coordinationv1.Le
 
 // recordLease records a Lease seen for the first time (not known) or changed, and says whether its
 // renewTime is new.
-func (r *Recorder) recordLease(old *leaseSeen, known bool, l *coordinationv1.Lease) (renewed bool) {
+func (r *Recorder) recordLease(old leaseSeen, known bool, l *coordinationv1.Lease) (renewed bool) {
 	at := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
