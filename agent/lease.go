@@ -271,7 +271,9 @@ func compactLease(lease *coordinationv1.Lease, name string, t *Template) *coordi
 
 // sharedFields holds one managed fields' set for many objects: every kubelet's Lease has the same.
 // Encoding only reads a FieldsV1, so the objects can share it.
-type sharedFields struct{ first atomic.Pointer[metav1.FieldsV1] }
+type sharedFields struct {
+	first atomic.Pointer[metav1.FieldsV1]
+}
 
 // share returns the set held if f is the same bytes, else f; the first f is the one held.
 func (s *sharedFields) share(f *metav1.FieldsV1) *metav1.FieldsV1 {
