@@ -2,6 +2,7 @@ package standin
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -147,20 +148,32 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 		ct = protobufType + ";stream=watch"
 	}
 	s.setHeaders(w.Header(), ct)
+	var out io.Writer = w
+	var gz *memberWriter
+	if streaming && acceptsGzip(req.Header) {
+		w.Header()["Content-Encoding"] = gzipEncoding
+		w.Header()["Vary"] = varyEncoding
+		gz = &memberWriter{w: w}
+		out = gz
+		defer gz.release()
+	}
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	flush := func() {
+		if gz != nil && gz.endMember() != nil {
+			return // the stream is broken: the next write says so
+		}
 		if flusher != nil {
 			flusher.Flush()
 		}
 	}
 	for _, e := range snapshot {
-		if _, err := w.Write((&event{typ: added, e: e}).frame(asJSON)); err != nil {
+		if _, err := out.Write((&event{typ: added, e: e}).frame(asJSON)); err != nil {
 			return http.StatusOK
 		}
 	}
 	if streaming {
-		if _, err := w.Write(s.bookmark(t.res, at, true).frame(asJSON)); err != nil {
+		if _, err := out.Write(s.bookmark(t.res, at, true).frame(asJSON)); err != nil {
 			return http.StatusOK
 		}
 	}
@@ -177,14 +190,14 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 	for {
 		select {
 		case ev := <-wt.events:
-			if _, err := w.Write(ev.frame(asJSON)); err != nil {
+			if _, err := out.Write(ev.frame(asJSON)); err != nil {
 				return http.StatusOK
 			}
 			if len(wt.events) == 0 {
 				flush()
 			}
 		case <-tick:
-			if _, err := w.Write(s.bookmark(t.res, s.rv.Load(), false).frame(asJSON)); err != nil {
+			if _, err := out.Write(s.bookmark(t.res, s.rv.Load(), false).frame(asJSON)); err != nil {
 				return http.StatusOK
 			}
 			flush()
