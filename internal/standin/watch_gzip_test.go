@@ -51,10 +51,8 @@ func TestAStreamingListIsGzippedOneMemberAFlush(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Accept", jsonType)
-		if acceptEncoding != "" {
-			// Set by hand, so that the transport hands over the body as sent.
-			req.Header.Set("Accept-Encoding", acceptEncoding)
-		}
+		// Set by hand, so that the transport hands over the body as sent.
+		req.Header.Set("Accept-Encoding", acceptEncoding)
 		res, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +103,7 @@ func TestAStreamingListIsGzippedOneMemberAFlush(t *testing.T) {
 
 	for _, c := range []struct{ query, acceptEncoding string }{
 		{"", "gzip"},               // a plain watch
-		{streaming, ""},            // a client that does not ask
+		{streaming, "identity"},    // a client that asks for none (empty, Go's transport would ask for gzip itself)
 		{streaming, "gzip;q=1"},    // not the apiserver's token
 		{streaming, "deflate, br"}, // nor any other encoding
 	} {
