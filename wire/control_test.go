@@ -21,8 +21,10 @@ func TestServerThatPingsAndNeverReadsIsFailed(t *testing.T) {
 	fc := testingclock.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	stalled, stop := make(chan struct{}), make(chan struct{})
 	srv := h2script.New(t, nil, func(rc *h2script.Conn) {
-		if r, ok := rc.Request(); ok {
-			rc.Respond(r.StreamID, 200, "text/plain", nil)
+		for range 2 {
+			if r, ok := rc.Request(); ok {
+				rc.Respond(r.StreamID, 200, "text/plain", nil)
+			}
 		}
 		<-stalled
 		tick := time.NewTicker(time.Millisecond)
@@ -39,11 +41,16 @@ func TestServerThatPingsAndNeverReadsIsFailed(t *testing.T) {
 	defer close(stop)
 	var dialer stallingDialer
 	c := scriptedClient(t, srv, Config{Dial: dialer.dial, Clock: fc})
-	if _, err := c.Do(context.Background(), &Request{Path: "/warm"}); err != nil {
-		t.Fatal(err)
+	// The writer must stick on the PUT itself: stuck on a frame queued before it (the SETTINGS
+	// acknowledgement, written perhaps after the first answer came) or on a PING's acknowledgement,
+	// it would leave the PUT unwritten in its queue, to go again on a new connection. The second
+	// request is answered once the writer has written all that came before it.
+	for range 2 {
+		if _, err := c.Do(context.Background(), &Request{Path: "/warm"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dialer.conn(0).stall()
-	close(stalled)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -52,6 +59,7 @@ func TestServerThatPingsAndNeverReadsIsFailed(t *testing.T) {
 		done <- err
 	}()
 	dialer.conn(0).blocked(t)
+	close(stalled)
 	untilWaiting(t, fc, 1, done) // the health check
 	fc.Step(defaultPingTimeout - time.Second)
 	untilWaiting(t, fc, 1, done) // a second short of the timeout, the request still waits
