@@ -331,10 +331,22 @@ func (a *Agent) Mode() heartbeat.Mode {
 	return a.mode
 }
 
-// ObserveNode gives the agent a newer view of its Node, from a watch. The agent keeps the pointer and
-// never writes to it; the caller must not either.
+// ObserveNode gives the agent a newer view of its Node, from a watch whose store holds n. The agent
+// keeps the pointer and never writes to it; the caller must not either. n of the version the agent
+// keeps, but another copy, is the watch's decoding of the agent's own write, stored because its
+// event came before the write's answer: the agent takes the store's copy and drops its own, so that
+// the node keeps one, and does not wake the status loop for a Node that has not changed.
 func (a *Agent) ObserveNode(n *corev1.Node) {
-	a.remember(n)
+	if n == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sameVersionLocked(n) {
+		a.server = n
+		return
+	}
+	a.rememberLocked(n)
 }
 
 // Kept returns the Node the agent keeps if it is n's version, else n: a watch that stores the
@@ -354,18 +366,23 @@ func (a *Agent) sameVersionLocked(n *corev1.Node) bool {
 	return a.server != nil && n.ResourceVersion != "" && n.ResourceVersion == a.server.ResourceVersion
 }
 
-// remember keeps n as the server's view of the Node if it is newer than the one kept. The one kept
-// stays when n is its version again (a watch's event for the agent's own patch), so that the status
-// loop, which compares the kept Node by pointer, is not woken for nothing and the watch can share it.
+// remember keeps n, an answer of the agent's own request, as the server's view of the Node if it is
+// newer than the one kept. The one kept stays when n is its version again (the watch's copy, stored
+// before this answer came), so that the status loop, which compares the kept Node by pointer, is not
+// woken for nothing and the watch's store and the agent share one Node.
 func (a *Agent) remember(n *corev1.Node) {
 	if n == nil {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.sameVersionLocked(n) {
-		return
+	if !a.sameVersionLocked(n) {
+		a.rememberLocked(n)
 	}
+}
+
+// rememberLocked keeps n if it is newer than the Node kept. a.mu must be held.
+func (a *Agent) rememberLocked(n *corev1.Node) {
 	if a.server == nil || newer(n.ResourceVersion, a.server.ResourceVersion) {
 		a.server = n
 		a.statusMayChangeLocked()

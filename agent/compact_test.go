@@ -129,14 +129,20 @@ func TestAgentKeepsOneNodeAVersion(t *testing.T) {
 	version := func(rv string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Name(), ResourceVersion: rv}}
 	}
-	patched, watched := version("7"), version("7")
+	patched, again, watched := version("7"), version("7"), version("7")
 	a.remember(patched)
-	a.ObserveNode(watched)
+	a.remember(again)
 	if a.serverNode() != patched {
-		t.Error("a second decoding of resourceVersion 7 replaced the agent's Node")
+		t.Error("a second answer of resourceVersion 7 replaced the agent's Node")
 	}
 	if a.Kept(watched) != patched {
 		t.Error("Kept handed the watch its own decoding of the version the agent keeps")
+	}
+	// The watch's event came before the answer: its transform found the agent a version behind and
+	// stored its own decoding, which its handler then gives the agent.
+	a.ObserveNode(watched)
+	if a.serverNode() != watched {
+		t.Error("the agent kept its answer of resourceVersion 7 beside the watch's stored decoding")
 	}
 	if newer := version("8"); a.Kept(newer) != newer {
 		t.Error("Kept handed the watch the agent's older Node for resourceVersion 8")
