@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	k8stesting "k8s.io/client-go/testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/internal/heapsize"
 )
 
 // BenchmarkHeapPerNode is the unit-level counterpart of make bench's fleet RSS per node: the Go
@@ -85,7 +86,7 @@ func heapPerNode(b *testing.B, fp Footprint, agents int) float64 {
 	w := &answeringWatcher{}
 	api := Clients{Core: client.CoreV1(), Coordination: client.CoordinationV1(), Storage: client.StorageV1(), Watches: w}
 
-	before := liveHeap()
+	before := heapsize.Live()
 	fleet := make([]*Agent, agents)
 	for i := range fleet {
 		fleet[i] = New(cfg, api, fmt.Sprintf("fakelet-%05d", i), i, "zone-1")
@@ -106,7 +107,7 @@ func heapPerNode(b *testing.B, fp Footprint, agents int) float64 {
 	if want := agents * b2i(fp == FootprintKubelet); csiNodes != want || events < want {
 		b.Fatalf("the fake apiserver held %d CSINodes and %d Events, want %d and at least %d", csiNodes, events, want, want)
 	}
-	after := liveHeap()
+	after := heapsize.Live()
 	runtime.KeepAlive(fleet)
 	return float64(after-before) / float64(agents)
 }
@@ -144,13 +145,4 @@ func b2i(v bool) int {
 		return 1
 	}
 	return 0
-}
-
-// liveHeap is the heap in use after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/internal/heapsize"
 )
 
 // deploymentPod is a pod as a Deployment's ReplicaSet creates it and the apiserver admits it: its
@@ -54,9 +56,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 	for len(agents)*perNode < b.N {
 		agents = append(agents, New(a.cfg, Clients{}, fmt.Sprintf("fakelet-%05d", len(agents)), len(agents), ""))
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := heapsize.Live()
 	b.ResetTimer()
 	for i := range b.N {
 		ag := agents[i/perNode]
@@ -75,8 +75,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 		ag.mu.Unlock()
 	}
 	b.StopTimer()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	after := heapsize.Live()
 	for _, ag := range agents {
 		for _, st := range ag.pods {
 			if st.view.phase != corev1.PodRunning || st.pending != nil {
@@ -84,6 +83,6 @@ func BenchmarkHeapPerPod(b *testing.B) {
 			}
 		}
 	}
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-B/pod")
+	b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/pod")
 	runtime.KeepAlive(agents)
 }

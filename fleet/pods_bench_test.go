@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/heapsize"
 )
 
 // BenchmarkHeapPerFleetPod is what the fleet's pod watch keeps of each of the fleet's own pods
@@ -20,9 +21,7 @@ func BenchmarkHeapPerFleetPod(b *testing.B) {
 	pods := make([]*fleetPod, 0, b.N)
 	created := map[string]types.UID{}
 	ready := map[string]bool{}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := heapsize.Live()
 	b.ResetTimer()
 	for i := range b.N {
 		name := PodName(fleetname.NodeName(fleetname.DefaultNamePrefix, i/30), i%30)
@@ -42,9 +41,8 @@ func BenchmarkHeapPerFleetPod(b *testing.B) {
 		ready[name] = true
 	}
 	b.StopTimer()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-B/pod")
+	after := heapsize.Live()
+	b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/pod")
 	runtime.KeepAlive(pods)
 	runtime.KeepAlive(created)
 	runtime.KeepAlive(ready)

@@ -24,6 +24,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"internal/fleettest":  {},
 	"internal/h2script":   {},
 	"internal/headtail":   {},
+	"internal/heapsize":   {},
 	"internal/layout":     {},
 	"internal/pause":      {},
 	"internal/standin":    {},
@@ -34,11 +35,11 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"profiles":            {imports: []string{"heartbeat", "nodeshape"}},
 
 	// One fake kubelet, its transport, and many.
-	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/enum", "internal/scheduler", "nodeshape"}},
+	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/enum", "internal/scheduler", "nodeshape"}, tests: []string{"internal/heapsize"}},
 	"transport": {imports: []string{"agent", "internal/pause", "internal/protofield", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
 	"fleet": {
 		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/enum", "internal/pause", "internal/scheduler", "transport"},
-		tests:   []string{"internal/fleettest"},
+		tests:   []string{"internal/fleettest", "internal/heapsize"},
 	},
 	"scenario": {
 		imports: []string{"access", "agent", "fleet", "fleetname", "heartbeat", "internal/headtail", "internal/scheduler", "profiles"},
@@ -56,14 +57,14 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"controlplane": {imports: []string{"deploy"}},
 
 	// The measurement.
-	"measure/observe":    {imports: []string{"internal/conditions", "internal/headtail", "internal/protofield"}, tests: []string{"internal/standin"}},
-	"measure/reaction":   {imports: []string{"measure/observe"}},
+	"measure/observe":    {imports: []string{"internal/conditions", "internal/headtail", "internal/protofield"}, tests: []string{"internal/heapsize", "internal/standin"}},
+	"measure/reaction":   {imports: []string{"measure/observe"}, tests: []string{"internal/heapsize"}},
 	"measure/scrape":     {imports: []string{"fleet"}},
 	"measure/source":     {imports: []string{"controlplane", "measure/scrape"}},
 	"measure/load":       {imports: []string{"measure/scrape"}},
 	"measure/storm":      {imports: []string{"agent"}},
-	"measure/workload":   {imports: []string{"internal/conditions", "internal/headtail", "measure/reaction"}},
-	"measure/falsealarm": {imports: []string{"agent", "measure/observe", "measure/reaction"}, tests: []string{"heartbeat", "internal/fleettest", "internal/scheduler"}},
+	"measure/workload":   {imports: []string{"internal/conditions", "internal/headtail", "measure/reaction"}, tests: []string{"internal/heapsize"}},
+	"measure/falsealarm": {imports: []string{"agent", "measure/observe", "measure/reaction"}, tests: []string{"heartbeat", "internal/fleettest", "internal/heapsize", "internal/scheduler"}},
 	"measure/record":     {imports: []string{"measure/falsealarm", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "measure/storm", "measure/workload"}},
 	"report":             {imports: []string{"measure/record", "measure/falsealarm", "measure/load", "measure/observe", "measure/reaction", "measure/scrape", "measure/storm", "measure/workload"}},
 	"measure": {imports: []string{"measure/record", "agent", "fleet", "fleetname", "internal/headtail", "measure/falsealarm", "measure/load",

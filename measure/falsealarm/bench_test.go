@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/heapsize"
 	"fakelet.dev/fakelet/measure/falsealarm"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkDetectorHeapPerNode(b *testing.B) {
 	}
 	var perNode float64
 	for b.Loop() {
-		before := liveHeap()
+		before := heapsize.Live()
 		d := falsealarm.New(0)
 		for beat := range 20 {
 			at := t0.Add(time.Duration(beat) * 10 * time.Second)
@@ -30,15 +31,8 @@ func BenchmarkDetectorHeapPerNode(b *testing.B) {
 				d.Request(agent.Request{Verb: "update", Resource: "leases", Node: n, Sent: at, Due: at, SendLag: time.Millisecond, Latency: 5 * time.Millisecond})
 			}
 		}
-		perNode = float64(liveHeap()-before) / nodes
+		perNode = float64(heapsize.Live()-before) / nodes
 		runtime.KeepAlive(d)
 	}
 	b.ReportMetric(perNode, "heap-B/node")
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }

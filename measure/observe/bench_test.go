@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"fakelet.dev/fakelet/internal/heapsize"
 )
 
 // BenchmarkObserveUnchangedNode is the handler's cost for what most watch events are at scale: a
@@ -25,9 +27,7 @@ func TestRecorderAt10kNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates 10,000 nodes")
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := heapsize.Live()
 	r := NewRecorder(nil)
 	for i := range 10000 {
 		n := node(corev1.ConditionFalse, "KubeletNotReady", notReadyNS)
@@ -43,9 +43,7 @@ func TestRecorderAt10kNodes(t *testing.T) {
 			r.ObserveNode(unknown, ready)
 		}
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	held := int64(heapsize.Live()) - int64(before)
 	t.Logf("%d transitions of 10,000 nodes hold %.1f MiB", r.TransitionCount(), float64(held)/(1<<20))
 	if held > 16<<20 {
 		t.Errorf("the record of 10,000 nodes holds %.1f MiB, want under 16 MiB", float64(held)/(1<<20))

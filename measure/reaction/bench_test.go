@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"fakelet.dev/fakelet/internal/heapsize"
 )
 
 // BenchmarkTrackerHeapPerNode is what the tracker keeps of a node that registered and turned Ready,
@@ -17,7 +19,7 @@ func BenchmarkTrackerHeapPerNode(b *testing.B) {
 	}
 	var perNode float64
 	for b.Loop() {
-		before := liveHeap()
+		before := heapsize.Live()
 		tr := NewTracker()
 		for _, n := range names {
 			for _, c := range []string{"MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"} {
@@ -27,15 +29,8 @@ func BenchmarkTrackerHeapPerNode(b *testing.B) {
 			tr.Observe(taint(0, n, "node.kubernetes.io/not-ready", "NoSchedule", true))
 			tr.Observe(taint(1, n, "node.kubernetes.io/not-ready", "NoSchedule", false))
 		}
-		perNode = float64(liveHeap()-before) / nodes
+		perNode = float64(heapsize.Live()-before) / nodes
 		runtime.KeepAlive(tr)
 	}
 	b.ReportMetric(perNode, "heap-B/node")
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/internal/heapsize"
 )
 
 // BenchmarkSummary30000Pods is the summary of 1000 nodes of 30 pods, a third of them stopped and
@@ -57,9 +59,7 @@ func BenchmarkRecorderHeapPerPod(b *testing.B) {
 	const pods = 30000
 	for range b.N {
 		c := testingclock.NewFakeClock(t0)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
+		before := heapsize.Live()
 		r := NewRecorder(c, t0)
 		for i := range pods {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("web-7d9c6b5f4-", i), UID: types.UID(fmt.Sprintf("%036d", i)),
@@ -73,9 +73,7 @@ func BenchmarkRecorderHeapPerPod(b *testing.B) {
 			running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 			r.ObservePod(bound, running)
 		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/pods, "heap-B/pod")
+		b.ReportMetric(float64(heapsize.Live()-before)/pods, "heap-B/pod")
 		runtime.KeepAlive(r)
 	}
 }
