@@ -28,13 +28,15 @@ type Options struct {
 	Sizes []int // fleet sizes
 	// Footprints are measured at every size, one after the other in this order, each on a fresh
 	// control plane (Result.Footprint).
-	Footprints      []agent.Footprint
-	Steady          time.Duration // the measured window, after registration and Settle
-	Settle          time.Duration // wait after every node is Ready, so registration's status patches pass
-	RegisterTimeout time.Duration // give up waiting for all nodes to be Ready
-	Fakelet         string        // the fakelet binary each fleet runs in
-	Dir             string        // control planes and logs go under it
-	BinDir          string        // control plane binaries
+	Footprints []agent.Footprint
+	Steady     time.Duration // the measured window, after registration and Settle
+	Settle     time.Duration // wait after every node is Ready, so registration's status patches pass
+	// RegisterTimeout bounds the wait for all nodes to be Ready, and then the wait for the
+	// controllers' writes to the Nodes to end (nodeWrites.awaitEnd).
+	RegisterTimeout time.Duration
+	Fakelet         string // the fakelet binary each fleet runs in
+	Dir             string // control planes and logs go under it
+	BinDir          string // control plane binaries
 	RegisterQPS     float64
 	RunArgs         []string // extra `fakelet run` flags, such as --lease-duration 400s
 	RunEnv          []string // extra environment of the fleet process only, such as GOGC=200
@@ -194,6 +196,10 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 	}
 	fmt.Fprintf(o.Log, "   %s; settling %v, then measuring %v\n", registered(res), o.Settle, o.Steady)
 	if err := pause.For(ctx, o.Settle); err != nil {
+		return res, err
+	}
+	apiserverNow := func() (families, error) { return scrape(tgt.metrics, tgt.metricsURL) }
+	if err := realNodeWrites(apiserverNow).awaitEnd(ctx, o.RegisterTimeout, o.Log); err != nil {
 		return res, err
 	}
 
