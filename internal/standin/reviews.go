@@ -2,7 +2,9 @@ package standin
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,21 +83,47 @@ func (s *Server) answerObject(w http.ResponseWriter, req *http.Request, r *resou
 
 // managedFields is the entry the apiserver's field manager keeps for a writer of a Lease, so that a
 // Lease carries as many bytes to and fro as it does from an apiserver: a kubelet's lease controller
-// owns its spec and the ownerReference to its Node. Other kinds carry none.
+// owns its spec, its annotations and labels, and the ownerReference to its Node. Other kinds carry
+// none.
 func managedFields(req *http.Request, r *resource, obj runtime.Object, op metav1.ManagedFieldsOperationType, at metav1.Time) []metav1.ManagedFieldsEntry {
 	lease, ok := obj.(*coordinationv1.Lease)
 	if !ok || r.gvr.Group != coordinationv1.GroupName {
 		return nil
 	}
-	var owners strings.Builder
-	for _, o := range lease.OwnerReferences {
-		owners.WriteString(`,"k:{\"uid\":\"` + string(o.UID) + `\"}":{}`)
-	}
-	fields := `{"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`
-	if owners.Len() > 0 {
-		fields = `{"f:metadata":{"f:ownerReferences":{".":{}` + owners.String() + `}},"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`
-	}
 	manager, _, _ := strings.Cut(req.UserAgent(), "/")
 	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: op, APIVersion: r.gvr.GroupVersion().String(),
-		Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}
+		Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: leaseFields(lease)}}}
+}
+
+// leaseFields is the field set of a Lease written whole, in the apiserver's order.
+func leaseFields(lease *coordinationv1.Lease) []byte {
+	var meta []string
+	if len(lease.Annotations) > 0 {
+		meta = append(meta, `"f:annotations":{".":{}`+fieldKeys(lease.Annotations)+`}`)
+	}
+	if len(lease.Labels) > 0 {
+		meta = append(meta, `"f:labels":{".":{}`+fieldKeys(lease.Labels)+`}`)
+	}
+	if len(lease.OwnerReferences) > 0 {
+		var owners strings.Builder
+		for _, o := range lease.OwnerReferences {
+			owners.WriteString(`,"k:{\"uid\":\"` + string(o.UID) + `\"}":{}`)
+		}
+		meta = append(meta, `"f:ownerReferences":{".":{}`+owners.String()+`}`)
+	}
+	const spec = `"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}`
+	if len(meta) == 0 {
+		return []byte("{" + spec + "}")
+	}
+	return []byte(`{"f:metadata":{` + strings.Join(meta, ",") + `},` + spec + `}`)
+}
+
+// fieldKeys is the members of a map's field set, one a key, in the keys' order.
+func fieldKeys(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		key, _ := json.Marshal("f:" + k)
+		b.WriteString("," + string(key) + ":{}")
+	}
+	return b.String()
 }

@@ -258,3 +258,24 @@ func TestAWatchResumedAcrossALossIsExpired(t *testing.T) {
 	}
 	w.Stop()
 }
+
+// A fleet's Lease carries the field set kube-apiserver v1.37.2 keeps for it (read back from one
+// of a fleet's Leases on the local control plane), byte for byte: the measurement's Lease watch
+// and each renewal's answer decode it.
+func TestLeaseFieldsAreTheApiserversForAFleetsLease(t *testing.T) {
+	lease := testLease("fakelet-00007")
+	lease.Annotations = map[string]string{"fakelet.dev/run": "20261203-060238-195373"}
+	lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "fakelet-00007", UID: "d8994ab0-1748-47da-9576-1bf2ba53d349"}}
+	const apiserver = `{"f:metadata":{"f:annotations":{".":{},"f:fakelet.dev/run":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"d8994ab0-1748-47da-9576-1bf2ba53d349\"}":{}}},"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`
+	if got := string(leaseFields(lease)); got != apiserver {
+		t.Errorf("the stand-in keeps the field set\n%s\nfor a Lease kube-apiserver keeps\n%s\nfor", got, apiserver)
+	}
+	lease.Labels = map[string]string{"b": "", "a": ""}
+	const labelled = `{"f:metadata":{"f:annotations":{".":{},"f:fakelet.dev/run":{}},"f:labels":{".":{},"f:a":{},"f:b":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"d8994ab0-1748-47da-9576-1bf2ba53d349\"}":{}}},"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`
+	if got := string(leaseFields(lease)); got != labelled {
+		t.Errorf("with labels, the field set is\n%s\nwant\n%s", got, labelled)
+	}
+	if got, want := string(leaseFields(testLease("n1"))), `{"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`; got != want {
+		t.Errorf("a bare Lease's field set is %s, want %s", got, want)
+	}
+}
