@@ -27,17 +27,21 @@ const leaseNamespace = "kube-node-lease"
 // the watch load of lease heartbeats.
 //
 // It is a client-go Reflector (its streaming list, resumption, relist and backoff) over client's
-// connections, with two things of its own for the cost of a watch that sees every renewal of the
-// fleet: Leases decoded lean (leaseCodecs), and a store that keeps what it compares of our Leases
-// and calls the recorder itself (leaseStore), where an informer has a queue and a handler's
-// goroutines between them.
+// connections, with three things of its own for the cost of a watch that sees every renewal of the
+// fleet: Leases decoded lean (leaseCodecs), a store that keeps what it compares of our Leases and
+// calls the recorder itself (leaseStore), where an informer has a queue and a handler's goroutines
+// between them, and answers not gzipped. kube-apiserver gzips a streaming list's answer for a
+// client that accepts it (client-go's transport asks by default) one event a gzip member, each
+// compressed alone: a Lease of some 600 bytes shrinks little, and the apiserver's compressing and
+// the fleet's inflating of every renewal cost both of them CPU (docs/performance.md).
 func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface, ours func(name string) bool) error {
 	rc, err := leaseClient(client)
 	if err != nil {
 		return fmt.Errorf("watch node leases in %s: %w", leaseNamespace, err)
 	}
 	leases := func(o *metav1.ListOptions) *rest.Request {
-		return rc.Get().Namespace(leaseNamespace).Resource("leases").VersionedParams(o, scheme.ParameterCodec)
+		return rc.Get().Namespace(leaseNamespace).Resource("leases").VersionedParams(o, scheme.ParameterCodec).
+			SetHeader("Accept-Encoding", "identity")
 	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

@@ -2,6 +2,9 @@ package observe
 
 import (
 	"context"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,3 +144,44 @@ func TestWatchLeasesRefusesAClientWithoutARESTClient(t *testing.T) {
 		t.Error("no error from a fake clientset, which has no REST client to watch with")
 	}
 }
+
+// The Lease watch asks for its answers as they are, not gzipped: its list, its watch and its
+// streaming list.
+func TestWatchLeasesAsksForAnswersNotGzipped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, cfg, stop, err := standin.ServeLoopback(standin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var mu sync.Mutex
+	asked := map[string]bool{} // Accept-Encoding of the Lease requests
+	cfg.ContentType, cfg.QPS = "application/vnd.kubernetes.protobuf", -1
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(req.URL.Path, "/leases") {
+				mu.Lock()
+				asked[req.Header.Get("Accept-Encoding")] = true
+				mu.Unlock()
+			}
+			return next.RoundTrip(req)
+		})
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := NewRecorder(nil).WatchLeases(ctx, client, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || !asked["identity"] {
+		t.Errorf("the Lease watch's requests asked for encodings %v, want identity alone", asked)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
