@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/internal/standin"
 )
@@ -19,6 +20,12 @@ import (
 // standIn serves fakelet's stand-in for kube-apiserver on a loopback port, for the Lease watch to
 // watch over the wire as it does a run's apiserver, and returns a protobuf clientset for it.
 func standIn(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	return clientOf(t, standInConfig(t))
+}
+
+// standInConfig serves the stand-in and returns a protobuf client configuration for it.
+func standInConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	_, cfg, stop, err := standin.ServeLoopback(standin.Options{})
 	if err != nil {
@@ -30,6 +37,11 @@ func standIn(t *testing.T) kubernetes.Interface {
 		}
 	})
 	cfg.ContentType, cfg.QPS = "application/vnd.kubernetes.protobuf", -1
+	return cfg
+}
+
+func clientOf(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -150,14 +162,9 @@ func TestWatchLeasesRefusesAClientWithoutARESTClient(t *testing.T) {
 func TestWatchLeasesAsksForAnswersNotGzipped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, cfg, stop, err := standin.ServeLoopback(standin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	cfg := standInConfig(t)
 	var mu sync.Mutex
 	asked := map[string]bool{} // Accept-Encoding of the Lease requests
-	cfg.ContentType, cfg.QPS = "application/vnd.kubernetes.protobuf", -1
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if strings.HasSuffix(req.URL.Path, "/leases") {
@@ -168,11 +175,7 @@ func TestWatchLeasesAsksForAnswersNotGzipped(t *testing.T) {
 			return next.RoundTrip(req)
 		})
 	})
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := NewRecorder(nil).WatchLeases(ctx, client, func(string) bool { return true }); err != nil {
+	if err := NewRecorder(nil).WatchLeases(ctx, clientOf(t, cfg), func(string) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
