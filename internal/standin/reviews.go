@@ -95,35 +95,48 @@ func managedFields(req *http.Request, r *resource, obj runtime.Object, op metav1
 		Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: leaseFields(lease)}}}
 }
 
-// leaseFields is the field set of a Lease written whole, in the apiserver's order.
+// leaseFields is the field set of a Lease written whole, in the apiserver's order. It is made at
+// every renewal, so in one buffer.
 func leaseFields(lease *coordinationv1.Lease) []byte {
-	var meta []string
-	if len(lease.Annotations) > 0 {
-		meta = append(meta, `"f:annotations":{".":{}`+fieldKeys(lease.Annotations)+`}`)
-	}
-	if len(lease.Labels) > 0 {
-		meta = append(meta, `"f:labels":{".":{}`+fieldKeys(lease.Labels)+`}`)
-	}
-	if len(lease.OwnerReferences) > 0 {
-		var owners strings.Builder
-		for _, o := range lease.OwnerReferences {
-			owners.WriteString(`,"k:{\"uid\":\"` + string(o.UID) + `\"}":{}`)
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
+	if len(lease.Annotations)+len(lease.Labels)+len(lease.OwnerReferences) > 0 {
+		b = append(b, `"f:metadata":{`...)
+		b = appendKeys(b, "annotations", lease.Annotations)
+		b = appendKeys(b, "labels", lease.Labels)
+		if len(lease.OwnerReferences) > 0 {
+			b = append(b, `"f:ownerReferences":{".":{}`...)
+			for _, o := range lease.OwnerReferences {
+				b = append(b, `,"k:{\"uid\":\"`...)
+				b = append(b, o.UID...)
+				b = append(b, `\"}":{}`...)
+			}
+			b = append(b, "},"...)
 		}
-		meta = append(meta, `"f:ownerReferences":{".":{}`+owners.String()+`}`)
+		b[len(b)-1] = '}' // the last member's comma
+		b = append(b, ',')
 	}
-	const spec = `"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}`
-	if len(meta) == 0 {
-		return []byte("{" + spec + "}")
-	}
-	return []byte(`{"f:metadata":{` + strings.Join(meta, ",") + `},` + spec + `}`)
+	b = append(b, `"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`...)
+	return b
 }
 
-// fieldKeys is the members of a map's field set, one a key, in the keys' order.
-func fieldKeys(m map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		key, _ := json.Marshal("f:" + k)
-		b.WriteString("," + string(key) + ":{}")
+// appendKeys appends the field set of a map of metadata, one member a key in the keys' order, and
+// a comma, if it has keys. The keys are qualified names, which JSON quotes as they are; one with a
+// quote or a backslash is quoted by encoding/json.
+func appendKeys(b []byte, field string, m map[string]string) []byte {
+	if len(m) == 0 {
+		return b
 	}
-	return b.String()
+	b = append(b, `"f:`+field+`":{".":{}`...)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b = append(b, ',')
+		if strings.ContainsAny(k, `"\`) {
+			q, _ := json.Marshal("f:" + k)
+			b = append(b, q...)
+		} else {
+			b = append(b, `"f:`+k+`"`...)
+		}
+		b = append(b, ":{}"...)
+	}
+	return append(b, "},"...)
 }
