@@ -31,8 +31,9 @@ fleet in its own fakelet process until every node is Ready, let registration set
 until the controllers have stopped writing the Nodes (the TTL controller annotates every Node
 again each time the cluster grows past 100, 500, 1000 or 2000 nodes, at the controller manager's
 20 requests a second, and the fleet's watches decode each write), then measure a steady window:
-CPU time and memory of fakelet, kube-apiserver, etcd and kube-controller-manager from /proc, lease PUTs and their latency from the apiserver's metrics, the fleet's own heartbeat
-counts and lease renewal intervals, and the watches the fleet held and the apiserver served.
+CPU time and memory of fakelet, kube-apiserver, etcd and kube-controller-manager from /proc, lease
+PUTs and their latency from the apiserver's metrics, the fleet's own heartbeat counts and lease
+renewal intervals, and the watches the fleet held and the apiserver served.
 Prints two Markdown tables (and writes them to --out): every fleet's costs, and what each
 footprint cost per node, with the kubelet footprint against the heartbeat one at each size and
 against issue 15's targets.
