@@ -10,9 +10,10 @@ import (
 	"fakelet.dev/fakelet/internal/h2script"
 )
 
-// TestFlushWindowMovesNoSendByMoreThanTheWindow steps the writer's clock: a request queued on an
-// idle connection waits for company no longer than the flush window, one queued meanwhile leaves
-// with it, and neither leaves before its time nor after the window. The clock moves only while the
+// TestFlushWindowMovesNoSendByMoreThanTheWindow steps the writer's clock: a request queued on a
+// connection idle for longer than the flush window leaves at once; one queued within the window of
+// the last waits for company no longer than the window, one queued meanwhile leaves with it, and
+// neither leaves before its time nor after the window. The clock moves only while the
 // writer waits in its observer (writerTap), so the test knows what the writer holds at each step.
 func TestFlushWindowMovesNoSendByMoreThanTheWindow(t *testing.T) {
 	const window = MaxFlushWindow
@@ -52,54 +53,72 @@ func TestFlushWindowMovesNoSendByMoreThanTheWindow(t *testing.T) {
 	}
 
 	// The first request dials, and SETTINGS go both ways. The clock steps to the end of each window
-	// the writer holds, and the test sees its flush, until the answer is in: then what the writer
-	// holds, if anything, it wrote at the clock's present time.
-	send()
-	for {
-		ev, err, isEvent := nextOr(tap, done)
-		if !isEvent {
-			if err != nil {
-				t.Fatal(err)
+	// the writer holds, and the test sees its flush, until the answer is in. A second request,
+	// queued once the first is answered, comes after whatever the server's SETTINGS had the reader
+	// queue: once it is answered, the writer has nothing left and runs only when the test lets it.
+	for range 2 {
+		send()
+		for {
+			ev, err, isEvent := nextOr(tap, done)
+			if !isEvent {
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
 			}
-			break
+			tap.untilFlushed(fc, window, ev)
+			tap.release()
 		}
-		tap.untilFlushed(fc, window, ev)
-		tap.release()
+		<-arrived
 	}
-	<-arrived
+	fc.Step(2 * window) // the connection has been idle for longer than a window
 	t0 := fc.Now()
 
-	// holds waits until the writer holds the connection's nth request on its timer, and steps the
-	// clock by d before the writer goes on.
-	holds := func(n uint32, d time.Duration) {
+	// covering waits for the writer's event that covers the connection's nth request, letting it
+	// go on from earlier ones (a flush of a request answered before it reported the flush).
+	covering := func(n uint32) writerEvent {
 		t.Helper()
 		for {
 			ev := tap.next()
 			if ev.last >= 2*n-1 {
-				if ev.held.IsZero() {
-					tap.release()
-					t.Fatalf("the writer flushed request %d without holding it for company", n)
-				}
-				fc.Step(d)
-				tap.release()
-				return
+				return ev
 			}
 			tap.release()
 		}
 	}
-	send() // at 0
-	holds(2, window/2)
-	send() // at half the window: joins the first one's write
-	holds(3, window/2)
-	answered()
-	answered()
-	for i, sentAt := range []time.Duration{0, window / 2} {
-		at := (<-arrived).Sub(t0)
-		if at < sentAt || at-sentAt > window {
-			t.Errorf("request %d, queued at %v, reached the server at %v: moved by more than the %v window", i, sentAt, at, window)
+	// holds waits until the writer holds the connection's nth request on its timer, and steps the
+	// clock by d before the writer goes on.
+	holds := func(n uint32, d time.Duration) {
+		t.Helper()
+		if ev := covering(n); ev.held.IsZero() {
+			tap.release()
+			t.Fatalf("the writer flushed request %d without holding it for company", n)
 		}
-		if at != window {
-			t.Errorf("request %d reached the server at %v, not at the end of the window (%v)", i, at, window)
+		fc.Step(d)
+		tap.release()
+	}
+
+	send() // at 0, alone: nothing came in the window before it, so it leaves at once
+	if ev := covering(3); !ev.held.IsZero() {
+		tap.release()
+		t.Fatalf("the writer held request 3, which came alone, on its timer")
+	}
+	tap.release()
+	answered()
+	fc.Step(window / 4)
+	send() // at a quarter of the window after the last: held for company
+	holds(4, window/2)
+	send() // at three quarters: joins its write
+	holds(5, window/2)
+	answered()
+	answered()
+	for i, r := range []struct{ sent, arrived time.Duration }{{0, 0}, {window / 4, window/4 + window}, {3 * window / 4, window/4 + window}} {
+		at := (<-arrived).Sub(t0)
+		if at < r.sent || at-r.sent > window {
+			t.Errorf("request %d, queued at %v, reached the server at %v: moved by more than the %v window", i, r.sent, at, window)
+		}
+		if at != r.arrived {
+			t.Errorf("request %d, queued at %v, reached the server at %v, want %v", i, r.sent, at, r.arrived)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // (syscalls) per request, and how long requests waited between Do and the write that sent them
 // (mean and most).
 func BenchmarkDoPaced(b *testing.B) {
-	for _, rate := range []int{500, 2000} {
+	for _, rate := range []int{100, 500, 2000} {
 		for _, window := range []time.Duration{0, MaxFlushWindow} {
 			b.Run(fmt.Sprintf("%d per second, flush window %v", rate, window), func(b *testing.B) {
 				benchmarkDoPaced(b, rate, window)

@@ -76,6 +76,9 @@ func (h *headerBuffer) Write(p []byte) (int, error) { h.b = append(h.b, p...); r
 // writeLoop writes what the queue holds, as it comes. Frames written together leave together: the
 // buffered writer is flushed when the queue is empty (after holding them up to the flush window for
 // more) or, when the queue never empties, once the oldest unflushed frame has waited the window.
+// Frames that came alone, with nothing queued in the window before them, are flushed at once: on a
+// connection whose requests are further apart than the window, holding them would only cost a
+// timer's wakeup each and share no write.
 func (cn *conn) writeLoop() {
 	w := newWriter(cn)
 	window := cn.client.cfg.FlushWindow
@@ -85,13 +88,15 @@ func (cn *conn) writeLoop() {
 	}
 	var batch []item
 	clk := cn.client.clock
-	var held time.Time // when the oldest unflushed frame was written; zero: none
+	var held time.Time  // when the oldest unflushed frame was written; zero: none
+	var taken time.Time // when the writer last took frames from its queue
+	alone := false      // the unflushed frames came with nothing taken in the window before them
 	var timer clock.Timer
 	for {
 		cn.mu.Lock()
 		for len(cn.queue) == 0 && cn.err == nil {
 			cn.mu.Unlock()
-			if !held.IsZero() && (window == 0 || clk.Since(held) >= window) {
+			if !held.IsZero() && (window == 0 || alone || clk.Since(held) >= window) {
 				cn.batchFrom.CompareAndSwap(0, clk.Now().UnixNano()) // a flush after the window's wait
 				if err := w.flush(); err != nil {
 					cn.fail(err)
@@ -138,10 +143,15 @@ func (cn *conn) writeLoop() {
 		batch, cn.queue = cn.queue, batch[:0]
 		cn.control, cn.kickQueued = 0, false
 		cn.mu.Unlock()
-		cn.batchFrom.Store(clk.Now().UnixNano())
+		now := clk.Now()
+		cn.batchFrom.Store(now.UnixNano())
 		if held.IsZero() {
-			held = clk.Now()
+			held = now
+			alone = taken.IsZero() || now.Sub(taken) >= bound
+		} else {
+			alone = false
 		}
+		taken = now
 		for i := range batch {
 			if err := w.write(&batch[i]); err != nil {
 				cn.fail(err)
