@@ -35,7 +35,8 @@ type Config struct {
 	// may send before the reader has handed it on. 0: 1 MiB.
 	StreamWindow uint32
 	// FlushWindow is how long the writer may hold written frames for more to come before it flushes
-	// them with one write: 0 flushes as soon as its queue is empty. At most MaxFlushWindow.
+	// them with one write: 0 flushes as soon as its queue is empty, and so does any window for frames
+	// that came with nothing else taken in the window before them. At most MaxFlushWindow.
 	FlushWindow time.Duration
 	// ReadIdleTimeout is how long a connection may read nothing before it sends a PING, and
 	// PingTimeout how long it then waits for the answer before it fails its requests and closes: a
