@@ -73,6 +73,7 @@ func newStandInCommand() *cobra.Command {
 	f.DurationVar(&o.Bookmarks, "bookmarks", time.Minute, "interval between a watch's bookmarks")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write the stand-in's CPU profile to this file, for a look at what it costs")
 	f.IntVar(&o.WatchBuffer, "watch-buffer", 100, "events a watch may have unsent before it is ended as too slow")
+	f.IntVar(&o.WatchHistory, "watch-history", 10000, "changes of each resource kept for watches that resume")
 	return cmd
 }
 

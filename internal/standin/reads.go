@@ -95,7 +95,8 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, st *store, t tar
 // watch serves one watch stream until its timeout, its client's end, or the store ends it as too
 // slow. With sendInitialEvents=true (a streaming list), or at resourceVersion "" or "0", it begins
 // with an ADDED event of each matching object, as the apiserver's watch cache does, and a streaming
-// list then sends the bookmark that ends them.
+// list then sends the bookmark that ends them; at another resourceVersion, with the changes after
+// it that the store's history holds.
 func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t target, asJSON bool) int {
 	q := req.URL.Query()
 	sel, err := parseSelector(t.res, q)
@@ -121,12 +122,14 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 	wt := &watcher{namespace: t.namespace, sel: sel, json: asJSON,
 		events: make(chan *event, s.o.WatchBuffer), dropped: make(chan struct{})}
 	st.mu.Lock()
-	if from, err := strconv.ParseUint(rv, 10, 64); !initial && err == nil && from < st.lostAt {
-		// The apiserver resumes from its history; the stand-in has none, and a watch it ended as
-		// too slow would resume past what it missed: it relists instead, as past the history.
-		lost := st.lostAt
-		st.mu.Unlock()
-		return s.fail(w, req, asJSON, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, lost)))
+	var missed []past
+	if from, err := strconv.ParseUint(rv, 10, 64); !initial && err == nil {
+		var ok bool
+		if missed, ok = st.history.since(from); !ok {
+			forgotten := st.history.forgotten
+			st.mu.Unlock()
+			return s.fail(w, req, asJSON, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, forgotten)))
+		}
 	}
 	st.watchers.add(wt)
 	var snapshot []*entry
@@ -175,6 +178,13 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 	if streaming {
 		if _, err := out.Write(s.bookmark(t.res, at, true).frame(asJSON)); err != nil {
 			return http.StatusOK
+		}
+	}
+	for _, p := range missed {
+		if i, ok := wt.seenAs(p.old, p.now); ok {
+			if _, err := out.Write((&event{typ: eventTypes[i], e: p.obj}).frame(asJSON)); err != nil {
+				return http.StatusOK
+			}
 		}
 	}
 	flush()

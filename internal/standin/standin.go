@@ -7,9 +7,9 @@
 // It keeps every object in memory, one map per resource, encodes each object once per change
 // (protobuf with k8s.io/api's generated Marshal, JSON on demand) and shares that encoding between
 // every GET, answer and watch event. It has no controllers, no admission, no authorization (every
-// review is allowed) and no watch history: a watch resumed at an older resourceVersion starts from
-// the present, unless a watch was ended as too slow since, when it is answered 410 Expired and the
-// client relists, as past the apiserver's history. `fakelet run` refuses it as a target (IsStandIn):
+// review is allowed), and a watch history of a number of changes a resource (Options.WatchHistory)
+// where the apiserver's keeps 75 s of them: a watch resumed before it is answered 410 Expired and
+// its client relists. `fakelet run` refuses it as a target (IsStandIn):
 // only `fakelet bench` drives a fleet against it.
 package standin
 
@@ -47,6 +47,10 @@ type Options struct {
 	// WatchBuffer is how many events a watch holds unsent before the stand-in ends it as too slow,
 	// as the apiserver's cacher ends a watcher that cannot keep up.
 	WatchBuffer int
+	// WatchHistory is how many of a resource's latest changes the stand-in keeps, so that a watch
+	// resumed at a resourceVersion among them, as one it ended as too slow is, is sent what it
+	// missed; one resumed before them is answered 410 Expired and relists.
+	WatchHistory int
 	// MinRequestTimeout is the apiserver's --min-request-timeout: a watch without timeoutSeconds
 	// lasts between one and two of it.
 	MinRequestTimeout time.Duration
@@ -59,6 +63,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WatchBuffer <= 0 {
 		o.WatchBuffer = 100
+	}
+	if o.WatchHistory <= 0 {
+		o.WatchHistory = 10000
 	}
 	if o.MinRequestTimeout <= 0 {
 		o.MinRequestTimeout = 30 * time.Minute

@@ -223,10 +223,10 @@ func TestConcurrentUpdatesAtOneResourceVersionOneWins(t *testing.T) {
 	}
 }
 
-// A watch ended as too slow would resume past the changes it missed, which the stand-in keeps no
-// history of: a watch resumed before the last such change is answered 410 Expired, and the client
-// relists, as it does past the apiserver's history; a watch resumed after it is served.
-func TestAWatchResumedAcrossALossIsExpired(t *testing.T) {
+// A watch the stand-in ended as too slow resumes at the last resourceVersion its client saw, as a
+// reflector does, and is sent what it missed from the history, as kube-apiserver's watch cache
+// sends it, instead of relisting.
+func TestAWatchEndedAsTooSlowResumesWithWhatItMissed(t *testing.T) {
 	s, cs := serve(t, Options{})
 	ctx := context.Background()
 	leases := cs.CoordinationV1().Leases("kube-node-lease")
@@ -248,15 +248,62 @@ func TestAWatchResumedAcrossALossIsExpired(t *testing.T) {
 	default:
 		t.Fatal("the watch without room was not ended")
 	}
-	_, err = leases.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
-	if !apierrors.IsResourceExpired(err) {
-		t.Fatalf("a watch resumed at %s, before the lost change at %s: %v, want 410 Expired", first.ResourceVersion, lost.ResourceVersion, err)
-	}
-	w, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: lost.ResourceVersion})
+	lost.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	renewed, err := leases.Update(ctx, lost, metav1.UpdateOptions{})
 	if err != nil {
-		t.Fatalf("a watch resumed at the lost change %s: %v", lost.ResourceVersion, err)
+		t.Fatal(err)
 	}
-	w.Stop()
+	w, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+	if err != nil {
+		t.Fatalf("a watch resumed at %s, before the change it missed at %s: %v", first.ResourceVersion, lost.ResourceVersion, err)
+	}
+	defer w.Stop()
+	for _, want := range []struct {
+		typ watch.EventType
+		rv  string
+	}{{watch.Added, lost.ResourceVersion}, {watch.Modified, renewed.ResourceVersion}} {
+		select {
+		case ev := <-w.ResultChan():
+			if l, ok := ev.Object.(*coordinationv1.Lease); !ok || ev.Type != want.typ || l.ResourceVersion != want.rv {
+				t.Fatalf("resumed watch: %v %+v, want %v at %s", ev.Type, ev.Object, want.typ, want.rv)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("resumed watch: no event in 10 s, want %v at %s", want.typ, want.rv)
+		}
+	}
+}
+
+// A watch resumed before the oldest change the history holds cannot be told what it missed: 410
+// Expired, so that its client relists, as past the apiserver's history.
+func TestAWatchResumedBeforeTheHistoryIsExpired(t *testing.T) {
+	_, cs := serve(t, Options{WatchHistory: 2})
+	ctx := context.Background()
+	leases := cs.CoordinationV1().Leases("kube-node-lease")
+	var rvs []string
+	for _, name := range []string{"n0", "n1", "n2", "n3"} {
+		l, err := leases.Create(ctx, testLease(name), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rvs = append(rvs, l.ResourceVersion)
+	}
+	// The history holds n2 and n3: a watch from n1 misses nothing, one from n0 misses n1.
+	if _, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: rvs[0]}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("a watch resumed at %s, before the history's oldest change after %s: %v, want 410 Expired", rvs[0], rvs[1], err)
+	}
+	w, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: rvs[1], FieldSelector: "metadata.name=n3"})
+	if err != nil {
+		t.Fatalf("a watch resumed at %s: %v", rvs[1], err)
+	}
+	defer w.Stop()
+	select {
+	case ev := <-w.ResultChan():
+		if l, ok := ev.Object.(*coordinationv1.Lease); !ok || ev.Type != watch.Added || l.Name != "n3" {
+			t.Fatalf("a watch of n3 resumed at %s: %v %+v, want n3 ADDED (and nothing of n2)", rvs[1], ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a watch of n3 resumed before its creation: no event in 10 s")
+	}
 }
 
 // A fleet's Lease carries the field set kube-apiserver v1.37.2 keeps for it (read back from one

@@ -94,21 +94,17 @@ type store struct {
 	mu       sync.Mutex
 	objects  map[string]*entry // by namespace/name
 	watchers watcherSet
-	// lostAt is the resourceVersion of the last change a watch was ended as too slow for: a watch
-	// resumed before it may miss changes the stand-in keeps no history of, and is answered 410.
-	lostAt uint64
+	history  history
 }
 
 func newStore(s *Server, r *resource) *store {
 	return &store{s: s, res: r, objects: map[string]*entry{}, watchers: newWatcherSet()}
 }
 
-// sent tells the watches of a change (watcherSet.send) and keeps its resourceVersion if a watch was
-// ended as too slow for it. st.mu is held.
+// sent tells the watches of a change (watcherSet.send) and keeps it in the history. st.mu is held.
 func (st *store) sent(old, now, obj *entry) {
-	if st.watchers.send(old, now, obj) {
-		st.lostAt = obj.rv
-	}
+	st.watchers.send(old, now, obj)
+	st.history.remember(past{old, now, obj}, st.s.o.WatchHistory)
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }

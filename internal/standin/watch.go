@@ -113,33 +113,44 @@ func (ws watcherSet) remove(w *watcher) {
 	}
 }
 
-// send tells the watches of one change from old to now (either nil for a create or a delete), carried
-// as obj: ADDED, MODIFIED or DELETED as each watch's selector saw the object before and after, as
-// the apiserver's cacher does. It says whether a watch was ended as too slow for it. The store's mu
-// is held.
-func (ws watcherSet) send(old, now, obj *entry) (dropped bool) {
+// kinds of event, as send's shared events are indexed
+const (
+	isModified = iota
+	isAdded
+	isDeleted
+)
+
+var eventTypes = [...]string{isModified: modified, isAdded: added, isDeleted: deleted}
+
+// seenAs is the event a watch is told of a change from old to now (either nil for a create or a
+// delete): ADDED, MODIFIED or DELETED as its selector saw the object before and after, as the
+// apiserver's cacher does; false if it selects neither.
+func (w *watcher) seenAs(old, now *entry) (int, bool) {
+	was := old != nil && w.sel.matches(w.namespace, old)
+	is := now != nil && w.sel.matches(w.namespace, now)
+	switch {
+	case was && is:
+		return isModified, true
+	case is:
+		return isAdded, true
+	case was:
+		return isDeleted, true
+	}
+	return 0, false
+}
+
+// send tells the watches of one change from old to now, carried as obj. The store's mu is held.
+func (ws watcherSet) send(old, now, obj *entry) {
 	var shared [3]*event // by type, made for the first watch that needs it
 	deliver := func(w *watcher) {
-		was := old != nil && w.sel.matches(w.namespace, old)
-		is := now != nil && w.sel.matches(w.namespace, now)
-		var i int
-		var typ string
-		switch {
-		case was && is:
-			i, typ = 0, modified
-		case is:
-			i, typ = 1, added
-		case was:
-			i, typ = 2, deleted
-		default:
+		i, ok := w.seenAs(old, now)
+		if !ok {
 			return
 		}
 		if shared[i] == nil {
-			shared[i] = &event{typ: typ, e: obj}
+			shared[i] = &event{typ: eventTypes[i], e: obj}
 		}
-		if !w.queue(ws, shared[i]) {
-			dropped = true
-		}
+		w.queue(ws, shared[i])
 	}
 	for w := range ws.all {
 		deliver(w)
@@ -160,18 +171,15 @@ func (ws watcherSet) send(old, now, obj *entry) (dropped bool) {
 			}
 		}
 	}
-	return dropped
 }
 
 // queue hands ev to the watch's stream, or ends a watch whose stream has fallen a whole queue
-// behind and says so. The store's mu is held.
-func (w *watcher) queue(ws watcherSet, ev *event) bool {
+// behind; its client resumes it from the store's history. The store's mu is held.
+func (w *watcher) queue(ws watcherSet, ev *event) {
 	select {
 	case w.events <- ev:
-		return true
 	default:
 		ws.remove(w)
 		close(w.dropped)
-		return false
 	}
 }
