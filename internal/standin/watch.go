@@ -113,7 +113,7 @@ func (ws watcherSet) remove(w *watcher) {
 	}
 }
 
-// kinds of event, as send's shared events are indexed
+// The kinds of event, by which send shares one event among the watches told the same.
 const (
 	isModified = iota
 	isAdded
