@@ -30,7 +30,7 @@ func TestStandInFidelity(t *testing.T) {
 	// (docs/performance.md, "The stand-in's fidelity"). Until it does, the test runs only when
 	// asked, rather than fail make test.
 	if os.Getenv("FAKELET_STANDIN_FIDELITY") == "" {
-		t.Skip("the stand-in's fidelity is within 15% in one run of two, not yet reliably (docs/performance.md); FAKELET_STANDIN_FIDELITY=1 runs it")
+		t.Skip("the stand-in's fidelity is within 15% in three runs of four, not yet reliably (docs/performance.md); FAKELET_STANDIN_FIDELITY=1 runs it")
 	}
 	if _, err := controlplane.FindBinaries(""); err != nil {
 		t.Fatalf("needs the control plane binaries (make controlplane): %v", err)
