@@ -9,6 +9,7 @@ type past struct{ old, now, obj *entry }
 // most a number of changes, where the watch cache holds 75 s of them up to 102,400: enough for a
 // watch the stand-in ended as too slow to resume, and bounded in memory at a fleet's Node sizes.
 type history struct {
+	size int    // the most changes it holds
 	ring []past // oldest first from next once full
 	next int
 	// forgotten is the resourceVersion of the newest change the history no longer holds: a watch
@@ -16,14 +17,14 @@ type history struct {
 	forgotten uint64
 }
 
-func (h *history) remember(p past, size int) {
-	if len(h.ring) < size {
+func (h *history) remember(p past) {
+	if len(h.ring) < h.size {
 		h.ring = append(h.ring, p)
 		return
 	}
 	h.forgotten = h.ring[h.next].obj.rv
 	h.ring[h.next] = p
-	h.next = (h.next + 1) % size
+	h.next = (h.next + 1) % h.size
 }
 
 // since returns the changes after resourceVersion from, oldest first, or false if some of them

@@ -98,13 +98,13 @@ type store struct {
 }
 
 func newStore(s *Server, r *resource) *store {
-	return &store{s: s, res: r, objects: map[string]*entry{}, watchers: newWatcherSet()}
+	return &store{s: s, res: r, objects: map[string]*entry{}, watchers: newWatcherSet(), history: history{size: s.o.WatchHistory}}
 }
 
 // sent tells the watches of a change (watcherSet.send) and keeps it in the history. st.mu is held.
 func (st *store) sent(old, now, obj *entry) {
 	st.watchers.send(old, now, obj)
-	st.history.remember(past{old, now, obj}, st.s.o.WatchHistory)
+	st.history.remember(past{old, now, obj})
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
