@@ -286,8 +286,12 @@ func (c *Client) backOff(ctx context.Context, retry int) error {
 // A 401 renews the credentials (Config.Refresh) and sends the request once more with them: an
 // exec plugin's token that expired, a token file rotated, cost one answer, not a minute of them.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
-	reauthed := false
-	for attempt := 0; ; attempt++ {
+	return c.do(ctx, req, 0, false)
+}
+
+// do is Do from its attempt'th try, after a renewal of the credentials if reauthed.
+func (c *Client) do(ctx context.Context, req *Request, attempt int, reauthed bool) (*Response, error) {
+	for ; ; attempt++ {
 		if err := c.backOff(ctx, attempt); err != nil {
 			return nil, c.urlError(req, err)
 		}
@@ -318,15 +322,20 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 			attempt-- // not a request the server did not take: no backoff, and not counted
 			continue
 		}
-		if s.resp.ContentEncoding == "gzip" {
-			body, err := gunzip(s.resp.Body)
-			if err != nil {
-				return nil, c.urlError(req, err)
-			}
-			s.resp.Body, s.resp.ContentEncoding = body, ""
-		}
-		return &s.resp, nil
+		return c.answer(s)
 	}
+}
+
+// answer is the Response of a stream that ended with one, inflated if it came gzipped.
+func (c *Client) answer(s *stream) (*Response, error) {
+	if s.resp.ContentEncoding == "gzip" {
+		body, err := gunzip(s.resp.Body)
+		if err != nil {
+			return nil, c.urlError(s.req, err)
+		}
+		s.resp.Body, s.resp.ContentEncoding = body, ""
+	}
+	return &s.resp, nil
 }
 
 // Stream sends req and hands its answer to h as it arrives (see Handlers), until the answer ends,

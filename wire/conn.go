@@ -264,9 +264,12 @@ func (cn *conn) end(s *stream, err error, reset bool) bool {
 	cn.mu.Unlock()
 	cn.client.wake() // its place is free
 	s.err = err
-	if s.done != nil {
+	switch {
+	case s.done != nil:
 		close(s.done)
-	} else {
+	case s.then != nil:
+		s.then(s)
+	default:
 		s.cbMu.Lock()
 		s.cbEnded = true
 		stop := s.stopCtx

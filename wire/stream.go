@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"golang.org/x/net/http2"
+	"k8s.io/utils/clock"
 )
 
 // Handlers receive a stream's answer on the connection's reader goroutine, in order: OnResponse
@@ -39,6 +40,9 @@ type stream struct {
 	err         error
 
 	done chan struct{} // unary requests: closed when the answer is complete or failed
+
+	then  func(*stream) // unary requests of Send: called when the answer is complete or failed
+	timer clock.Timer   // Send's timeout; nil: none
 
 	h       *Handlers // streams
 	cbMu    sync.Mutex

@@ -1,0 +1,85 @@
+package wire
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Send sends req as Do does and calls done once with what Do would return, without waiting for the
+// answer: when a connection has room, the request is queued on it and done runs on the connection's
+// reader goroutine as the answer's last frame arrives, so that a caller with many requests in
+// flight (a fleet's renewals) is woken neither to send nor to receive. What must wait (a dial, a
+// place on a full connection, a retry after the server did not take the request, credentials
+// renewed after a 401) waits on a goroutine of its own, from where done is called. done must not
+// block: the connection's other answers wait for it.
+//
+// The request has no context: timeout, if not 0, bounds it as a context's deadline bounds Do, and
+// nothing else cancels it but the Client's Close.
+func (c *Client) Send(req *Request, timeout time.Duration, done func(*Response, error)) {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = c.clock.Now().Add(timeout)
+	}
+	c.mu.Lock()
+	cn, err := c.reserveLocked()
+	c.mu.Unlock()
+	switch {
+	case err != nil:
+		done(nil, c.urlError(req, err))
+		return
+	case cn == nil:
+		go c.sendWaiting(req, deadline, done, 0, false)
+		return
+	}
+	gen := c.authGen.Load()
+	s := &stream{cn: cn, req: req}
+	s.then = func(s *stream) { c.sent(s, deadline, gen, done) }
+	if timeout > 0 {
+		// On a goroutine of its own: a fake clock runs the function while it holds its lock, which
+		// done's reads of the clock would wait for.
+		s.timer = c.clock.AfterFunc(timeout, func() { go cn.end(s, context.DeadlineExceeded, true) })
+	}
+	cn.send(s)
+}
+
+// sent finishes a request Send queued, once its stream has ended.
+func (c *Client) sent(s *stream, deadline time.Time, gen uint64, done func(*Response, error)) {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	switch {
+	case s.err != nil && isRetryable(s.err) && !c.passed(deadline):
+		go c.sendWaiting(s.req, deadline, done, 1, false)
+	case s.err != nil:
+		done(nil, c.urlError(s.req, s.err))
+	case s.resp.Status == http.StatusUnauthorized && c.cfg.Refresh != nil:
+		go func() {
+			if c.reauth(gen) {
+				c.sendWaiting(s.req, deadline, done, 0, true)
+				return
+			}
+			done(c.answer(s))
+		}()
+	default:
+		done(c.answer(s))
+	}
+}
+
+// sendWaiting is Send's request from its attempt'th try on, as Do sends it, on a goroutine that may
+// wait.
+func (c *Client) sendWaiting(req *Request, deadline time.Time, done func(*Response, error), attempt int, reauthed bool) {
+	ctx := context.Background()
+	if !deadline.IsZero() {
+		// What is left of the timeout, on the Client's clock, as a context's timeout.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, deadline.Sub(c.clock.Now()))
+		defer cancel()
+	}
+	done(c.do(ctx, req, attempt, reauthed))
+}
+
+// passed says whether deadline (zero: none) has passed on the Client's clock.
+func (c *Client) passed(deadline time.Time) bool {
+	return !deadline.IsZero() && !c.clock.Now().Before(deadline)
+}
