@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -85,10 +86,16 @@ func (s *heartbeatSender) send(ctx context.Context, method, path, contentType st
 }
 
 func (s *heartbeatSender) overWire(ctx context.Context, method, path, contentType string, body []byte) (exchange, error) {
+	resp, err := s.wire.Do(ctx, s.wireRequest(ctx, method, path, contentType, body))
+	return s.exchange(ctx, body, resp, err)
+}
+
+// wireRequest is the request of an agent's heartbeat: the shared header, with contentType, and the
+// agent's identity in its own fields.
+func (s *heartbeatSender) wireRequest(ctx context.Context, method, path, contentType string, body []byte) *wire.Request {
 	h := s.header
 	if contentType != Protobuf {
-		var fields [4]wire.Field
-		h = append(fields[:0], s.header...)
+		h = slices.Clone(s.header)
 		for i := range h {
 			if h[i].Name == "content-type" {
 				h[i].Value = contentType
@@ -97,27 +104,13 @@ func (s *heartbeatSender) overWire(ctx context.Context, method, path, contentTyp
 	}
 	var own []wire.Field
 	if user, groups, ok := agent.IdentityFrom(ctx); ok && s.node {
-		var ownFields [2]wire.Field
-		own = append(ownFields[:0], wire.Field{Name: "impersonate-user", Value: user})
+		own = make([]wire.Field, 0, 1+len(groups))
+		own = append(own, wire.Field{Name: "impersonate-user", Value: user})
 		for _, g := range groups {
 			own = append(own, wire.Field{Name: "impersonate-group", Value: g})
 		}
 	}
-	resp, err := s.wire.Do(ctx, &wire.Request{Method: method, Path: path, Header: h, Own: own, Body: body})
-	m := agent.MeterFrom(ctx)
-	if m != nil {
-		m.Count(int64(len(body)), 0)
-	}
-	if err != nil {
-		return exchange{}, err
-	}
-	if m != nil {
-		m.Count(0, resp.WireBytes)
-	}
-	if resp.Status == http.StatusTooManyRequests && s.throttled != nil {
-		s.throttled.Add(1)
-	}
-	return exchange{code: resp.Status, contentType: resp.ContentType, retryAfter: resp.RetryAfter, body: resp.Body}, nil
+	return &wire.Request{Method: method, Path: path, Header: h, Own: own, Body: body}
 }
 
 func (s *heartbeatSender) overHTTP(ctx context.Context, method, path, contentType string, body []byte) (exchange, error) {

@@ -19,11 +19,12 @@ import (
 // fleet's clock has moved 5 s, not before, over the wire package and over the legacy net/http path.
 // The wire connection flushes at once (FlushWindow < 0): its flush window is on the clock too.
 func TestRetryAfterWaitsOnTheClock(t *testing.T) {
-	t.Run("wire", func(t *testing.T) { testRetryAfterWaitsOnTheClock(t, false) })
-	t.Run("legacy", func(t *testing.T) { testRetryAfterWaitsOnTheClock(t, true) })
+	t.Run("wire", func(t *testing.T) { testRetryAfterWaitsOnTheClock(t, false, false) })
+	t.Run("wire, renewed without the wait", func(t *testing.T) { testRetryAfterWaitsOnTheClock(t, false, true) })
+	t.Run("legacy", func(t *testing.T) { testRetryAfterWaitsOnTheClock(t, true, false) })
 }
 
-func testRetryAfterWaitsOnTheClock(t *testing.T, legacy bool) {
+func testRetryAfterWaitsOnTheClock(t *testing.T, legacy, renew bool) {
 	fc := testingclock.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00000", Namespace: agent.LeaseNamespace, ResourceVersion: "41"}}
 	stored := lease.DeepCopy()
@@ -40,10 +41,15 @@ func testRetryAfterWaitsOnTheClock(t *testing.T, legacy bool) {
 	}
 	t.Cleanup(func() { CloseWire(clients) })
 	done := make(chan error, 1)
-	go func() {
-		_, err := clients[0].Coordination.Leases(agent.LeaseNamespace).Update(context.Background(), lease, metav1.UpdateOptions{})
-		done <- err
-	}()
+	if renew {
+		ctx, _ := agent.RequestContext(context.Background(), lease.Name)
+		clients[0].Coordination.(agent.LeaseRenewer).RenewLease(ctx, lease, func(_ *coordinationv1.Lease, err error) { done <- err })
+	} else {
+		go func() {
+			_, err := clients[0].Coordination.Leases(agent.LeaseNamespace).Update(context.Background(), lease, metav1.UpdateOptions{})
+			done <- err
+		}()
+	}
 	timers := 1 // the Retry-After's
 	if !legacy {
 		timers++ // and the wire connection's health check

@@ -57,6 +57,28 @@ func (w *leaseWriter) update(ctx context.Context, lease *coordinationv1.Lease) (
 	return out, nil
 }
 
+// renew is update without the wait: done gets what update would return, on the goroutine the
+// answer arrives on (heartbeatSender.sendAsync). It returns false, having sent nothing, where only
+// update can send.
+func (w *leaseWriter) renew(ctx context.Context, lease *coordinationv1.Lease, done func(*coordinationv1.Lease, error)) bool {
+	if w.s.wire == nil {
+		return false
+	}
+	body, err := encodeLease(lease)
+	if err != nil {
+		done(&coordinationv1.Lease{}, err)
+		return true
+	}
+	out := &coordinationv1.Lease{}
+	return w.s.sendAsync(ctx, http.MethodPut, w.prefix+lease.Name, Protobuf, body, leasesResource, lease.Name, protoLease{out}, func(err error) {
+		if err != nil {
+			done(&coordinationv1.Lease{}, err) // as client-go's generated client returns
+			return
+		}
+		done(out, nil)
+	})
+}
+
 func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
 	raw, err := lease.Marshal()
 	if err != nil {
@@ -167,6 +189,15 @@ func (l leanLeases) Update(ctx context.Context, lease *coordinationv1.Lease, opt
 		return &coordinationv1.Lease{}, err // as client-go's generated client returns
 	}
 	return out, nil
+}
+
+// RenewLease implements agent.LeaseRenewer: Update's PUT of a kube-node-lease Lease, answered on
+// the goroutine the answer arrives on.
+func (c leanCoordination) RenewLease(ctx context.Context, lease *coordinationv1.Lease, done func(*coordinationv1.Lease, error)) bool {
+	if lease.Namespace != agent.LeaseNamespace {
+		return false
+	}
+	return c.w.renew(ctx, lease, done)
 }
 
 func isZero(o metav1.UpdateOptions) bool {

@@ -64,14 +64,20 @@ func encode(t testing.TB, mediaType string, gv schema.GroupVersion, obj runtime.
 // against the same scripted answers: the server must see the same requests, the caller get the
 // same Lease or the same error, and the agent's Meter count the same bytes.
 func TestLeasePutMatchesClientGo(t *testing.T) {
-	t.Run("wire", func(t *testing.T) { testLeasePutMatchesClientGo(t, false) })
-	t.Run("legacy", func(t *testing.T) { testLeasePutMatchesClientGo(t, true) })
+	t.Run("wire", func(t *testing.T) { testLeasePutMatchesClientGo(t, false, false) })
+	t.Run("wire, renewed without the wait", func(t *testing.T) { testLeasePutMatchesClientGo(t, false, true) })
+	t.Run("legacy", func(t *testing.T) { testLeasePutMatchesClientGo(t, true, false) })
 }
 
-func testLeasePutMatchesClientGo(t *testing.T, legacy bool) {
+// testLeasePutMatchesClientGo sends the lean way with Update, or, if renew is set, with RenewLease,
+// whose timeout is the heartbeat client's rather than its context's.
+func testLeasePutMatchesClientGo(t *testing.T, legacy, renew bool) {
 	srv := &scriptServer{}
 	lean := leaseClients(t, srv, legacy)
 	upstream := lean.CoordinationV1Interface
+	if renew {
+		lean.w.s.timeout = 100 * time.Millisecond // the hanging answer's, as the upstream call's context has
+	}
 
 	now := metav1.NewMicroTime(time.Date(2026, 11, 29, 21, 0, 0, 123456000, time.UTC))
 	sent := &coordinationv1.Lease{
@@ -127,7 +133,14 @@ func testLeasePutMatchesClientGo(t *testing.T, legacy bool) {
 			wantLease, wantErr, wantMeter := update(upstream.Leases(agent.LeaseNamespace))
 			want := srv.requests()
 			srv.play(tc.script...)
-			gotLease, gotErr, gotMeter := update(lean.Leases(agent.LeaseNamespace))
+			var gotLease *coordinationv1.Lease
+			var gotErr error
+			var gotMeter *agent.Meter
+			if renew {
+				gotLease, gotErr, gotMeter = renewLease(t, lean, sent)
+			} else {
+				gotLease, gotErr, gotMeter = update(lean.Leases(agent.LeaseNamespace))
+			}
 			got := srv.requests()
 
 			if len(want) != tc.requests || len(got) != len(want) {
@@ -157,6 +170,22 @@ func testLeasePutMatchesClientGo(t *testing.T, legacy bool) {
 			}
 		})
 	}
+}
+
+// renewLease renews lease with RenewLease and waits for its answer.
+func renewLease(t *testing.T, lean leanCoordination, lease *coordinationv1.Lease) (*coordinationv1.Lease, error, *agent.Meter) {
+	t.Helper()
+	type result struct {
+		lease *coordinationv1.Lease
+		err   error
+	}
+	ctx, meter := agent.RequestContext(context.Background(), lease.Name)
+	done := make(chan result, 2)
+	if !lean.RenewLease(ctx, lease, func(l *coordinationv1.Lease, err error) { done <- result{l, err} }) {
+		t.Fatal("RenewLease sent nothing over the wire")
+	}
+	r := <-done
+	return r.lease, r.err, meter
 }
 
 // sameError compares errors as a caller sees them: API errors field by field, errors of the wire
