@@ -23,6 +23,17 @@ type Task interface {
 	Run()
 }
 
+// InlineTask is a Task that can usually start its work without blocking: the dispatcher calls
+// RunInline on its own goroutine, and hands the task to a worker (Run) only if it returns false. At a
+// hundred heartbeats a second, waking a worker for each cost more than the heartbeat itself. A task
+// whose RunInline returned true has work in flight that ends elsewhere (a request whose answer is
+// handled where it arrives): the scheduler counts it busy, as it counts a task on a worker, until the
+// task calls Release.
+type InlineTask interface {
+	Task
+	RunInline() bool
+}
+
 // Scheduler runs Tasks at their time on an elastic pool of workers.
 type Scheduler struct {
 	clock    clock.Clock
@@ -163,8 +174,15 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// Runs returns how many tasks have run: each is a wakeup of a worker, whether or not it sent
-// anything.
+// Release ends the work in flight of an InlineTask whose RunInline returned true.
+func (s *Scheduler) Release() {
+	s.mu.Lock()
+	s.busy--
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// Runs returns how many tasks have run, on a worker or inline, whether or not they sent anything.
 func (s *Scheduler) Runs() uint64 { return s.runs.Load() }
 
 // Workers returns the most worker goroutines there were at once: the peak concurrency of the work.
@@ -239,6 +257,10 @@ func (s *Scheduler) popDue(due []entry) (_ []entry, more bool) {
 }
 
 func (s *Scheduler) dispatch(e entry) {
+	if t, ok := e.task.(InlineTask); ok && t.RunInline() {
+		s.runs.Add(1)
+		return
+	}
 	select {
 	case s.runq <- e:
 	default:
