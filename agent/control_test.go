@@ -129,7 +129,15 @@ func TestForeignNodeIsRefusedAndUntouched(t *testing.T) {
 }
 
 func TestPartitionedRequestsHangUntilTheClientTimeout(t *testing.T) {
+	t.Run("on a worker", func(t *testing.T) { testPartitionedRequestsHangUntilTheClientTimeout(t, false) })
+	t.Run("inline", func(t *testing.T) { testPartitionedRequestsHangUntilTheClientTimeout(t, true) })
+}
+
+func testPartitionedRequestsHangUntilTheClientTimeout(t *testing.T, inline bool) {
 	h := newHarness(t)
+	if inline {
+		h.renewInline()
+	}
 	a := h.agent("fakelet-00000", 0)
 	a.Start(h.ctx)
 	h.advance(time.Minute)
@@ -181,7 +189,15 @@ func TestLatencyDelaysEachRequest(t *testing.T) {
 }
 
 func TestModeSwitchStartsAndStopsTheLease(t *testing.T) {
+	t.Run("on a worker", func(t *testing.T) { testModeSwitchStartsAndStopsTheLease(t, false) })
+	t.Run("inline", func(t *testing.T) { testModeSwitchStartsAndStopsTheLease(t, true) })
+}
+
+func testModeSwitchStartsAndStopsTheLease(t *testing.T, inline bool) {
 	h := newHarness(t, func(c *Config) { c.Heartbeat.Mode = heartbeat.ModeStatus })
+	if inline {
+		h.renewInline()
+	}
 	a := h.agent("fakelet-00000", 0)
 	a.Start(h.ctx)
 	h.advance(time.Minute)

@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -45,6 +48,8 @@ type harness struct {
 	client *fake.Clientset
 	cfg    *Config
 	ctx    context.Context
+
+	inline *atomic.Int32 // renewals sent through a LeaseRenewer (renewInline); nil: none
 
 	mu     sync.Mutex
 	calls  []call
@@ -122,7 +127,32 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 }
 
 func (h *harness) agent(name string, index int) *Agent {
-	return New(h.cfg, Clients{Core: h.client.CoreV1(), Coordination: h.client.CoordinationV1()}, name, index, "")
+	var coord coordinationv1client.CoordinationV1Interface = h.client.CoordinationV1()
+	if h.inline != nil {
+		coord = asyncCoordination{coord, h.inline}
+	}
+	return New(h.cfg, Clients{Core: h.client.CoreV1(), Coordination: coord}, name, index, "")
+}
+
+// renewInline makes the harness's agents renew through a LeaseRenewer, as a fleet's do; it counts
+// the renewals sent so.
+func (h *harness) renewInline() *atomic.Int32 {
+	h.inline = new(atomic.Int32)
+	return h.inline
+}
+
+// asyncCoordination is a LeaseRenewer over a clientset's Coordination: the Update runs on a goroutine
+// of its own and done is called from there, as a fleet's transport calls it from a connection's
+// reader.
+type asyncCoordination struct {
+	coordinationv1client.CoordinationV1Interface
+	sent *atomic.Int32
+}
+
+func (c asyncCoordination) RenewLease(ctx context.Context, lease *coordinationv1.Lease, done func(*coordinationv1.Lease, error)) bool {
+	c.sent.Add(1)
+	go func() { done(c.Leases(lease.Namespace).Update(ctx, lease, metav1.UpdateOptions{})) }()
+	return true
 }
 
 // issueToken answers tr at now as the apiserver does: its TTL defaulted to an hour, and the token

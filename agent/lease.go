@@ -32,6 +32,7 @@ type leaseLoop struct {
 	active bool                  // scheduled; guarded by Agent.mu
 	uid    types.UID             // the Lease last created or renewed, as own recorded it
 	due    time.Time             // when the next tick is due; zero when it was scheduled to run at once
+	inline inlineRenewal         // the renewal sent by RunInline (lease_inline.go)
 }
 
 // Run is one tick of the loop.
@@ -52,7 +53,14 @@ func (l *leaseLoop) Run() {
 	l.c.due = due
 	l.sync()
 	l.c.due = time.Time{}
-	if r.ctx.Err() != nil {
+	l.next()
+}
+
+// next schedules the next tick, a jittered renew interval from the end of this one (JitterUntil's
+// sliding period), unless the run has ended.
+func (l *leaseLoop) next() {
+	a := l.r.a
+	if l.r.ctx.Err() != nil {
 		return
 	}
 	l.due = a.cfg.Scheduler.Clock().Now().Add(a.cfg.jitter(a.cfg.Heartbeat.RenewInterval, loopJitter))
@@ -66,6 +74,12 @@ func (l *leaseLoop) sync() {
 			return
 		}
 	}
+	l.ensureAndUpdate()
+}
+
+// ensureAndUpdate is the rest of sync once updating from the last Lease failed or there was none:
+// get or create the Lease, and update what was found.
+func (l *leaseLoop) ensureAndUpdate() {
 	lease, created := l.backoffEnsure()
 	l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template)
 	if !created && lease != nil {
@@ -168,15 +182,16 @@ func (l *leaseLoop) checkOwner(lease *coordinationv1.Lease) error {
 
 // retryUpdate updates the lease up to leaseUpdateRetries times, refetching it after a conflict.
 func (l *leaseLoop) retryUpdate(base *coordinationv1.Lease) error {
-	for i := 0; i < leaseUpdateRetries; i++ {
+	return l.retryUpdateFrom(base, 0)
+}
+
+// retryUpdateFrom is retryUpdate from its try i on.
+func (l *leaseLoop) retryUpdateFrom(base *coordinationv1.Lease, i int) error {
+	for ; i < leaseUpdateRetries; i++ {
 		next, err := l.newLease(base)
 		if err == nil {
 			lease, err := l.c.updateLease(next)
-			l.r.a.heartbeat(KindLease, err)
-			if err == nil {
-				l.own(lease)
-				l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template)
-				l.renewed()
+			if l.updated(lease, err) {
 				return nil
 			}
 			if apierrors.IsConflict(err) {
@@ -189,6 +204,19 @@ func (l *leaseLoop) retryUpdate(base *coordinationv1.Lease) error {
 		}
 	}
 	return fmt.Errorf("failed %d attempts to update lease", leaseUpdateRetries)
+}
+
+// updated takes the outcome of an update: the heartbeat recorded, and the server's Lease kept if it
+// succeeded, which it says.
+func (l *leaseLoop) updated(lease *coordinationv1.Lease, err error) bool {
+	l.r.a.heartbeat(KindLease, err)
+	if err != nil {
+		return false
+	}
+	l.own(lease)
+	l.latest = compactLease(lease, l.r.a.name, l.r.a.cfg.Template)
+	l.renewed()
+	return true
 }
 
 // newLease returns base's copy (or a new lease) renewed now, owned by the Node: the kubelet's

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,8 +10,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// TestKubeletSequenceOverSixMinutes holds an agent to the kubelet's requests and times, with its
+// renewals sent by a worker and, as a fleet sends them, inline (RunInline).
 func TestKubeletSequenceOverSixMinutes(t *testing.T) {
+	t.Run("on a worker", func(t *testing.T) { testKubeletSequenceOverSixMinutes(t, false) })
+	t.Run("inline", func(t *testing.T) { testKubeletSequenceOverSixMinutes(t, true) })
+}
+
+func testKubeletSequenceOverSixMinutes(t *testing.T, inline bool) {
 	h := newHarness(t)
+	var sentInline *atomic.Int32
+	if inline {
+		sentInline = h.renewInline()
+	}
 	a := h.agent("fakelet-00000", 0)
 	a.Start(h.ctx)
 	h.advance(6 * time.Minute)
@@ -74,6 +86,9 @@ func TestKubeletSequenceOverSixMinutes(t *testing.T) {
 	checkLease(t, lease, h.node("fakelet-00000").UID)
 	if got := a.Stats().LeaseRenewals; got != 35 {
 		t.Errorf("agent counted %d renewals, want 35 (1 create + 34 updates)", got)
+	}
+	if inline && sentInline.Load() != 34 {
+		t.Errorf("%d renewals sent inline, want every update: 34", sentInline.Load())
 	}
 }
 

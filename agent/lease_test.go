@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -24,7 +25,15 @@ import (
 var leasesGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
 func TestLeaseConflictGetsAndRetries(t *testing.T) {
+	t.Run("on a worker", func(t *testing.T) { testLeaseConflictGetsAndRetries(t, false) })
+	t.Run("inline", func(t *testing.T) { testLeaseConflictGetsAndRetries(t, true) })
+}
+
+func testLeaseConflictGetsAndRetries(t *testing.T, inline bool) {
 	h := newHarness(t)
+	if inline {
+		h.renewInline()
+	}
 	a := h.agent("fakelet-00000", 0)
 	a.Start(h.ctx)
 	h.advance(15 * time.Second)
@@ -37,7 +46,15 @@ func TestLeaseConflictGetsAndRetries(t *testing.T) {
 }
 
 func TestDeletedLeaseIsRecreated(t *testing.T) {
+	t.Run("on a worker", func(t *testing.T) { testDeletedLeaseIsRecreated(t, false) })
+	t.Run("inline", func(t *testing.T) { testDeletedLeaseIsRecreated(t, true) })
+}
+
+func testDeletedLeaseIsRecreated(t *testing.T, inline bool) {
 	h := newHarness(t)
+	if inline {
+		h.renewInline()
+	}
 	a := h.agent("fakelet-00000", 0)
 	a.Start(h.ctx)
 	h.advance(15 * time.Second)
@@ -123,5 +140,42 @@ func TestLeaseLoopMatchesUpstreamController(t *testing.T) {
 				t.Fatalf("upstream controller sent %q, the agent %q", got, want)
 			}
 		})
+	}
+}
+
+// heldRenewer is a LeaseRenewer whose answers wait until the test lets them go.
+type heldRenewer struct {
+	coordinationv1client.CoordinationV1Interface
+	held chan func()
+}
+
+func (r heldRenewer) RenewLease(ctx context.Context, lease *coordinationv1.Lease, done func(*coordinationv1.Lease, error)) bool {
+	out, err := r.Leases(lease.Namespace).Update(ctx, lease, metav1.UpdateOptions{})
+	r.held <- func() { done(out, err) }
+	return true
+}
+
+// TestAnAnswerAfterTheKubeletStoppedIsDropped: a renewal sent inline whose answer comes after its
+// kubelet stopped is neither recorded nor followed by another tick, as a worker's request cut short
+// by its run's end is not, and the scheduler does not wait for it any more.
+func TestAnAnswerAfterTheKubeletStoppedIsDropped(t *testing.T) {
+	h := newHarness(t)
+	held := heldRenewer{h.client.CoordinationV1(), make(chan func(), 1)}
+	a := New(h.cfg, Clients{Core: h.client.CoreV1(), Coordination: held}, "fakelet-00000", 0, "")
+	a.Start(h.ctx)
+	h.advance(15 * time.Second) // registered, the Lease created at 10.2 s
+	h.clock.SetTime(t0.Add(20400 * time.Millisecond))
+	answer := <-held.held // the first renewal, sent inline
+	before := a.Stats().LeaseRenewals
+	a.Stop()
+	answer()
+	h.advance(time.Minute)
+	if got := a.Stats().LeaseRenewals; got != before {
+		t.Errorf("%d renewals counted after the kubelet stopped, want %d", got, before)
+	}
+	select {
+	case <-held.held:
+		t.Error("a stopped kubelet renewed again")
+	default:
 	}
 }

@@ -123,19 +123,26 @@ func (c *caller) call(verb, resource string, send func(context.Context) error) e
 	if r.ctx.Err() != nil {
 		return r.ctx.Err() // the kubelet died mid-request: nothing to record
 	}
+	c.record(verb, resource, err, start, due, ready)
+	return err
+}
+
+// record records a request sent at start that ended with err: due is when its tick was due (zero
+// but for a tick's first request), ready when the loop was ready to send it.
+func (c *caller) record(verb, resource string, err error, start, due, ready time.Time) {
+	a := c.r.a
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) {
 		a.stats.reqFails.Add(1) // not found and already exists are answers the kubelet expects
 	}
 	if rec := a.cfg.Recorder; rec != nil {
 		sent, received := c.meter.take()
-		req := Request{Verb: verb, Resource: resource, Err: err, Latency: sched.Clock().Since(start),
+		req := Request{Verb: verb, Resource: resource, Err: err, Latency: a.cfg.Scheduler.Clock().Since(start),
 			RequestBytes: sent, ResponseBytes: received, Node: a.name, Sent: start, Due: due}
 		if !due.IsZero() {
 			req.SendLag = max(ready.Sub(due), 0)
 		}
 		rec.Request(req)
 	}
-	return err
 }
 
 // contextCore hands PatchNodeStatus, which sends with context.TODO(), a client that uses the run's
