@@ -25,6 +25,10 @@ const (
 	// maxBody bounds a unary answer's body, and what a gzipped one inflates to: client-go's
 	// streaming decoder takes no larger object either.
 	maxBody = 16 << 20
+	// maxPresized bounds the buffer made for a unary answer at the length its Content-Length
+	// claims before the body has come: the heartbeats' answers, well under it, are read in one
+	// allocation, and a larger claim is not taken at its word.
+	maxPresized = 64 << 10
 	// max1xx bounds the informational answers before a request's own, as net/http's client does.
 	max1xx = 5
 	// maxWindow is the largest flow-control window (RFC 9113 §6.9.1).

@@ -360,3 +360,49 @@ func TestEndlessInformationalAnswersFail(t *testing.T) {
 		t.Fatalf("got %v, want the request failed past 5 informational answers", err)
 	}
 }
+
+// TestAnswerOfAStatedLengthIsReadIntoOneBuffer: a body in several DATA frames whose Content-Length
+// says its size is read into a buffer of that size, made once; a claim above maxPresized is not
+// taken at its word, and the buffer grows with what comes.
+func TestAnswerOfAStatedLengthIsReadIntoOneBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		size  int
+		claim int
+		exact bool
+	}{
+		{"stated", 40 << 10, 40 << 10, true},
+		{"claimed above the bound", 40 << 10, 1 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := pattern(tc.size)
+			srv := h2script.New(t, nil, func(rc *h2script.Conn) {
+				r, ok := rc.Request()
+				if !ok {
+					return
+				}
+				fr := rc.Framer()
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: r.StreamID, EndHeaders: true, BlockFragment: rc.HeaderBlock(
+					hpack.HeaderField{Name: ":status", Value: "200"}, hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(tc.claim)})})
+				for b := body; len(b) > 0; {
+					n := min(len(b), 16<<10)
+					if fr.WriteData(r.StreamID, n == len(b), b[:n]) != nil {
+						return
+					}
+					b = b[n:]
+				}
+				hold(rc)
+			})
+			resp, err := scriptedClient(t, srv, Config{}).Do(context.Background(), &Request{Path: "/x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(resp.Body, body) {
+				t.Fatalf("a body of %d bytes came as %d bytes, not as sent", len(body), len(resp.Body))
+			}
+			if exact := cap(resp.Body) == tc.size; exact != tc.exact {
+				t.Errorf("a body of %d bytes with a Content-Length of %d read into a buffer of %d", tc.size, tc.claim, cap(resp.Body))
+			}
+		})
+	}
+}

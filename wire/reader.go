@@ -141,6 +141,8 @@ func (cn *conn) emit(f hpack.HeaderField) {
 		s.resp.RetryAfter = f.Value
 	case "content-encoding":
 		s.resp.ContentEncoding = f.Value
+	case "content-length":
+		s.length, _ = strconv.Atoi(f.Value)
 	}
 }
 
@@ -209,9 +211,13 @@ func (cn *conn) data(f *http2.DataFrame) error {
 	default:
 		s.resp.WireBytes += int64(len(f.Data()))
 		if s.h == nil {
-			if len(s.resp.Body)+len(f.Data()) > maxBody {
+			switch {
+			case len(s.resp.Body)+len(f.Data()) > maxBody:
 				err = errBodyTooLarge
-			} else {
+			case s.resp.Body == nil && s.length > len(f.Data()) && s.length <= maxPresized:
+				// The whole body in one allocation, not one per doubling as it comes.
+				s.resp.Body = append(make([]byte, 0, s.length), f.Data()...)
+			default:
 				s.resp.Body = append(s.resp.Body, f.Data()...)
 			}
 		} else if len(f.Data()) > 0 {
