@@ -3,11 +3,13 @@ package transport
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +19,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"fakelet.dev/fakelet/agent"
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 // leaseWriter sends a kubelet's lease renewal, the fleet's one request per node every 10 s, without
@@ -79,19 +82,52 @@ func (w *leaseWriter) renew(ctx context.Context, lease *coordinationv1.Lease, do
 	})
 }
 
+// encodeLease is the body client-go's protobuf serializer writes for lease: the magic, then a
+// runtime.Unknown of the Lease's type and its bytes, made in one buffer: the envelope's fields
+// around the Lease are the same for every Lease but for the length of its bytes.
 func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
-	raw, err := lease.Marshal()
-	if err != nil {
+	n := lease.Size()
+	head := len(leaseEnvelopeHead) + protowire.SizeVarint(uint64(n))
+	body := make([]byte, head+n+len(unknownTail))
+	at := copy(body, leaseEnvelopeHead)
+	protowire.AppendVarint(body[at:at], uint64(n))
+	if _, err := lease.MarshalToSizedBuffer(body[head : head+n]); err != nil {
 		return nil, err
 	}
-	u := runtime.Unknown{TypeMeta: leaseTypeMeta, Raw: raw}
-	body := make([]byte, len(protobufMagic)+u.Size())
-	copy(body, protobufMagic)
-	if _, err := u.MarshalToSizedBuffer(body[len(protobufMagic):]); err != nil {
-		return nil, err
-	}
+	copy(body[head+n:], unknownTail)
 	return body, nil
 }
+
+// leaseEnvelopeHead is what comes before a Lease's bytes in its body: the magic, the Unknown's
+// TypeMeta field and the tag of its Raw field, whose length follows.
+var leaseEnvelopeHead = func() []byte {
+	tm, err := leaseTypeMeta.Marshal()
+	if err != nil {
+		panic(err) // two constant strings
+	}
+	b := append([]byte(nil), protobufMagic...)
+	b = protowire.AppendTag(b, unknownTypeMetaField, protowire.BytesType)
+	b = protowire.AppendBytes(b, tm)
+	return protowire.AppendTag(b, unknownRawField, protowire.BytesType)
+}()
+
+// unknownTail is what comes after the Raw field of an Unknown whose content encoding and type are
+// empty, as the serializer leaves them: both fields, empty.
+var unknownTail = func() []byte {
+	var b []byte
+	b = protowire.AppendTag(b, unknownContentEncodingField, protowire.BytesType)
+	b = protowire.AppendBytes(b, nil)
+	b = protowire.AppendTag(b, unknownContentTypeField, protowire.BytesType)
+	return protowire.AppendBytes(b, nil)
+}()
+
+// runtime.Unknown's fields, from k8s.io/apimachinery's generated.proto.
+const (
+	unknownTypeMetaField        = 1
+	unknownRawField             = 2
+	unknownContentEncodingField = 3
+	unknownContentTypeField     = 4
+)
 
 // protoObject is an object decode fills: from its protobuf envelope directly when the answer is
 // the expected kind, else through the scheme's decoders.
@@ -113,9 +149,8 @@ func decode(x exchange, method string, gr schema.GroupResource, name string, out
 	body := x.body
 	ok := x.code >= http.StatusOK && x.code <= http.StatusPartialContent
 	if ok && bytes.HasPrefix(body, protobufMagic) {
-		var u runtime.Unknown
-		if err := u.Unmarshal(body[len(protobufMagic):]); err == nil && u.TypeMeta == out.typeMeta() {
-			return out.Unmarshal(u.Raw)
+		if raw, ok := rawOf(body[len(protobufMagic):], out.typeMeta()); ok {
+			return out.Unmarshal(raw)
 		}
 	}
 	contentType := x.contentType
@@ -161,6 +196,41 @@ func decode(x exchange, method string, gr schema.GroupResource, name string, out
 	}
 	return nil
 }
+
+// rawOf returns the object's bytes of a runtime.Unknown's, read in place, if its type is tm; false
+// if it is another's, or not an Unknown.
+func rawOf(unknown []byte, tm runtime.TypeMeta) ([]byte, bool) {
+	var raw []byte
+	typed := false
+	err := protofield.Each(unknown, func(num protowire.Number, v []byte) error {
+		switch num {
+		case unknownTypeMetaField:
+			var apiVersion, kind []byte
+			err := protofield.Each(v, func(num protowire.Number, v []byte) error {
+				switch num {
+				case typeMetaAPIVersionField:
+					apiVersion = v
+				case typeMetaKindField:
+					kind = v
+				}
+				return nil
+			}, errNotUnknown)
+			typed = err == nil && string(apiVersion) == tm.APIVersion && string(kind) == tm.Kind
+		case unknownRawField:
+			raw = v
+		}
+		return nil
+	}, errNotUnknown)
+	return raw, err == nil && typed
+}
+
+var errNotUnknown = errors.New("not a runtime.Unknown")
+
+// runtime.TypeMeta's fields.
+const (
+	typeMetaAPIVersionField = 1
+	typeMetaKindField       = 2
+)
 
 // maxUnstructuredResponseTextBytes is client-go's cap on the text of an error answer it quotes.
 const maxUnstructuredResponseTextBytes = 2048
