@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -269,8 +270,9 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 
 // compactLease shares what every node's Lease spells alike with one copy, as Template.Compact does
 // for Nodes: the agent keeps the server's Lease from one renewal to the next. lease is the server's
-// answer, decoded for this agent alone; the run's annotations are shared when the Lease has just
-// those (newLease copies them before it writes), and the managed fields' set when it is the fleet's.
+// answer, decoded for this agent, perhaps onto the Lease it sent (share); the run's annotations are
+// shared when the Lease has just those (newLease copies them before it writes), and the managed
+// fields' set when it is the fleet's.
 func compactLease(lease *coordinationv1.Lease, name string, t *Template) *coordinationv1.Lease {
 	if lease == nil {
 		return nil
@@ -278,23 +280,37 @@ func compactLease(lease *coordinationv1.Lease, name string, t *Template) *coordi
 	if annotations := t.leaseAnnotations; annotations != nil && maps.Equal(lease.Annotations, annotations) {
 		lease.Annotations = annotations
 	}
-	lease.Name = shared(lease.Name, name)
-	lease.Namespace = shared(lease.Namespace, LeaseNamespace)
+	share(&lease.Name, name)
+	share(&lease.Namespace, LeaseNamespace)
 	if h := lease.Spec.HolderIdentity; h != nil {
-		*h = shared(*h, name)
+		share(h, name)
 	}
 	for i := range lease.OwnerReferences {
 		o := &lease.OwnerReferences[i]
-		o.APIVersion, o.Kind, o.Name = shared(o.APIVersion, "v1"), shared(o.Kind, "Node"), shared(o.Name, name)
+		share(&o.APIVersion, "v1")
+		share(&o.Kind, "Node")
+		share(&o.Name, name)
 	}
 	for i := range lease.ManagedFields {
 		m := &lease.ManagedFields[i]
-		m.Manager, m.APIVersion = shared(m.Manager, "kubelet"), shared(m.APIVersion, leaseAPIVersion)
-		m.Operation = metav1.ManagedFieldsOperationType(shared(string(m.Operation), string(metav1.ManagedFieldsOperationUpdate)))
-		m.FieldsType = shared(m.FieldsType, "FieldsV1")
-		m.FieldsV1 = t.leaseFields.share(m.FieldsV1)
+		share(&m.Manager, "kubelet")
+		share(&m.APIVersion, leaseAPIVersion)
+		share((*string)(&m.Operation), string(metav1.ManagedFieldsOperationUpdate))
+		share(&m.FieldsType, "FieldsV1")
+		if f := t.leaseFields.share(m.FieldsV1); f != m.FieldsV1 {
+			m.FieldsV1 = f
+		}
 	}
 	return lease
+}
+
+// share makes *p template's copy if it spells the same, and writes nothing if it is that copy
+// already: a renewal's answer shares its values with the Lease sent (transport decodes it so), and
+// with the Leases before it, which no write may touch while another goroutine may read them.
+func share(p *string, template string) {
+	if *p == template && unsafe.StringData(*p) != unsafe.StringData(template) {
+		*p = template
+	}
 }
 
 // sharedFields holds one managed fields' set for many objects: every kubelet's Lease has the same.

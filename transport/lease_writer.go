@@ -67,13 +67,14 @@ func (w *leaseWriter) renew(ctx context.Context, lease *coordinationv1.Lease, do
 	if w.s.wire == nil {
 		return false
 	}
-	body, err := encodeLease(lease)
+	body, raw, err := encodeLeaseRaw(lease)
 	if err != nil {
 		done(&coordinationv1.Lease{}, err)
 		return true
 	}
 	out := &coordinationv1.Lease{}
-	return w.s.sendAsync(ctx, http.MethodPut, w.prefix+lease.Name, Protobuf, body, leasesResource, lease.Name, protoLease{out}, func(err error) {
+	answer := answerLease{out: out, sent: lease, sentRaw: raw}
+	return w.s.sendAsync(ctx, http.MethodPut, w.prefix+lease.Name, Protobuf, body, leasesResource, lease.Name, answer, func(err error) {
 		if err != nil {
 			done(&coordinationv1.Lease{}, err) // as client-go's generated client returns
 			return
@@ -86,16 +87,22 @@ func (w *leaseWriter) renew(ctx context.Context, lease *coordinationv1.Lease, do
 // runtime.Unknown of the Lease's type and its bytes, made in one buffer: the envelope's fields
 // around the Lease are the same for every Lease but for the length of its bytes.
 func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
+	body, _, err := encodeLeaseRaw(lease)
+	return body, err
+}
+
+// encodeLeaseRaw is encodeLease, and the Lease's own bytes within the body.
+func encodeLeaseRaw(lease *coordinationv1.Lease) (body, raw []byte, err error) {
 	n := lease.Size()
 	head := len(leaseEnvelopeHead) + protowire.SizeVarint(uint64(n))
-	body := make([]byte, head+n+len(unknownTail))
+	body = make([]byte, head+n+len(unknownTail))
 	at := copy(body, leaseEnvelopeHead)
 	protowire.AppendVarint(body[at:at], uint64(n))
 	if _, err := lease.MarshalToSizedBuffer(body[head : head+n]); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	copy(body[head+n:], unknownTail)
-	return body, nil
+	return body, body[head : head+n], nil
 }
 
 // leaseEnvelopeHead is what comes before a Lease's bytes in its body: the magic, the Unknown's
@@ -106,28 +113,20 @@ var leaseEnvelopeHead = func() []byte {
 		panic(err) // two constant strings
 	}
 	b := append([]byte(nil), protobufMagic...)
-	b = protowire.AppendTag(b, unknownTypeMetaField, protowire.BytesType)
+	b = protowire.AppendTag(b, unknownTypeMeta, protowire.BytesType)
 	b = protowire.AppendBytes(b, tm)
-	return protowire.AppendTag(b, unknownRawField, protowire.BytesType)
+	return protowire.AppendTag(b, unknownRaw, protowire.BytesType)
 }()
 
 // unknownTail is what comes after the Raw field of an Unknown whose content encoding and type are
 // empty, as the serializer leaves them: both fields, empty.
 var unknownTail = func() []byte {
 	var b []byte
-	b = protowire.AppendTag(b, unknownContentEncodingField, protowire.BytesType)
+	b = protowire.AppendTag(b, unknownContentEncoding, protowire.BytesType)
 	b = protowire.AppendBytes(b, nil)
-	b = protowire.AppendTag(b, unknownContentTypeField, protowire.BytesType)
+	b = protowire.AppendTag(b, unknownContentType, protowire.BytesType)
 	return protowire.AppendBytes(b, nil)
 }()
-
-// runtime.Unknown's fields, from k8s.io/apimachinery's generated.proto.
-const (
-	unknownTypeMetaField        = 1
-	unknownRawField             = 2
-	unknownContentEncodingField = 3
-	unknownContentTypeField     = 4
-)
 
 // protoObject is an object decode fills: from its protobuf envelope directly when the answer is
 // the expected kind, else through the scheme's decoders.
@@ -204,19 +203,19 @@ func rawOf(unknown []byte, tm runtime.TypeMeta) ([]byte, bool) {
 	typed := false
 	err := protofield.Each(unknown, func(num protowire.Number, v []byte) error {
 		switch num {
-		case unknownTypeMetaField:
+		case unknownTypeMeta:
 			var apiVersion, kind []byte
 			err := protofield.Each(v, func(num protowire.Number, v []byte) error {
 				switch num {
-				case typeMetaAPIVersionField:
+				case typeMetaAPIVersion:
 					apiVersion = v
-				case typeMetaKindField:
+				case typeMetaKind:
 					kind = v
 				}
 				return nil
 			}, errNotUnknown)
 			typed = err == nil && string(apiVersion) == tm.APIVersion && string(kind) == tm.Kind
-		case unknownRawField:
+		case unknownRaw:
 			raw = v
 		}
 		return nil
@@ -225,12 +224,6 @@ func rawOf(unknown []byte, tm runtime.TypeMeta) ([]byte, bool) {
 }
 
 var errNotUnknown = errors.New("not a runtime.Unknown")
-
-// runtime.TypeMeta's fields.
-const (
-	typeMetaAPIVersionField = 1
-	typeMetaKindField       = 2
-)
 
 // maxUnstructuredResponseTextBytes is client-go's cap on the text of an error answer it quotes.
 const maxUnstructuredResponseTextBytes = 2048

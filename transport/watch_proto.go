@@ -14,16 +14,7 @@ import (
 )
 
 // A protobuf watch event is read field by field, as far as an agent needs it, without decoding the
-// object: the fields below are from k8s.io/apimachinery's generated.proto files.
-const (
-	watchEventType   = 1 // metav1.WatchEvent.type
-	watchEventObject = 2 // metav1.WatchEvent.object, a RawExtension
-	rawExtensionRaw  = 1 // runtime.RawExtension.raw
-	unknownRaw       = 2 // runtime.Unknown.raw: the object itself
-	objectMetadata   = 1 // every object's metadata
-	metaRV           = 6 // ObjectMeta.resourceVersion
-	metaAnnotations  = 12
-)
+// object (proto_fields.go names the fields).
 
 var errBadEvent = errors.New("undecodable Protobuf watch event")
 
