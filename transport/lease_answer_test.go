@@ -1,12 +1,14 @@
 package transport
 
 import (
+	"net/http"
 	"reflect"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -120,4 +122,28 @@ func FuzzAnswerLease(f *testing.F) {
 		f.Add(raw)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { checkAnswerLease(t, sent, sentRaw, raw) })
+}
+
+// TestRenewedLeasesOwnTheirValues: the wire reads each renewal's answer into a buffer the next
+// answer reuses; a Lease decoded from one keeps its values after the next has come.
+func TestRenewedLeasesOwnTheirValues(t *testing.T) {
+	sent, _ := sentLease(t)
+	srv := &scriptServer{}
+	lean := leaseClients(t, srv, false)
+	pb := http.Header{"Content-Type": {Protobuf}}
+	var got []*coordinationv1.Lease
+	for _, rv := range []string{"41", "42", "43"} { // the first dials, and is answered off the reader
+		stored := sent.DeepCopy()
+		stored.ResourceVersion = rv
+		stored.UID = types.UID("uid-" + rv)
+		srv.play(answer{code: 200, header: pb, body: encode(t, Protobuf, coordinationv1.SchemeGroupVersion, stored)})
+		l, err, _ := renewLease(t, lean, sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	if got[1].ResourceVersion != "42" || got[1].UID != "uid-42" || got[2].ResourceVersion != "43" {
+		t.Errorf("a renewal's Lease has resourceVersion %s and uid %s after the next one's answer, want 42 and uid-42", got[1].ResourceVersion, got[1].UID)
+	}
 }

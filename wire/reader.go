@@ -214,6 +214,10 @@ func (cn *conn) data(f *http2.DataFrame) error {
 			switch {
 			case len(s.resp.Body)+len(f.Data()) > maxBody:
 				err = errBodyTooLarge
+			case s.resp.Body == nil && s.then != nil && max(s.length, len(f.Data())) <= pooledBody:
+				// Send's answer is read only while its done runs: its buffer serves the next.
+				s.pooled = answerBodies.Get().(*[]byte)
+				s.resp.Body = append((*s.pooled)[:0], f.Data()...)
 			case s.resp.Body == nil && s.length > len(f.Data()) && s.length <= maxPresized:
 				// The whole body in one allocation, not one per doubling as it comes.
 				s.resp.Body = append(make([]byte, 0, s.length), f.Data()...)

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -15,7 +16,8 @@ import (
 // block: the connection's other answers wait for it.
 //
 // The request has no context: timeout, if not 0, bounds it as a context's deadline bounds Do, and
-// nothing else cancels it but the Client's Close.
+// nothing else cancels it but the Client's Close. The answer's Body is valid only until done
+// returns: its buffer serves another answer then.
 func (c *Client) Send(req *Request, timeout time.Duration, done func(*Response, error)) {
 	var deadline time.Time
 	if timeout > 0 {
@@ -63,8 +65,17 @@ func (c *Client) sent(s *stream, deadline time.Time, gen uint64, done func(*Resp
 		}()
 	default:
 		done(c.answer(s))
+		if s.pooled != nil {
+			answerBodies.Put(s.pooled)
+		}
 	}
 }
+
+// pooledBody is the size of the buffers Send's answers are read into, when they fit: a Lease
+// renewal's answer does, a Node's does not.
+const pooledBody = 2 << 10
+
+var answerBodies = sync.Pool{New: func() any { b := make([]byte, 0, pooledBody); return &b }}
 
 // sendWaiting is Send's request from its attempt'th try on, as Do sends it, on a goroutine that may
 // wait.
