@@ -35,7 +35,7 @@ type stream struct {
 	// The reader's alone while the stream is open; the caller's once done is closed.
 	resp        Response
 	headersDone bool
-	length      int // the answer's Content-Length; 0 if it has none
+	length      int    // the answer's Content-Length; 0 if it has none
 	unacked     uint32 // bytes consumed and not yet returned to the server's window
 	informed    uint8  // informational (1xx) answers so far
 	err         error
