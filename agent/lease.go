@@ -231,21 +231,10 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(a.name)},
 		}
 	} else {
-		// The lease controller deep-copies base; a shallow copy sends the same object, since only
-		// fields replaced below differ and base (the server's answer, kept as latest) is never written.
-		copied := *base
-		lease = &copied
-		if run := a.cfg.Template.RunID; run != "" && HeldBy(lease) != run {
-			// Adopted from an earlier run: say which run holds it now. Only this first renewal
-			// differs from the kubelet's PUT.
-			lease.Annotations = maps.Clone(lease.Annotations)
-			if lease.Annotations == nil {
-				lease.Annotations = map[string]string{}
-			}
-			lease.Annotations[fleetname.RunAnnotation] = run
-		}
+		lease = new(coordinationv1.Lease)
+		l.copyOf(lease, base)
 	}
-	lease.Spec.LeaseDurationSeconds = ptr.To(a.cfg.Heartbeat.LeaseDurationSeconds)
+	lease.Spec.LeaseDurationSeconds = durationOf(a.cfg.Heartbeat.LeaseDurationSeconds)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: a.cfg.Scheduler.Clock().Now()}
 	if len(lease.OwnerReferences) == 0 {
 		node, err := l.c.getNode(heartbeatClient)
@@ -267,6 +256,34 @@ func (l *leaseLoop) newLease(base *coordinationv1.Lease) (*coordinationv1.Lease,
 	}
 	return lease, nil
 }
+
+// copyOf makes lease base's copy, to be renewed: the lease controller deep-copies base; a shallow
+// copy sends the same object, since only the fields newLease replaces differ and base (the server's
+// answer, kept as latest) is never written.
+func (l *leaseLoop) copyOf(lease, base *coordinationv1.Lease) {
+	*lease = *base
+	if run := l.r.a.cfg.Template.RunID; run != "" && HeldBy(lease) != run {
+		// Adopted from an earlier run: say which run holds it now. Only this first renewal
+		// differs from the kubelet's PUT.
+		lease.Annotations = maps.Clone(lease.Annotations)
+		if lease.Annotations == nil {
+			lease.Annotations = map[string]string{}
+		}
+		lease.Annotations[fleetname.RunAnnotation] = run
+	}
+}
+
+// durationOf is a pointer to d that every Lease sent with that duration shares, as the answers
+// decoded onto them do (transport): a fleet's Leases have one duration.
+func durationOf(d int32) *int32 {
+	if p := leaseDuration.Load(); p != nil && *p == d {
+		return p
+	}
+	leaseDuration.Store(&d)
+	return &d
+}
+
+var leaseDuration atomic.Pointer[int32]
 
 // compactLease shares what every node's Lease spells alike with one copy, as Template.Compact does
 // for Nodes: the agent keeps the server's Lease from one renewal to the next. lease is the server's

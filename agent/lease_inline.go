@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/heartbeat"
 )
@@ -29,7 +31,18 @@ type LeaseRenewer interface {
 type inlineRenewal struct {
 	answer     func(*coordinationv1.Lease, error) // l.answered, made once rather than at every tick
 	start, due time.Time                          // when it was sent, and when its tick was due
+	sent       *sentLease                         // the Lease sent, back to sentLeases with its answer
 }
+
+// sentLease is the Lease an inline renewal sends: the last Lease the server returned, copied and
+// renewed. Once its answer is decoded nothing refers to it (the answer shares its values, not the
+// struct), and it serves another node's renewal.
+type sentLease struct {
+	lease     coordinationv1.Lease
+	renewTime metav1.MicroTime
+}
+
+var sentLeases = sync.Pool{New: func() any { return new(sentLease) }}
 
 // RunInline implements scheduler.InlineTask: a tick whose first request is the PUT of the last Lease
 // the server returned, with no fault of the node's in its way, is sent from the dispatcher and its
@@ -48,22 +61,33 @@ func (l *leaseLoop) RunInline() bool {
 	if !plain {
 		return false
 	}
-	next, err := l.newLease(l.latest)
-	if err != nil {
-		return false // owned already: newLease sends nothing, and fails only with a request
-	}
 	in := &l.inline
 	if in.answer == nil {
 		in.answer = l.answered
 	}
+	// newLease's renewal of a Lease the Node owns already: no request.
+	in.sent = sentLeases.Get().(*sentLease)
+	next := &in.sent.lease
+	l.copyOf(next, l.latest)
+	next.Spec.LeaseDurationSeconds = durationOf(a.cfg.Heartbeat.LeaseDurationSeconds)
+	in.sent.renewTime = metav1.MicroTime{Time: a.cfg.Scheduler.Clock().Now()}
+	next.Spec.RenewTime = &in.sent.renewTime
 	l.c.meter.take() // bytes of an earlier request cut short by its run's end
-	in.due, in.start = l.due, a.cfg.Scheduler.Clock().Now()
+	in.due, in.start = l.due, in.sent.renewTime.Time
 	l.due = time.Time{} // before the answer, which may come at once, schedules the next tick
 	if !renewer.RenewLease(l.c.ctx, next, in.answer) {
 		l.due = in.due
+		in.release()
 		return false
 	}
 	return true
+}
+
+// release gives the Lease sent back to sentLeases.
+func (in *inlineRenewal) release() {
+	*in.sent = sentLease{}
+	sentLeases.Put(in.sent)
+	in.sent = nil
 }
 
 // answered is the answer of a renewal RunInline sent, on the goroutine it arrived on: recorded as
@@ -72,11 +96,12 @@ func (l *leaseLoop) RunInline() bool {
 func (l *leaseLoop) answered(lease *coordinationv1.Lease, err error) {
 	r, a := l.r, l.r.a
 	sched := a.cfg.Scheduler
+	in := &l.inline
 	defer sched.Release() // after the next tick is queued, so that WaitIdle sees one or the other
+	defer in.release()
 	if r.ctx.Err() != nil {
 		return // the kubelet died mid-request: nothing to record
 	}
-	in := &l.inline
 	l.c.record("update", "leases", err, in.start, in.due, in.start)
 	if l.updated(lease, err) {
 		l.next()

@@ -87,8 +87,14 @@ func TestAnswerLeaseDecodesAsUnmarshal(t *testing.T) {
 	}
 	renewed := answers(t, sent)["renewed"]
 	got := &coordinationv1.Lease{}
-	if err := (answerLease{out: got, sent: sent, sentRaw: sentRaw}).Unmarshal(renewed); err != nil {
+	reused := *sent // the agent's struct, which serves another renewal once the answer is decoded
+	if err := (answerLease{out: got, sent: &reused, sentRaw: sentRaw}).Unmarshal(renewed); err != nil {
 		t.Fatal(err)
+	}
+	reused = coordinationv1.Lease{}
+	want := &coordinationv1.Lease{}
+	if err := want.Unmarshal(renewed); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("the answer changed with the struct sent: %+v", got)
 	}
 	if got.Spec.HolderIdentity != sent.Spec.HolderIdentity || &got.OwnerReferences[0] != &sent.OwnerReferences[0] ||
 		got.ManagedFields[0].FieldsV1 != sent.ManagedFields[0].FieldsV1 {
