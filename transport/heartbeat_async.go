@@ -23,6 +23,10 @@ type asyncSend struct {
 	deadline         time.Time // zero: no timeout
 	attempt          int
 	done             func(error)
+	// The request, in the same allocation: the same one for every try, sent again only once the
+	// last try's answer has come.
+	req wire.Request
+	own [2]wire.Field // the impersonated user and group
 }
 
 // sendAsync is send without the wait: it sends the request over the wire package's connections and
@@ -50,8 +54,8 @@ func (x *asyncSend) try() {
 			return
 		}
 	}
-	req := x.s.wireRequest(x.ctx, x.method, x.path, x.ct, x.body)
-	x.s.wire.Send(req, timeout, x.answered)
+	x.s.fillRequest(&x.req, x.own[:0], x.ctx, x.method, x.path, x.ct, x.body)
+	x.s.wire.Send(&x.req, timeout, x.answered)
 }
 
 // answered is send's loop after each try: a retry after the answer's Retry-After, within the

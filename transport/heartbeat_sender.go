@@ -93,6 +93,13 @@ func (s *heartbeatSender) overWire(ctx context.Context, method, path, contentTyp
 // wireRequest is the request of an agent's heartbeat: the shared header, with contentType, and the
 // agent's identity in its own fields.
 func (s *heartbeatSender) wireRequest(ctx context.Context, method, path, contentType string, body []byte) *wire.Request {
+	req := &wire.Request{}
+	s.fillRequest(req, nil, ctx, method, path, contentType, body)
+	return req
+}
+
+// fillRequest makes req wireRequest's, its own fields appended to own.
+func (s *heartbeatSender) fillRequest(req *wire.Request, own []wire.Field, ctx context.Context, method, path, contentType string, body []byte) {
 	h := s.header
 	if contentType != Protobuf {
 		h = slices.Clone(s.header)
@@ -102,15 +109,13 @@ func (s *heartbeatSender) wireRequest(ctx context.Context, method, path, content
 			}
 		}
 	}
-	var own []wire.Field
 	if user, groups, ok := agent.IdentityFrom(ctx); ok && s.node {
-		own = make([]wire.Field, 0, 1+len(groups))
 		own = append(own, wire.Field{Name: "impersonate-user", Value: user})
 		for _, g := range groups {
 			own = append(own, wire.Field{Name: "impersonate-group", Value: g})
 		}
 	}
-	return &wire.Request{Method: method, Path: path, Header: h, Own: own, Body: body}
+	*req = wire.Request{Method: method, Path: path, Header: h, Own: own, Body: body}
 }
 
 func (s *heartbeatSender) overHTTP(ctx context.Context, method, path, contentType string, body []byte) (exchange, error) {

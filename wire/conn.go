@@ -267,8 +267,8 @@ func (cn *conn) end(s *stream, err error, reset bool) bool {
 	switch {
 	case s.done != nil:
 		close(s.done)
-	case s.then != nil:
-		s.then(s)
+	case s.send != nil:
+		s.send.sent()
 	default:
 		s.cbMu.Lock()
 		s.cbEnded = true

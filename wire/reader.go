@@ -214,7 +214,7 @@ func (cn *conn) data(f *http2.DataFrame) error {
 			switch {
 			case len(s.resp.Body)+len(f.Data()) > maxBody:
 				err = errBodyTooLarge
-			case s.resp.Body == nil && s.then != nil && max(s.length, len(f.Data())) <= pooledBody:
+			case s.resp.Body == nil && s.send != nil && max(s.length, len(f.Data())) <= pooledBody:
 				// Send's answer is read only while its done runs: its buffer serves the next.
 				s.pooled = answerBodies.Get().(*[]byte)
 				s.resp.Body = append((*s.pooled)[:0], f.Data()...)

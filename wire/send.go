@@ -34,9 +34,9 @@ func (c *Client) Send(req *Request, timeout time.Duration, done func(*Response, 
 		go c.sendWaiting(req, deadline, done, 0, false)
 		return
 	}
-	gen := c.authGen.Load()
-	s := &stream{cn: cn, req: req}
-	s.then = func(s *stream) { c.sent(s, deadline, gen, done) }
+	ss := &sendStream{stream: stream{cn: cn, req: req}, c: c, deadline: deadline, gen: c.authGen.Load(), done: done}
+	s := &ss.stream
+	s.send = ss
 	if timeout > 0 {
 		// On a goroutine of its own: a fake clock runs the function while it holds its lock, which
 		// done's reads of the clock would wait for.
@@ -45,8 +45,18 @@ func (c *Client) Send(req *Request, timeout time.Duration, done func(*Response, 
 	cn.send(s)
 }
 
+// sendStream is the stream of a request Send queued, and what finishes it: one allocation.
+type sendStream struct {
+	stream
+	c        *Client
+	deadline time.Time // zero: none
+	gen      uint64    // the credentials' generation when it was sent
+	done     func(*Response, error)
+}
+
 // sent finishes a request Send queued, once its stream has ended.
-func (c *Client) sent(s *stream, deadline time.Time, gen uint64, done func(*Response, error)) {
+func (ss *sendStream) sent() {
+	s, c, deadline, gen, done := &ss.stream, ss.c, ss.deadline, ss.gen, ss.done
 	if s.timer != nil {
 		s.timer.Stop()
 	}

@@ -42,9 +42,9 @@ type stream struct {
 
 	done chan struct{} // unary requests: closed when the answer is complete or failed
 
-	then   func(*stream) // unary requests of Send: called when the answer is complete or failed
-	timer  clock.Timer   // Send's timeout; nil: none
-	pooled *[]byte       // the answerBodies buffer resp.Body was read into, if one was
+	send   *sendStream // unary requests of Send: its sent is called when the answer is complete or failed
+	timer  clock.Timer // Send's timeout; nil: none
+	pooled *[]byte     // the answerBodies buffer resp.Body was read into, if one was
 
 	h       *Handlers // streams
 	cbMu    sync.Mutex
