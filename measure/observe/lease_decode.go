@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"fakelet.dev/fakelet/internal/protofield"
@@ -28,15 +29,65 @@ type leaseCodecs struct {
 
 func newLeaseCodecs() leaseCodecs { return leaseCodecs{scheme.Codecs.WithoutConversion()} }
 
-// SupportedMediaTypes is protobuf only, with the Lease decoder: the watch asks for nothing else.
+// SupportedMediaTypes is protobuf only, with the Lease decoder and the watch events' decoder: the
+// watch asks for nothing else.
 func (c leaseCodecs) SupportedMediaTypes() []runtime.SerializerInfo {
 	for _, info := range c.NegotiatedSerializer.SupportedMediaTypes() {
 		if info.MediaType == runtime.ContentTypeProtobuf {
 			info.Serializer = leaseDecoder{info.Serializer}
+			if info.StreamSerializer != nil {
+				stream := *info.StreamSerializer
+				stream.Serializer = watchEventDecoder{stream.Serializer}
+				info.StreamSerializer = &stream
+			}
 			return []runtime.SerializerInfo{info}
 		}
 	}
 	return nil
+}
+
+// watchEventDecoder decodes a protobuf watch event (a frame of the stream: the WatchEvent's bytes,
+// with no envelope) without copying its object out of the frame:
+// client-go's watch decoder decodes the object from the event before it reads the next frame, and
+// every renewal of the fleet is an event here. Anything but a WatchEvent is Serializer's.
+type watchEventDecoder struct {
+	runtime.Serializer
+}
+
+func (d watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	e, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return d.Serializer.Decode(data, defaults, into)
+	}
+	*e = metav1.WatchEvent{}
+	err := eachField(data, func(num protowire.Number, v []byte) error {
+		switch num {
+		case watchEventType:
+			e.Type = eventType(v)
+		case watchEventObject:
+			return eachField(v, func(num protowire.Number, v []byte) error {
+				if num == rawExtensionRaw {
+					e.Object.Raw = v
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	gvk := watchEventKind
+	return e, &gvk, err
+}
+
+var watchEventKind = metav1.SchemeGroupVersion.WithKind("WatchEvent")
+
+// eventType is the event type v spells, one of watch's constants rather than a copy per event.
+func eventType(v []byte) string {
+	for _, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error} {
+		if string(v) == string(t) {
+			return string(t)
+		}
+	}
+	return string(v)
 }
 
 // leaseDecoder decodes a Lease's protobuf lean, and hands anything else to Serializer.
@@ -69,19 +120,22 @@ func (d leaseDecoder) Identifier() runtime.Identifier { return "fakelet-lease-pr
 
 // The fields read, from k8s.io/apimachinery's and k8s.io/api's generated.proto.
 const (
-	unknownTypeMeta = 1 // runtime.Unknown.typeMeta
-	unknownRaw      = 2 // runtime.Unknown.raw
-	typeMetaKind    = 2 // runtime.TypeMeta.kind
-	leaseMetadata   = 1 // Lease.metadata
-	leaseSpec       = 2 // Lease.spec
-	metaName        = 1 // ObjectMeta.name
-	metaNamespace   = 3
-	metaUID         = 5
-	metaRV          = 6
-	metaAnnotations = 12
-	specRenewTime   = 4 // LeaseSpec.renewTime, a MicroTime
-	timeSeconds     = 1 // MicroTime.seconds
-	timeNanos       = 2
+	unknownTypeMeta  = 1 // runtime.Unknown.typeMeta
+	unknownRaw       = 2 // runtime.Unknown.raw
+	watchEventType   = 1 // metav1.WatchEvent.type
+	watchEventObject = 2 // metav1.WatchEvent.object, a RawExtension
+	rawExtensionRaw  = 1 // runtime.RawExtension.raw
+	typeMetaKind     = 2 // runtime.TypeMeta.kind
+	leaseMetadata    = 1 // Lease.metadata
+	leaseSpec        = 2 // Lease.spec
+	metaName         = 1 // ObjectMeta.name
+	metaNamespace    = 3
+	metaUID          = 5
+	metaRV           = 6
+	metaAnnotations  = 12
+	specRenewTime    = 4 // LeaseSpec.renewTime, a MicroTime
+	timeSeconds      = 1 // MicroTime.seconds
+	timeNanos        = 2
 )
 
 var errBadLease = errors.New("undecodable protobuf Lease")
