@@ -77,9 +77,10 @@
 // leanCoordination (transport/lease_writer.go, handed out by transport/clients.go): a lease renewal's
 // Update is not client-go's but the transport's leaseWriter, which encodes the Lease as
 // protobuf and PUTs it over the fleet's own HTTP/2 client (package wire), impersonating the node
-// unless the fleet runs as its own identity; the status PATCH goes the same way; everything else,
-// the Lease's GET and POST included, goes through client-go. Tests give an agent client-go's fake
-// clientset instead.
+// unless the fleet runs as its own identity, and, being a LeaseRenewer, takes the lease loop's common
+// tick without a worker's wait (lease_inline.go); the status PATCH goes the same way; everything
+// else, the Lease's GET and POST included, goes through client-go. Tests give an agent client-go's
+// fake clientset instead.
 package agent
 
 import (
