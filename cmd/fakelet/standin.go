@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -24,7 +25,7 @@ func init() { subcommandFactories = append(subcommandFactories, newStandInComman
 // newStandInCommand is `fakelet stand-in`, hidden: the benchmark target `fakelet bench --target
 // stand-in` starts as a process of its own, so that its CPU is not the fleet's.
 func newStandInCommand() *cobra.Command {
-	var listen, kubeconfig, cpuProfile string
+	var listen, kubeconfig, cpuProfile, pprofAddr string
 	o := standin.Options{}
 	cmd := &cobra.Command{
 		Use:    "stand-in",
@@ -54,6 +55,14 @@ func newStandInCommand() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if pprofAddr != "" {
+				pl, err := net.Listen("tcp", pprofAddr)
+				if err != nil {
+					return fmt.Errorf("--pprof-addr: %w", err)
+				}
+				defer pl.Close()
+				go func() { _ = http.Serve(pl, pprofMux()) }()
+			}
 			s := standin.New(o)
 			if err := s.WriteKubeconfig(kubeconfig, "https://"+l.Addr().String(), caPEM); err != nil {
 				return err
@@ -72,9 +81,20 @@ func newStandInCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "write the kubeconfig that reaches the stand-in to this file")
 	f.DurationVar(&o.Bookmarks, "bookmarks", time.Minute, "interval between a watch's bookmarks")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write the stand-in's CPU profile to this file, for a look at what it costs")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles on http://ADDR/debug/pprof/, for a profile of a window of the stand-in's life")
 	f.IntVar(&o.WatchBuffer, "watch-buffer", 100, "events a watch may have unsent before it is ended as too slow")
 	f.IntVar(&o.WatchHistory, "watch-history", 10000, "changes of each resource kept for watches that resume")
 	return cmd
+}
+
+// pprofMux serves Go's profiles alone, apart from the stand-in's API and from the default mux.
+func pprofMux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", httppprof.Index)
+	m.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	return m
 }
 
 // refuseStandIn refuses a target that is fakelet's stand-in, unless `fakelet bench` started this
