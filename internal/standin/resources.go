@@ -108,6 +108,7 @@ func nodeNameField(o runtime.Object) fields.Set {
 // target is what one request's path names.
 type target struct {
 	res         *resource
+	store       *store
 	namespace   string
 	name        string
 	subresource string
@@ -116,21 +117,21 @@ type target struct {
 // parsePath reads /api/v1/... and /apis/GROUP/VERSION/...; ok is false for a path that names no
 // served resource.
 func (s *Server) parsePath(p string) (t target, ok bool) {
-	var group, version string
-	var segs []string
+	var group, version, rest string
 	switch {
 	case strings.HasPrefix(p, "/api/"):
-		parts := strings.Split(strings.Trim(p[len("/api/"):], "/"), "/")
-		version, segs = parts[0], parts[1:]
+		version, rest, _ = strings.Cut(strings.Trim(p[len("/api/"):], "/"), "/")
 	case strings.HasPrefix(p, "/apis/"):
-		parts := strings.Split(strings.Trim(p[len("/apis/"):], "/"), "/")
-		if len(parts) < 2 {
+		var more bool
+		if group, rest, more = strings.Cut(strings.Trim(p[len("/apis/"):], "/"), "/"); !more {
 			return t, false
 		}
-		group, version, segs = parts[0], parts[1], parts[2:]
+		version, rest, _ = strings.Cut(rest, "/")
 	default:
 		return t, false
 	}
+	var buf [maxSegments + 1]string
+	segs := splitSegments(rest, &buf)
 	if len(segs) >= 3 && segs[0] == "namespaces" {
 		t.namespace, segs = segs[1], segs[2:]
 	}
@@ -141,7 +142,7 @@ func (s *Server) parsePath(p string) (t target, ok bool) {
 	if st == nil || st.res.namespaced != (t.namespace != "") && !(st.res.namespaced && len(segs) == 1) {
 		return t, false
 	}
-	t.res = st.res
+	t.res, t.store = st.res, st
 	if len(segs) > 1 {
 		t.name = segs[1]
 	}
@@ -149,4 +150,27 @@ func (s *Server) parsePath(p string) (t target, ok bool) {
 		t.subresource = segs[2]
 	}
 	return t, true
+}
+
+// maxSegments is the most segments after the version a served path has: namespaces/NS/PLURAL/NAME/SUB.
+const maxSegments = 5
+
+// splitSegments is strings.Split(rest, "/") into buf, for a rest that is not empty, and one segment
+// more than maxSegments at most (which is one too many): a path is split at every request.
+func splitSegments(rest string, buf *[maxSegments + 1]string) []string {
+	if rest == "" {
+		return nil
+	}
+	n := 0
+	for n < len(buf)-1 {
+		seg, more, found := strings.Cut(rest, "/")
+		buf[n] = seg
+		n++
+		if !found {
+			return buf[:n]
+		}
+		rest = more
+	}
+	buf[n] = rest
+	return buf[:n+1]
 }

@@ -83,12 +83,14 @@ type Server struct {
 	stores map[string]*store
 	counts requestCounts
 	token  string
+	bearer string        // the Authorization header that carries token, made once
 	audit  atomic.Uint64 // the last Audit-Id given
 }
 
 // New returns a stand-in holding the namespaces an apiserver starts with.
 func New(o Options) *Server {
-	s := &Server{o: o.withDefaults(), stores: map[string]*store{}, token: randomToken()}
+	token := randomToken()
+	s := &Server{o: o.withDefaults(), stores: map[string]*store{}, token: token, bearer: "Bearer " + token}
 	for _, r := range resources {
 		s.stores[r.path()] = newStore(s, r)
 	}
