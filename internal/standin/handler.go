@@ -3,18 +3,13 @@ package standin
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes/scheme"
 )
 
 const (
@@ -207,41 +202,4 @@ func acceptsProtobuf(accept string) bool {
 func unservedResource(path string) schema.GroupResource {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	return schema.GroupResource{Resource: parts[len(parts)-1]}
-}
-
-// decodeBody reads a request's object: protobuf or JSON, of r's kind.
-func decodeBody(req *http.Request, r *resource) (runtime.Object, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	if len(body) > maxBody {
-		return nil, apierrors.NewRequestEntityTooLargeError("limit is 3145728")
-	}
-	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	if *gvk != r.gvk() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s, not a %s", gvk, r.gvk()))
-	}
-	return obj, nil
-}
-
-// deleteOptions reads a DELETE's optional body.
-func deleteOptions(req *http.Request) (*metav1.DeleteOptions, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	opts := &metav1.DeleteOptions{}
-	if len(body) == 0 {
-		return opts, nil
-	}
-	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, opts); err != nil {
-		if jerr := json.Unmarshal(body, opts); jerr != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-	}
-	return opts, nil
 }

@@ -70,7 +70,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, st *store, t tar
 	listKind := t.res.kind + "List"
 	var body []byte
 	if asJSON {
-		body = fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"%d"},"items":[`, listKind, t.res.gvk().GroupVersion().String(), rv)
+		body = fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"%d"},"items":[`, listKind, t.res.apiVersion, rv)
 		for i, e := range items {
 			if i > 0 {
 				body = append(body, ',')
@@ -86,7 +86,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, st *store, t tar
 		for _, e := range items {
 			raw = protowire.AppendBytes(protowire.AppendTag(raw, 2, protowire.BytesType), e.raw)
 		}
-		body = envelope(t.res.gvk().GroupVersion().String(), listKind, raw)
+		body = envelope(t.res.apiVersion, listKind, raw)
 	}
 	s.answer(w, http.StatusOK, contentType(asJSON), body)
 	return http.StatusOK

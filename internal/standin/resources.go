@@ -15,6 +15,7 @@ import (
 type resource struct {
 	gvr        schema.GroupVersionResource
 	kind       string
+	apiVersion string // gvr's group and version as a body's apiVersion, made once
 	namespaced bool
 	// fields are the field selectors' labels beyond metadata.name and metadata.namespace, as the
 	// apiserver's strategy for the kind offers them (GetAttrs).
@@ -30,12 +31,16 @@ func (r *resource) path() string { return resourcePath(r.gvr.Group, r.gvr.Versio
 
 func resourcePath(group, version, plural string) string { return group + "/" + version + "/" + plural }
 
+func newResource(gvr schema.GroupVersionResource, kind string, namespaced bool) *resource {
+	return &resource{gvr: gvr, kind: kind, apiVersion: gvr.GroupVersion().String(), namespaced: namespaced}
+}
+
 func core(plural, kind string, namespaced bool) *resource {
-	return &resource{gvr: schema.GroupVersionResource{Version: "v1", Resource: plural}, kind: kind, namespaced: namespaced}
+	return newResource(schema.GroupVersionResource{Version: "v1", Resource: plural}, kind, namespaced)
 }
 
 func grouped(group, version, plural, kind string, namespaced bool) *resource {
-	return &resource{gvr: schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, kind: kind, namespaced: namespaced}
+	return newResource(schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, kind, namespaced)
 }
 
 func withFields(r *resource, f func(runtime.Object) fields.Set) *resource { r.fields = f; return r }

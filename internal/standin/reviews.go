@@ -44,7 +44,7 @@ func allowRules(_ *Server, in runtime.Object) runtime.Object {
 
 // tokenRequest answers a pod's TokenRequest with a token that names nothing, valid as long as asked.
 func (s *Server) tokenRequest(w http.ResponseWriter, req *http.Request, t target, asJSON bool) int {
-	tokenRes := &resource{gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenrequests"), kind: "TokenRequest", namespaced: true}
+	tokenRes := newResource(authenticationv1.SchemeGroupVersion.WithResource("tokenrequests"), "TokenRequest", true)
 	in, err := decodeBody(req, tokenRes)
 	if err != nil {
 		return s.fail(w, req, asJSON, err)
@@ -75,7 +75,7 @@ func (s *Server) answerObject(w http.ResponseWriter, req *http.Request, r *resou
 		if err != nil {
 			return s.fail(w, req, asJSON, err)
 		}
-		body = envelope(r.gvk().GroupVersion().String(), r.kind, raw)
+		body = envelope(r.apiVersion, r.kind, raw)
 	}
 	s.answer(w, code, contentType(asJSON), body)
 	return code
@@ -91,7 +91,7 @@ func managedFields(req *http.Request, r *resource, obj runtime.Object, op metav1
 		return nil
 	}
 	manager, _, _ := strings.Cut(req.UserAgent(), "/")
-	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: op, APIVersion: r.gvr.GroupVersion().String(),
+	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: op, APIVersion: r.apiVersion,
 		Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: leaseFields(lease)}}}
 }
 

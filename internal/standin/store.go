@@ -61,7 +61,7 @@ func newEntry(r *resource, obj runtime.Object, rv uint64) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{obj: obj, meta: m, rv: rv, raw: raw, pb: envelope(r.gvk().GroupVersion().String(), r.kind, raw), labels: m.GetLabels()}
+	e := &entry{obj: obj, meta: m, rv: rv, raw: raw, pb: envelope(r.apiVersion, r.kind, raw), labels: m.GetLabels()}
 	e.fields = fields.Set{"metadata.name": m.GetName()}
 	if r.namespaced {
 		e.fields["metadata.namespace"] = m.GetNamespace()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -90,7 +89,7 @@ func (s *Server) update(req *http.Request, st *store, t target) (*entry, int, er
 // if the patch sets a uid or resourceVersion that is not the stored one's (a kubelet's node status
 // patch carries its Node's uid as such a precondition).
 func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
+	body, err := readBody(req, maxBody)
 	if err != nil {
 		return nil, 0, apierrors.NewBadRequest(err.Error())
 	}
