@@ -160,13 +160,13 @@ func (ws watcherSet) send(old, now, obj *entry) {
 	for _, f := range indexedFields {
 		var was string
 		if old != nil {
-			was = old.fields[f]
+			was = old.field(f)
 			for w := range ws.by[f][was] {
 				deliver(w)
 			}
 		}
-		if now != nil && (old == nil || now.fields[f] != was) {
-			for w := range ws.by[f][now.fields[f]] {
+		if now != nil && (old == nil || now.field(f) != was) {
+			for w := range ws.by[f][now.field(f)] {
 				deliver(w)
 			}
 		}
