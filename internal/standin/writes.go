@@ -43,7 +43,7 @@ func (s *Server) create(req *http.Request, st *store, t target) (*entry, int, er
 	m.SetCreationTimestamp(now)
 	m.SetGeneration(1)
 	m.SetResourceVersion("")
-	m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now))
+	m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, nil))
 	return st.write(m.GetNamespace(), m.GetName(), func(old *entry) (runtime.Object, error) {
 		if old != nil {
 			return nil, apierrors.NewAlreadyExists(t.res.gvr.GroupResource(), m.GetName())
@@ -80,7 +80,7 @@ func (s *Server) update(req *http.Request, st *store, t target) (*entry, int, er
 		if err := settle(t, old, obj); err != nil {
 			return nil, err
 		}
-		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now))
+		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, old))
 		return obj, nil
 	})
 }
@@ -137,7 +137,7 @@ func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, err
 		if err := settle(t, old, obj); err != nil {
 			return nil, err
 		}
-		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now))
+		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, old))
 		return obj, nil
 	})
 }
