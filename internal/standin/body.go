@@ -77,7 +77,7 @@ func decodeProtobuf(body []byte, r *resource) (runtime.Object, bool) {
 	if err := obj.(unmarshaler).Unmarshal(raw); err != nil {
 		return nil, false
 	}
-	obj.GetObjectKind().SetGroupVersionKind(r.gvk())
+	r.setKind(obj)
 	return obj, true
 }
 

@@ -5,6 +5,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +26,16 @@ type resource struct {
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
+
+// setKind sets obj's TypeMeta to r's kind, with the apiVersion string r holds rather than one
+// made from its group and version at every write.
+func (r *resource) setKind(obj runtime.Object) {
+	if tm, ok := obj.GetObjectKind().(*metav1.TypeMeta); ok {
+		tm.APIVersion, tm.Kind = r.apiVersion, r.kind
+		return
+	}
+	obj.GetObjectKind().SetGroupVersionKind(r.gvk())
+}
 
 // path is the key of the resource: its group, version and plural as in its URL.
 func (r *resource) path() string { return resourcePath(r.gvr.Group, r.gvr.Version, r.gvr.Resource) }

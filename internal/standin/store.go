@@ -80,7 +80,7 @@ type marshaler interface {
 
 // newEntry encodes obj, whose resourceVersion is set, for r.
 func newEntry(r *resource, obj runtime.Object, rv uint64) (*entry, error) {
-	obj.GetObjectKind().SetGroupVersionKind(r.gvk())
+	r.setKind(obj)
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
