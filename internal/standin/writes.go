@@ -161,20 +161,22 @@ func settle(t target, old *entry, obj runtime.Object) error {
 	switch o := obj.(type) {
 	case *corev1.Node:
 		was := old.obj.(*corev1.Node)
-		keepOther(status, &o.Spec, was.Spec, &o.Status, was.Status)
+		keepOther(status, &o.Spec, &was.Spec, &o.Status, &was.Status)
 	case *corev1.Pod:
 		was := old.obj.(*corev1.Pod)
-		keepOther(status, &o.Spec, was.Spec, &o.Status, was.Status)
+		keepOther(status, &o.Spec, &was.Spec, &o.Status, &was.Status)
 	}
 	return nil
 }
 
-// keepOther keeps the spec of a write of the status, and the status of a write of the object.
-func keepOther[Spec, Status any](status bool, spec *Spec, oldSpec Spec, st *Status, oldStatus Status) {
+// keepOther keeps the spec of a write of the status, and the status of a write of the object. It
+// takes the old ones by pointer: by value, copies of both sat in settle's frame, on the stack of
+// every write, which a request's fresh goroutine then had to grow.
+func keepOther[Spec, Status any](status bool, spec, oldSpec *Spec, st, oldStatus *Status) {
 	if status {
-		*spec = oldSpec
+		*spec = *oldSpec
 	} else {
-		*st = oldStatus
+		*st = *oldStatus
 	}
 }
 
