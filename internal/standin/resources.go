@@ -18,6 +18,10 @@ type resource struct {
 	kind       string
 	apiVersion string // gvr's group and version as a body's apiVersion, made once
 	namespaced bool
+	// lean kinds are stored as protobuf alone, their typed objects decoded when a write or a JSON
+	// answer needs one: a Node's or a Pod's typed object is most of what it costs to hold, and
+	// answers and watch events need only its bytes.
+	lean bool
 	// fields are the field selectors' labels beyond metadata.name and metadata.namespace, as the
 	// apiserver's strategy for the kind offers them (GetAttrs).
 	fields func(runtime.Object) fields.Set
@@ -56,6 +60,8 @@ func grouped(group, version, plural, kind string, namespaced bool) *resource {
 
 func withFields(r *resource, f func(runtime.Object) fields.Set) *resource { r.fields = f; return r }
 
+func lean(r *resource) *resource { r.lean = true; return r }
+
 func withReview(r *resource, f func(*Server, runtime.Object) runtime.Object) *resource {
 	r.review = f
 	return r
@@ -64,14 +70,14 @@ func withReview(r *resource, f func(*Server, runtime.Object) runtime.Object) *re
 // resources are the kinds a fleet's agents, its preflight, claim, watches and measurement use.
 var resources = []*resource{
 	core("namespaces", "Namespace", false),
-	withFields(core("nodes", "Node", false), func(o runtime.Object) fields.Set {
+	lean(withFields(core("nodes", "Node", false), func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.unschedulable": boolString(o.(*corev1.Node).Spec.Unschedulable)}
-	}),
-	withFields(core("pods", "Pod", true), func(o runtime.Object) fields.Set {
+	})),
+	lean(withFields(core("pods", "Pod", true), func(o runtime.Object) fields.Set {
 		p := o.(*corev1.Pod)
 		return fields.Set{"spec.nodeName": p.Spec.NodeName, "spec.schedulerName": p.Spec.SchedulerName,
 			"spec.restartPolicy": string(p.Spec.RestartPolicy), "status.phase": string(p.Status.Phase), "status.podIP": p.Status.PodIP}
-	}),
+	})),
 	withFields(core("services", "Service", true), func(o runtime.Object) fields.Set {
 		s := o.(*corev1.Service)
 		return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,33 +22,81 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // entry is one stored version of an object with its encodings, made once when it is written and
 // shared by every answer and watch event that carries it. Nothing in it changes once stored.
 type entry struct {
-	obj    runtime.Object // typed, its TypeMeta set
+	res *resource
+	// obj is the typed object, its TypeMeta set, of a kind kept typed; nil for a kind kept lean
+	// (resource.lean), whose object a write or a JSON answer decodes from raw (object).
+	obj runtime.Object
+	// meta is the object's metadata; of a lean kind's, what writes read: its name, namespace, uid,
+	// resourceVersion, creation time and generation.
 	meta   metav1.Object
 	rv     uint64
 	raw    []byte // the object's generated Marshal, within pb: an item of a protobuf list
 	pb     []byte // a protobuf body: the magic and a runtime.Unknown around raw
 	labels labels.Set
-	// namespaced and extra are what a field selector reads beyond the object's name: its
-	// namespace, if its kind has one, and the kind's own field labels (resource.fields).
-	namespaced bool
-	extra      fields.Set
+	extra  fields.Set // the kind's own field labels (resource.fields), for field selectors
 
-	jsonOnce sync.Once
-	json     []byte
+	json atomic.Pointer[[]byte] // made at the first JSON answer or event that carries it
 }
 
 func (e *entry) body(asJSON bool) []byte {
 	if !asJSON {
 		return e.pb
 	}
-	e.jsonOnce.Do(func() {
-		b, err := json.Marshal(e.obj)
-		if err != nil { // typed objects of the scheme always marshal
-			panic(err)
-		}
-		e.json = b
-	})
-	return e.json
+	if b := e.json.Load(); b != nil {
+		return *b
+	}
+	obj, err := e.object()
+	if err != nil { // what was encoded decodes
+		panic(err)
+	}
+	b := mustJSON(obj)
+	if !e.json.CompareAndSwap(nil, &b) {
+		return *e.json.Load()
+	}
+	return b
+}
+
+// jsonOf is the entry's JSON, made from obj, its object, if no answer has made it yet; kept only
+// for a kind kept typed, since a lean one's is made where a patch replaces it, and the history would
+// hold it.
+func (e *entry) jsonOf(obj runtime.Object) []byte {
+	if b := e.json.Load(); b != nil || !e.res.lean {
+		return e.body(true)
+	}
+	return mustJSON(obj)
+}
+
+func mustJSON(obj runtime.Object) []byte {
+	b, err := json.Marshal(obj)
+	if err != nil { // typed objects of the scheme always marshal
+		panic(err)
+	}
+	return b
+}
+
+// object is the entry's typed object: of a kind kept typed, the stored one, which no one may
+// change; of a lean kind, a copy of its own decoded from raw.
+func (e *entry) object() (runtime.Object, error) {
+	if e.obj != nil {
+		return e.obj, nil
+	}
+	obj, err := newObject(e.res)
+	if err != nil {
+		return nil, err
+	}
+	if err := obj.(unmarshaler).Unmarshal(e.raw); err != nil {
+		return nil, err
+	}
+	e.res.setKind(obj)
+	return obj, nil
+}
+
+// copyObject is a copy of the entry's object that the caller may change.
+func (e *entry) copyObject() (runtime.Object, error) {
+	if e.obj != nil {
+		return e.obj.DeepCopyObject(), nil
+	}
+	return e.object()
 }
 
 // fields is the entry as a field selector reads it, without a map of its own for every entry.
@@ -68,7 +117,7 @@ func (f *entryFields) lookup(name string) (string, bool) {
 	switch {
 	case name == "metadata.name":
 		return f.meta.GetName(), true
-	case name == "metadata.namespace" && f.namespaced:
+	case name == "metadata.namespace" && f.res.namespaced:
 		return f.meta.GetNamespace(), true
 	}
 	return "", false
@@ -89,9 +138,14 @@ func newEntry(r *resource, obj runtime.Object, rv uint64) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{obj: obj, meta: m, rv: rv, raw: raw, pb: pb, labels: m.GetLabels(), namespaced: r.namespaced}
+	e := &entry{res: r, obj: obj, meta: m, rv: rv, raw: raw, pb: pb, labels: m.GetLabels()}
 	if r.fields != nil {
 		e.extra = r.fields(obj)
+	}
+	if r.lean {
+		e.obj = nil
+		e.meta = &metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+			CreationTimestamp: m.GetCreationTimestamp(), Generation: m.GetGeneration()}
 	}
 	return e, nil
 }
@@ -204,7 +258,10 @@ func (st *store) commit(k objectKey, old *entry, obj runtime.Object) (e *entry, 
 	}
 	rv := st.s.rv.Add(1)
 	if obj == nil { // a delete: the object goes out with the resourceVersion of its deletion
-		gone := old.obj.DeepCopyObject()
+		gone, err := old.copyObject()
+		if err != nil {
+			return nil, 0, true, apierrors.NewInternalError(err)
+		}
 		mustAccessor(gone).SetResourceVersion(resourceVersionOf(rv))
 		e, err := newEntry(st.res, gone, rv)
 		if err != nil {

@@ -77,7 +77,7 @@ func (s *Server) update(req *http.Request, st *store, t target) (*entry, int, er
 		if rv := m.GetResourceVersion(); rv != "" && rv != old.meta.GetResourceVersion() {
 			return nil, apierrors.NewConflict(t.res.gvr.GroupResource(), t.name, errModified)
 		}
-		if err := settle(t, old, obj); err != nil {
+		if err := settle(t, old, nil, obj); err != nil {
 			return nil, err
 		}
 		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, old))
@@ -99,17 +99,20 @@ func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, err
 		if old == nil {
 			return nil, apierrors.NewNotFound(t.res.gvr.GroupResource(), t.name)
 		}
+		was, err := old.object()
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
 		var patched []byte
-		var err error
 		switch types.PatchType(pt) {
 		case types.StrategicMergePatchType:
-			patched, err = strategicpatch.StrategicMergePatch(old.body(true), body, old.obj)
+			patched, err = strategicpatch.StrategicMergePatch(old.jsonOf(was), body, was)
 		case types.MergePatchType:
-			patched, err = jsonpatch.MergePatch(old.body(true), body)
+			patched, err = jsonpatch.MergePatch(old.jsonOf(was), body)
 		case types.JSONPatchType:
 			var p jsonpatch.Patch
 			if p, err = jsonpatch.DecodePatch(body); err == nil {
-				patched, err = p.Apply(old.body(true))
+				patched, err = p.Apply(old.jsonOf(was))
 			}
 		default:
 			return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", t.res.gvr.GroupResource(), t.name,
@@ -134,7 +137,7 @@ func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, err
 		if m.GetResourceVersion() != old.meta.GetResourceVersion() {
 			return nil, apierrors.NewConflict(t.res.gvr.GroupResource(), t.name, errModified)
 		}
-		if err := settle(t, old, obj); err != nil {
+		if err := settle(t, old, was, obj); err != nil {
 			return nil, err
 		}
 		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, old))
@@ -144,8 +147,8 @@ func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, err
 
 // settle keeps what a write cannot change, as the apiserver's strategies do: the uid and creation
 // time; for Nodes and Pods, the status on a write of the object and the spec on a write of its
-// status.
-func settle(t target, old *entry, obj runtime.Object) error {
+// status, from was, the old object if the caller has it, or old's.
+func settle(t target, old *entry, was, obj runtime.Object) error {
 	m := mustAccessor(obj)
 	if m.GetUID() != "" && m.GetUID() != old.meta.GetUID() {
 		return apierrors.NewConflict(t.res.gvr.GroupResource(), t.name,
@@ -158,12 +161,23 @@ func settle(t target, old *entry, obj runtime.Object) error {
 	if t.subresource != "" && !status {
 		return apierrors.NewNotFound(t.res.gvr.GroupResource(), t.name+"/"+t.subresource)
 	}
+	switch obj.(type) {
+	case *corev1.Node, *corev1.Pod:
+	default:
+		return nil
+	}
+	if was == nil {
+		var err error
+		if was, err = old.object(); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	}
 	switch o := obj.(type) {
 	case *corev1.Node:
-		was := old.obj.(*corev1.Node)
+		was := was.(*corev1.Node)
 		keepOther(status, &o.Spec, &was.Spec, &o.Status, &was.Status)
 	case *corev1.Pod:
-		was := old.obj.(*corev1.Pod)
+		was := was.(*corev1.Pod)
 		keepOther(status, &o.Spec, &was.Spec, &o.Status, &was.Status)
 	}
 	return nil
