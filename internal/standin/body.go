@@ -19,6 +19,11 @@ func decodeBody(req *http.Request, r *resource) (runtime.Object, error) {
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	return decode(body, r)
+}
+
+// decode is a body's object, the body read up to one byte over maxBody.
+func decode(body []byte, r *resource) (runtime.Object, error) {
 	if len(body) > maxBody {
 		return nil, apierrors.NewRequestEntityTooLargeError("limit is 3145728")
 	}

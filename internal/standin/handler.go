@@ -74,11 +74,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, t target, asJSON 
 	case r.Method == http.MethodPost && t.subresource == "token" && t.res.gvr.Resource == "serviceaccounts":
 		return verb, s.tokenRequest(w, r, t, asJSON)
 	case r.Method == http.MethodPost && t.name == "":
-		e, code, err = s.create(r, st, t)
+		e, code, err = s.write(r, maxBody+1, func(body []byte) (*entry, int, error) { return s.create(r, body, st, t) })
 	case r.Method == http.MethodPut && t.name != "":
-		e, code, err = s.update(r, st, t)
+		e, code, err = s.write(r, maxBody+1, func(body []byte) (*entry, int, error) { return s.update(r, body, st, t) })
 	case r.Method == http.MethodPatch && t.name != "":
-		e, code, err = s.patch(r, st, t)
+		e, code, err = s.write(r, maxBody, func(body []byte) (*entry, int, error) { return s.patch(r, body, st, t) })
 	case r.Method == http.MethodDelete && t.name != "":
 		e, code, err = s.remove(r, st, t)
 	case r.Method == http.MethodDelete:

@@ -85,6 +85,9 @@ type Server struct {
 	token  string
 	bearer string        // the Authorization header that carries token, made once
 	audit  atomic.Uint64 // the last Audit-Id given
+	// workers apply writes while Serve serves; nil, for a Server only handed requests (tests), each
+	// is applied on its request's goroutine.
+	workers *workers
 }
 
 // New returns a stand-in holding the namespaces an apiserver starts with.
@@ -102,12 +105,21 @@ func New(o Options) *Server {
 	return s
 }
 
+// writeWorkers is how many writes are applied at once on the workers' grown stacks: a few more
+// than the cores, for a write whose goroutine is preempted or waits on the store's lock.
+const writeWorkers = 8
+
 // Token is the bearer token every request must carry.
 func (s *Server) Token() string { return s.token }
 
 // Serve answers on l over TLS with cert until ctx ends, with the HTTP/2 settings a kube-apiserver
 // serves with (k8s.io/apiserver's secure_serving.go and its recommended 1000 streams a connection).
 func (s *Server) Serve(ctx context.Context, l net.Listener, cert tls.Certificate) error {
+	done := make(chan struct{})
+	defer close(done)
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	s.workers = startWorkers(wctx, writeWorkers)
 	srv := &http.Server{
 		Handler:           s,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{http2.NextProtoTLS, "http/1.1"}, MinVersion: tls.VersionTLS12},
@@ -119,8 +131,6 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, cert tls.Certificate
 	if err := http2.ConfigureServer(srv, h2); err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		select {
 		case <-ctx.Done():

@@ -20,8 +20,8 @@ import (
 )
 
 // create stores a POSTed object: 201, or 409 if its name is taken.
-func (s *Server) create(req *http.Request, st *store, t target) (*entry, int, error) {
-	obj, err := decodeBody(req, t.res)
+func (s *Server) create(req *http.Request, body []byte, st *store, t target) (*entry, int, error) {
+	obj, err := decode(body, t.res)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -57,8 +57,8 @@ var errModified = errors.New("the object has been modified; please apply your ch
 
 // update stores a PUT object: 200, 404 if there is none, 409 if its resourceVersion is not the
 // stored one's. An empty resourceVersion is an unconditional update, which every kind here allows.
-func (s *Server) update(req *http.Request, st *store, t target) (*entry, int, error) {
-	obj, err := decodeBody(req, t.res)
+func (s *Server) update(req *http.Request, body []byte, st *store, t target) (*entry, int, error) {
+	obj, err := decode(body, t.res)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -88,11 +88,7 @@ func (s *Server) update(req *http.Request, st *store, t target) (*entry, int, er
 // patch applies a strategic merge, JSON merge or JSON patch to the stored object: 200, 404, or 409
 // if the patch sets a uid or resourceVersion that is not the stored one's (a kubelet's node status
 // patch carries its Node's uid as such a precondition).
-func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, error) {
-	body, err := readBody(req, maxBody)
-	if err != nil {
-		return nil, 0, apierrors.NewBadRequest(err.Error())
-	}
+func (s *Server) patch(req *http.Request, body []byte, st *store, t target) (*entry, int, error) {
 	pt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	now := metav1.NewTime(s.o.Clock.Now().Truncate(1e9))
 	return st.write(t.namespace, t.name, func(old *entry) (runtime.Object, error) {
