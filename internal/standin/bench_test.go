@@ -10,8 +10,10 @@ import (
 	"net/url"
 	"strconv"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -170,4 +172,55 @@ func decodeLease(b *testing.B, rec *httptest.ResponseRecorder) *coordinationv1.L
 		b.Fatal(err)
 	}
 	return l
+}
+
+// BenchmarkNodeStatusPatch is the stand-in's side of a kubelet's periodic node status patch of a
+// fleet's Node, images and all: the heartbeat applied to the Node decoded from its protobuf, or
+// the strategic merge in JSON that any other patch takes.
+func BenchmarkNodeStatusPatch(b *testing.B) {
+	for _, shortcut := range []bool{true, false} {
+		name := map[bool]string{true: "heartbeat", false: "strategic-merge"}[shortcut]
+		b.Run(name, func(b *testing.B) {
+			heartbeatShortcut = shortcut
+			defer func() { heartbeatShortcut = true }()
+			s := New(Options{})
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, s.request(http.MethodPost, "/api/v1/nodes", envelopeOf(fleetNode(""))))
+			var created corev1.Node
+			if err := unwrapErr(rec.Body.Bytes(), &created); err != nil || rec.Code != http.StatusCreated {
+				b.Fatalf("POST: %d %v", rec.Code, err)
+			}
+			var w answerWriter
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				hb := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+				patch := `{"metadata":{"uid":"` + string(created.UID) + `"},"status":{"$setElementOrder/conditions":[{"type":"MemoryPressure"},{"type":"DiskPressure"},{"type":"PIDPressure"},{"type":"Ready"}],` +
+					`"conditions":[{"lastHeartbeatTime":"` + hb + `","type":"MemoryPressure"},{"lastHeartbeatTime":"` + hb + `","type":"DiskPressure"},{"lastHeartbeatTime":"` + hb + `","type":"PIDPressure"},{"lastHeartbeatTime":"` + hb + `","type":"Ready"}]}}`
+				r := s.request(http.MethodPatch, "/api/v1/nodes/fakelet-00007/status", []byte(patch))
+				r.Header.Set("Content-Type", "application/strategic-merge-patch+json")
+				w.reset()
+				s.ServeHTTP(&w, r)
+				if w.code != http.StatusOK {
+					b.Fatalf("PATCH: %d %s", w.code, w.body.Bytes())
+				}
+			}
+		})
+	}
+}
+
+func envelopeOf(n *corev1.Node) []byte {
+	raw, err := n.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	return envelope("v1", "Node", raw)
+}
+
+func unwrapErr(body []byte, into unmarshaler) error {
+	var u runtime.Unknown
+	if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+		return err
+	}
+	return into.Unmarshal(u.Raw)
 }

@@ -100,8 +100,14 @@ func (s *Server) patch(req *http.Request, body []byte, st *store, t target) (*en
 			return nil, apierrors.NewInternalError(err)
 		}
 		var patched []byte
+		var obj runtime.Object
 		switch types.PatchType(pt) {
 		case types.StrategicMergePatchType:
+			// A lean Node's decoded copy is the patch's own to change.
+			if node, ok := was.(*corev1.Node); ok && heartbeatShortcut && old.obj == nil && t.subresource == "status" && heartbeat(body, node) {
+				obj = node
+				break
+			}
 			patched, err = strategicpatch.StrategicMergePatch(old.jsonOf(was), body, was)
 		case types.MergePatchType:
 			patched, err = jsonpatch.MergePatch(old.jsonOf(was), body)
@@ -118,12 +124,13 @@ func (s *Server) patch(req *http.Request, body []byte, st *store, t target) (*en
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		obj, err := newObject(t.res)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		if err := json.Unmarshal(patched, obj); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
+		if obj == nil {
+			if obj, err = newObject(t.res); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			if err := json.Unmarshal(patched, obj); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
 		}
 		m := mustAccessor(obj)
 		if m.GetUID() != old.meta.GetUID() {
