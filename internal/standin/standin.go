@@ -6,7 +6,10 @@
 //
 // It keeps every object in memory, one map per resource, encodes each object once per change
 // (protobuf with k8s.io/api's generated Marshal, JSON on demand) and shares that encoding between
-// every GET, answer and watch event. It has no controllers, no admission, no authorization (every
+// every GET, answer and watch event. Nodes and Pods are kept as that protobuf alone and decoded
+// when a write or a JSON answer needs them; a write's decoding, store and encoding run on a few
+// long-lived workers rather than on the request's fresh goroutine, while that goroutine reads the
+// body and writes the answer through x/net's server as before. It has no controllers, no admission, no authorization (every
 // review is allowed), and a watch history of a number of changes a resource (Options.WatchHistory)
 // where the apiserver's keeps 75 s of them: a watch resumed before it is answered 410 Expired and
 // its client relists. `fakelet run` refuses it as a target (IsStandIn):
