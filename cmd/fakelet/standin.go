@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -24,7 +26,8 @@ func init() { subcommandFactories = append(subcommandFactories, newStandInComman
 // newStandInCommand is `fakelet stand-in`, hidden: the benchmark target `fakelet bench --target
 // stand-in` starts as a process of its own, so that its CPU is not the fleet's.
 func newStandInCommand() *cobra.Command {
-	var listen, kubeconfig, cpuProfile string
+	var listen, kubeconfig, cpuProfile, pprofAddr string
+	var procs int
 	o := standin.Options{}
 	cmd := &cobra.Command{
 		Use:    "stand-in",
@@ -34,6 +37,12 @@ func newStandInCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
 				return fmt.Errorf("--kubeconfig: give the file to write the stand-in's kubeconfig to")
+			}
+			if procs < 0 {
+				return fmt.Errorf("--gomaxprocs must not be negative, got %d", procs)
+			}
+			if procs > 0 && os.Getenv("GOMAXPROCS") == "" {
+				runtime.GOMAXPROCS(procs)
 			}
 			cert, caPEM, err := standin.SelfSigned(time.Now())
 			if err != nil {
@@ -54,6 +63,14 @@ func newStandInCommand() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if pprofAddr != "" {
+				pl, err := net.Listen("tcp", pprofAddr)
+				if err != nil {
+					return fmt.Errorf("--pprof-addr: %w", err)
+				}
+				defer pl.Close()
+				go func() { _ = http.Serve(pl, pprofMux()) }()
+			}
 			s := standin.New(o)
 			if err := s.WriteKubeconfig(kubeconfig, "https://"+l.Addr().String(), caPEM); err != nil {
 				return err
@@ -72,9 +89,24 @@ func newStandInCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "write the kubeconfig that reaches the stand-in to this file")
 	f.DurationVar(&o.Bookmarks, "bookmarks", time.Minute, "interval between a watch's bookmarks")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write the stand-in's CPU profile to this file, for a look at what it costs")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles on http://ADDR/debug/pprof/, for a profile of a window of the stand-in's life")
+	// One P by default: the stand-in's goroutines hand each request and answer to one another
+	// (x/net's reader, serve loop, handler, flush), and with a P per core each handoff woke a thread
+	// on the other core, which the fleet beside it needs.
+	f.IntVar(&procs, "gomaxprocs", 1, "threads running Go code at once (0: one per CPU; the GOMAXPROCS environment variable overrides this)")
 	f.IntVar(&o.WatchBuffer, "watch-buffer", 100, "events a watch may have unsent before it is ended as too slow")
 	f.IntVar(&o.WatchHistory, "watch-history", 10000, "changes of each resource kept for watches that resume")
 	return cmd
+}
+
+// pprofMux serves Go's profiles alone, apart from the stand-in's API and from the default mux.
+func pprofMux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", httppprof.Index)
+	m.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	return m
 }
 
 // refuseStandIn refuses a target that is fakelet's stand-in, unless `fakelet bench` started this

@@ -43,3 +43,13 @@ func TestBenchStandInRefusesWhatNeedsAControlPlane(t *testing.T) {
 		t.Errorf("bench --target elsewhere: %v", err)
 	}
 }
+
+func TestStandInRefusesNegativeGOMAXPROCS(t *testing.T) {
+	cmd := newStandInCommand()
+	cmd.SetArgs([]string{"--kubeconfig", t.TempDir() + "/kubeconfig", "--gomaxprocs=-1"})
+	cmd.SetOut(new(strings.Builder))
+	cmd.SetErr(new(strings.Builder))
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--gomaxprocs") {
+		t.Fatalf("stand-in --gomaxprocs=-1: %v, want it refused", err)
+	}
+}

@@ -3,30 +3,26 @@ package standin
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes/scheme"
 )
 
 const (
 	protobufType = "application/vnd.kubernetes.protobuf"
 	jsonType     = "application/json"
+	textType     = "text/plain; charset=utf-8"
 	// maxBody is the apiserver's limit on a request body (3 MB, its etcd object limit and more).
 	maxBody = 3 << 20
 )
 
 // ServeHTTP answers one request as kube-apiserver would.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+s.token {
+	if r.Header.Get("Authorization") != s.bearer {
 		s.fail(w, r, false, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
@@ -37,7 +33,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, http.StatusOK, jsonType, b)
 		return
 	case "/healthz", "/readyz", "/livez":
-		s.answer(w, http.StatusOK, "text/plain; charset=utf-8", []byte("ok"))
+		s.answer(w, http.StatusOK, textType, []byte("ok"))
 		return
 	case "/metrics":
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
@@ -57,16 +53,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve answers a request for a served resource and returns the verb and status code the
 // apiserver's metrics would count it under.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, t target, asJSON bool) (string, int) {
-	st := s.stores[t.res.path()]
-	q := r.URL.Query()
+	st := t.store
 	var e *entry
 	var code int
 	var err error
 	verb := r.Method
 	switch {
-	case r.Method == http.MethodGet && t.name == "" && (q.Get("watch") == "true" || q.Get("watch") == "1"):
-		return "WATCH", s.watch(w, r, st, t, asJSON)
 	case r.Method == http.MethodGet && t.name == "":
+		if q := r.URL.Query(); q.Get("watch") == "true" || q.Get("watch") == "1" {
+			return "WATCH", s.watch(w, r, st, t, asJSON)
+		}
 		return "LIST", s.list(w, r, st, t, asJSON)
 	case r.Method == http.MethodGet:
 		if e = st.get(t.namespace, t.name); e == nil {
@@ -78,11 +74,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, t target, asJSON 
 	case r.Method == http.MethodPost && t.subresource == "token" && t.res.gvr.Resource == "serviceaccounts":
 		return verb, s.tokenRequest(w, r, t, asJSON)
 	case r.Method == http.MethodPost && t.name == "":
-		e, code, err = s.create(r, st, t)
+		e, code, err = s.write(r, maxBody+1, func(body []byte) (*entry, int, error) { return s.create(r, body, st, t) })
 	case r.Method == http.MethodPut && t.name != "":
-		e, code, err = s.update(r, st, t)
+		e, code, err = s.write(r, maxBody+1, func(body []byte) (*entry, int, error) { return s.update(r, body, st, t) })
 	case r.Method == http.MethodPatch && t.name != "":
-		e, code, err = s.patch(r, st, t)
+		e, code, err = s.write(r, maxBody, func(body []byte) (*entry, int, error) { return s.patch(r, body, st, t) })
 	case r.Method == http.MethodDelete && t.name != "":
 		e, code, err = s.remove(r, st, t)
 	case r.Method == http.MethodDelete:
@@ -106,7 +102,7 @@ func (s *Server) answer(w http.ResponseWriter, code int, contentType string, bod
 
 // setHeaders sets the headers of every answer, a watch's too.
 func (s *Server) setHeaders(h http.Header, contentType string) {
-	h["Content-Type"] = []string{contentType}
+	h["Content-Type"] = contentTypeValue(contentType)
 	h["Audit-Id"] = []string{s.auditID()}
 	h["Cache-Control"] = cacheControl
 	h["X-Kubernetes-Pf-Flowschema-Uid"] = flowSchemaUID
@@ -114,17 +110,46 @@ func (s *Server) setHeaders(h http.Header, contentType string) {
 }
 
 // The apiserver's constant headers, made once. Its flow schema and priority level are the ones
-// every request of a kubelet would match (system-nodes); their UIDs are fixed here.
+// every request of a kubelet would match (system-nodes); their UIDs are fixed here. The header
+// map's values are shared, never changed: x/net copies them when the handler writes its header.
 var (
 	cacheControl     = []string{"no-cache, private"}
 	flowSchemaUID    = []string{"0c5f6aa2-5fd3-4e9c-9ab2-3d4e41c2b7a1"}
 	priorityLevelUID = []string{"7d4b9b1e-2b8e-4f0b-a6a2-cc9c6a0e6a53"}
+
+	contentTypeValues = map[string][]string{}
 )
 
-// auditID is a fresh ID of a UUID's length for each answer, as the apiserver's Audit-Id.
+func init() {
+	for _, ct := range []string{protobufType, jsonType, protobufType + ";stream=watch", textType} {
+		contentTypeValues[ct] = []string{ct}
+	}
+}
+
+func contentTypeValue(ct string) []string {
+	if v, ok := contentTypeValues[ct]; ok {
+		return v
+	}
+	return []string{ct}
+}
+
+// auditID is a fresh ID of a UUID's length for each answer, as the apiserver's Audit-Id: the
+// count's top 16 bits, then its low 48, in hex.
 func (s *Server) auditID() string {
 	n := s.audit.Add(1)
-	return fmt.Sprintf("%08x-0000-4000-8000-%012x", uint32(n>>48), n&0xffffffffffff)
+	b := [36]byte{8: '-', 9: '0', 10: '0', 11: '0', 12: '0', 13: '-', 14: '4', 15: '0', 16: '0', 17: '0', 18: '-', 19: '8', 20: '0', 21: '0', 22: '0', 23: '-'}
+	putHex(b[0:8], n>>48)
+	putHex(b[24:36], n&0xffffffffffff)
+	return string(b[:])
+}
+
+// putHex writes v in lowercase hex, zero-padded to fill b.
+func putHex(b []byte, v uint64) {
+	const digits = "0123456789abcdef"
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
 }
 
 // fail answers err as the apiserver does, a metav1.Status in the negotiated type, and returns its code.
@@ -150,7 +175,14 @@ func contentType(asJSON bool) string {
 
 // acceptsProtobuf tells whether an Accept header's first type the stand-in serves is protobuf, as
 // client-go's protobuf clients ask for it ("application/vnd.kubernetes.protobuf,application/json").
+// What every client of a fleet sends is known without parsing it.
 func acceptsProtobuf(accept string) bool {
+	switch accept {
+	case protobufType + "," + jsonType:
+		return true
+	case jsonType, "":
+		return false
+	}
 	for _, part := range strings.Split(accept, ",") {
 		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
@@ -170,41 +202,4 @@ func acceptsProtobuf(accept string) bool {
 func unservedResource(path string) schema.GroupResource {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	return schema.GroupResource{Resource: parts[len(parts)-1]}
-}
-
-// decodeBody reads a request's object: protobuf or JSON, of r's kind.
-func decodeBody(req *http.Request, r *resource) (runtime.Object, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	if len(body) > maxBody {
-		return nil, apierrors.NewRequestEntityTooLargeError("limit is 3145728")
-	}
-	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	if *gvk != r.gvk() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s, not a %s", gvk, r.gvk()))
-	}
-	return obj, nil
-}
-
-// deleteOptions reads a DELETE's optional body.
-func deleteOptions(req *http.Request) (*metav1.DeleteOptions, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	opts := &metav1.DeleteOptions{}
-	if len(body) == 0 {
-		return opts, nil
-	}
-	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, opts); err != nil {
-		if jerr := json.Unmarshal(body, opts); jerr != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-	}
-	return opts, nil
 }

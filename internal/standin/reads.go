@@ -70,7 +70,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, st *store, t tar
 	listKind := t.res.kind + "List"
 	var body []byte
 	if asJSON {
-		body = fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"%d"},"items":[`, listKind, t.res.gvk().GroupVersion().String(), rv)
+		body = fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"%d"},"items":[`, listKind, t.res.apiVersion, rv)
 		for i, e := range items {
 			if i > 0 {
 				body = append(body, ',')
@@ -86,7 +86,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, st *store, t tar
 		for _, e := range items {
 			raw = protowire.AppendBytes(protowire.AppendTag(raw, 2, protowire.BytesType), e.raw)
 		}
-		body = envelope(t.res.gvk().GroupVersion().String(), listKind, raw)
+		body = envelope(t.res.apiVersion, listKind, raw)
 	}
 	s.answer(w, http.StatusOK, contentType(asJSON), body)
 	return http.StatusOK
@@ -120,7 +120,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 	initial := streaming || (q.Get("sendInitialEvents") == "" && (rv == "" || rv == "0"))
 
 	wt := &watcher{namespace: t.namespace, sel: sel, json: asJSON,
-		events: make(chan *event, s.o.WatchBuffer), dropped: make(chan struct{})}
+		events: make(chan event, s.o.WatchBuffer), dropped: make(chan struct{})}
 	st.mu.Lock()
 	var missed []past
 	if from, err := strconv.ParseUint(rv, 10, 64); !initial && err == nil {
@@ -171,18 +171,18 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 		}
 	}
 	for _, e := range snapshot {
-		if _, err := out.Write((&event{typ: added, e: e}).frame(asJSON)); err != nil {
+		if err := writeEvent(out, event{typ: added, e: e}, asJSON); err != nil {
 			return http.StatusOK
 		}
 	}
 	if streaming {
-		if _, err := out.Write(s.bookmark(t.res, at, true).frame(asJSON)); err != nil {
+		if err := writeEvent(out, s.bookmark(t.res, at, true), asJSON); err != nil {
 			return http.StatusOK
 		}
 	}
 	for _, p := range missed {
 		if i, ok := wt.seenAs(p.old, p.now); ok {
-			if _, err := out.Write((&event{typ: eventTypes[i], e: p.obj}).frame(asJSON)); err != nil {
+			if err := writeEvent(out, event{typ: eventTypes[i], e: p.obj}, asJSON); err != nil {
 				return http.StatusOK
 			}
 		}
@@ -200,14 +200,14 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 	for {
 		select {
 		case ev := <-wt.events:
-			if _, err := out.Write(ev.frame(asJSON)); err != nil {
+			if err := writeEvent(out, ev, asJSON); err != nil {
 				return http.StatusOK
 			}
 			if len(wt.events) == 0 {
 				flush()
 			}
 		case <-tick:
-			if _, err := out.Write(s.bookmark(t.res, s.rv.Load(), false).frame(asJSON)); err != nil {
+			if err := writeEvent(out, s.bookmark(t.res, s.rv.Load(), false), asJSON); err != nil {
 				return http.StatusOK
 			}
 			flush()
@@ -223,7 +223,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, st *store, t ta
 
 // bookmark is a BOOKMARK event at rv: an object of the kind with nothing but its resourceVersion
 // (and, ending a streaming list's initial events, their annotation).
-func (s *Server) bookmark(r *resource, rv uint64, endsInitial bool) *event {
+func (s *Server) bookmark(r *resource, rv uint64, endsInitial bool) event {
 	obj, err := newObject(r)
 	if err != nil {
 		panic(err) // every kind of the resource table is in the scheme
@@ -237,5 +237,5 @@ func (s *Server) bookmark(r *resource, rv uint64, endsInitial bool) *event {
 	if err != nil {
 		panic(err)
 	}
-	return &event{typ: bookmark, e: e}
+	return event{typ: bookmark, e: e}
 }

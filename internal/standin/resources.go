@@ -5,6 +5,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,7 +16,12 @@ import (
 type resource struct {
 	gvr        schema.GroupVersionResource
 	kind       string
+	apiVersion string // gvr's group and version as a body's apiVersion, made once
 	namespaced bool
+	// lean kinds are stored as protobuf alone, their typed objects decoded when a write or a JSON
+	// answer needs one: a Node's or a Pod's typed object is most of what it costs to hold, and
+	// answers and watch events need only its bytes.
+	lean bool
 	// fields are the field selectors' labels beyond metadata.name and metadata.namespace, as the
 	// apiserver's strategy for the kind offers them (GetAttrs).
 	fields func(runtime.Object) fields.Set
@@ -25,20 +31,36 @@ type resource struct {
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
 
+// setKind sets obj's TypeMeta to r's kind, with the apiVersion string r holds rather than one
+// made from its group and version at every write.
+func (r *resource) setKind(obj runtime.Object) {
+	if tm, ok := obj.GetObjectKind().(*metav1.TypeMeta); ok {
+		tm.APIVersion, tm.Kind = r.apiVersion, r.kind
+		return
+	}
+	obj.GetObjectKind().SetGroupVersionKind(r.gvk())
+}
+
 // path is the key of the resource: its group, version and plural as in its URL.
 func (r *resource) path() string { return resourcePath(r.gvr.Group, r.gvr.Version, r.gvr.Resource) }
 
 func resourcePath(group, version, plural string) string { return group + "/" + version + "/" + plural }
 
+func newResource(gvr schema.GroupVersionResource, kind string, namespaced bool) *resource {
+	return &resource{gvr: gvr, kind: kind, apiVersion: gvr.GroupVersion().String(), namespaced: namespaced}
+}
+
 func core(plural, kind string, namespaced bool) *resource {
-	return &resource{gvr: schema.GroupVersionResource{Version: "v1", Resource: plural}, kind: kind, namespaced: namespaced}
+	return newResource(schema.GroupVersionResource{Version: "v1", Resource: plural}, kind, namespaced)
 }
 
 func grouped(group, version, plural, kind string, namespaced bool) *resource {
-	return &resource{gvr: schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, kind: kind, namespaced: namespaced}
+	return newResource(schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, kind, namespaced)
 }
 
 func withFields(r *resource, f func(runtime.Object) fields.Set) *resource { r.fields = f; return r }
+
+func lean(r *resource) *resource { r.lean = true; return r }
 
 func withReview(r *resource, f func(*Server, runtime.Object) runtime.Object) *resource {
 	r.review = f
@@ -48,14 +70,14 @@ func withReview(r *resource, f func(*Server, runtime.Object) runtime.Object) *re
 // resources are the kinds a fleet's agents, its preflight, claim, watches and measurement use.
 var resources = []*resource{
 	core("namespaces", "Namespace", false),
-	withFields(core("nodes", "Node", false), func(o runtime.Object) fields.Set {
+	lean(withFields(core("nodes", "Node", false), func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.unschedulable": boolString(o.(*corev1.Node).Spec.Unschedulable)}
-	}),
-	withFields(core("pods", "Pod", true), func(o runtime.Object) fields.Set {
+	})),
+	lean(withFields(core("pods", "Pod", true), func(o runtime.Object) fields.Set {
 		p := o.(*corev1.Pod)
 		return fields.Set{"spec.nodeName": p.Spec.NodeName, "spec.schedulerName": p.Spec.SchedulerName,
 			"spec.restartPolicy": string(p.Spec.RestartPolicy), "status.phase": string(p.Status.Phase), "status.podIP": p.Status.PodIP}
-	}),
+	})),
 	withFields(core("services", "Service", true), func(o runtime.Object) fields.Set {
 		s := o.(*corev1.Service)
 		return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
@@ -108,6 +130,7 @@ func nodeNameField(o runtime.Object) fields.Set {
 // target is what one request's path names.
 type target struct {
 	res         *resource
+	store       *store
 	namespace   string
 	name        string
 	subresource string
@@ -116,21 +139,21 @@ type target struct {
 // parsePath reads /api/v1/... and /apis/GROUP/VERSION/...; ok is false for a path that names no
 // served resource.
 func (s *Server) parsePath(p string) (t target, ok bool) {
-	var group, version string
-	var segs []string
+	var group, version, rest string
 	switch {
 	case strings.HasPrefix(p, "/api/"):
-		parts := strings.Split(strings.Trim(p[len("/api/"):], "/"), "/")
-		version, segs = parts[0], parts[1:]
+		version, rest, _ = strings.Cut(strings.Trim(p[len("/api/"):], "/"), "/")
 	case strings.HasPrefix(p, "/apis/"):
-		parts := strings.Split(strings.Trim(p[len("/apis/"):], "/"), "/")
-		if len(parts) < 2 {
+		var more bool
+		if group, rest, more = strings.Cut(strings.Trim(p[len("/apis/"):], "/"), "/"); !more {
 			return t, false
 		}
-		group, version, segs = parts[0], parts[1], parts[2:]
+		version, rest, _ = strings.Cut(rest, "/")
 	default:
 		return t, false
 	}
+	var buf [maxSegments + 1]string
+	segs := splitSegments(rest, &buf)
 	if len(segs) >= 3 && segs[0] == "namespaces" {
 		t.namespace, segs = segs[1], segs[2:]
 	}
@@ -141,7 +164,7 @@ func (s *Server) parsePath(p string) (t target, ok bool) {
 	if st == nil || st.res.namespaced != (t.namespace != "") && !(st.res.namespaced && len(segs) == 1) {
 		return t, false
 	}
-	t.res = st.res
+	t.res, t.store = st.res, st
 	if len(segs) > 1 {
 		t.name = segs[1]
 	}
@@ -149,4 +172,27 @@ func (s *Server) parsePath(p string) (t target, ok bool) {
 		t.subresource = segs[2]
 	}
 	return t, true
+}
+
+// maxSegments is the most segments after the version a served path has: namespaces/NS/PLURAL/NAME/SUB.
+const maxSegments = 5
+
+// splitSegments is strings.Split(rest, "/") into buf, for a rest that is not empty, and one segment
+// more than maxSegments at most (which is one too many): a path is split at every request.
+func splitSegments(rest string, buf *[maxSegments + 1]string) []string {
+	if rest == "" {
+		return nil
+	}
+	n := 0
+	for n < len(buf)-1 {
+		seg, more, found := strings.Cut(rest, "/")
+		buf[n] = seg
+		n++
+		if !found {
+			return buf[:n]
+		}
+		rest = more
+	}
+	buf[n] = rest
+	return buf[:n+1]
 }

@@ -6,7 +6,10 @@
 //
 // It keeps every object in memory, one map per resource, encodes each object once per change
 // (protobuf with k8s.io/api's generated Marshal, JSON on demand) and shares that encoding between
-// every GET, answer and watch event. It has no controllers, no admission, no authorization (every
+// every GET, answer and watch event. Nodes and Pods are kept as that protobuf alone and decoded
+// when a write or a JSON answer needs them; a write's decoding, store and encoding run on a few
+// long-lived workers rather than on the request's fresh goroutine, while that goroutine reads the
+// body and writes the answer through x/net's server as before. It has no controllers, no admission, no authorization (every
 // review is allowed), and a watch history of a number of changes a resource (Options.WatchHistory)
 // where the apiserver's keeps 75 s of them: a watch resumed before it is answered 410 Expired and
 // its client relists. `fakelet run` refuses it as a target (IsStandIn):
@@ -83,12 +86,17 @@ type Server struct {
 	stores map[string]*store
 	counts requestCounts
 	token  string
+	bearer string        // the Authorization header that carries token, made once
 	audit  atomic.Uint64 // the last Audit-Id given
+	// workers apply writes while Serve serves; nil, for a Server only handed requests (tests), each
+	// is applied on its request's goroutine.
+	workers *workers
 }
 
 // New returns a stand-in holding the namespaces an apiserver starts with.
 func New(o Options) *Server {
-	s := &Server{o: o.withDefaults(), stores: map[string]*store{}, token: randomToken()}
+	token := randomToken()
+	s := &Server{o: o.withDefaults(), stores: map[string]*store{}, token: token, bearer: "Bearer " + token}
 	for _, r := range resources {
 		s.stores[r.path()] = newStore(s, r)
 	}
@@ -100,12 +108,21 @@ func New(o Options) *Server {
 	return s
 }
 
+// writeWorkers is how many writes are applied at once on the workers' grown stacks: a few more
+// than the cores, for a write whose goroutine is preempted or waits on the store's lock.
+const writeWorkers = 8
+
 // Token is the bearer token every request must carry.
 func (s *Server) Token() string { return s.token }
 
 // Serve answers on l over TLS with cert until ctx ends, with the HTTP/2 settings a kube-apiserver
 // serves with (k8s.io/apiserver's secure_serving.go and its recommended 1000 streams a connection).
 func (s *Server) Serve(ctx context.Context, l net.Listener, cert tls.Certificate) error {
+	done := make(chan struct{})
+	defer close(done)
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	s.workers = startWorkers(wctx, writeWorkers)
 	srv := &http.Server{
 		Handler:           s,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{http2.NextProtoTLS, "http/1.1"}, MinVersion: tls.VersionTLS12},
@@ -117,8 +134,6 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, cert tls.Certificate
 	if err := http2.ConfigureServer(srv, h2); err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		select {
 		case <-ctx.Done():

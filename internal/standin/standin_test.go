@@ -235,7 +235,7 @@ func TestAWatchEndedAsTooSlowResumesWithWhatItMissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := s.stores[resourcePath("coordination.k8s.io", "v1", "leases")]
-	full := &watcher{events: make(chan *event), dropped: make(chan struct{})} // never has room
+	full := &watcher{events: make(chan event), dropped: make(chan struct{})} // never has room
 	st.mu.Lock()
 	st.watchers.add(full)
 	st.mu.Unlock()

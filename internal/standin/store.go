@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,30 +22,105 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // entry is one stored version of an object with its encodings, made once when it is written and
 // shared by every answer and watch event that carries it. Nothing in it changes once stored.
 type entry struct {
-	obj    runtime.Object // typed, its TypeMeta set
+	res *resource
+	// obj is the typed object, its TypeMeta set, of a kind kept typed; nil for a kind kept lean
+	// (resource.lean), whose object a write or a JSON answer decodes from raw (object).
+	obj runtime.Object
+	// meta is the object's metadata; of a lean kind's, what writes read: its name, namespace, uid,
+	// resourceVersion, creation time and generation.
 	meta   metav1.Object
 	rv     uint64
-	raw    []byte // the object's generated Marshal: an item of a protobuf list
+	raw    []byte // the object's generated Marshal, within pb: an item of a protobuf list
 	pb     []byte // a protobuf body: the magic and a runtime.Unknown around raw
 	labels labels.Set
-	fields fields.Set
+	extra  fields.Set // the kind's own field labels (resource.fields), for field selectors
 
-	jsonOnce sync.Once
-	json     []byte
+	json atomic.Pointer[[]byte] // made at the first JSON answer or event that carries it
 }
 
 func (e *entry) body(asJSON bool) []byte {
 	if !asJSON {
 		return e.pb
 	}
-	e.jsonOnce.Do(func() {
-		b, err := json.Marshal(e.obj)
-		if err != nil { // typed objects of the scheme always marshal
-			panic(err)
-		}
-		e.json = b
-	})
-	return e.json
+	if b := e.json.Load(); b != nil {
+		return *b
+	}
+	obj, err := e.object()
+	if err != nil { // what was encoded decodes
+		panic(err)
+	}
+	b := mustJSON(obj)
+	if !e.json.CompareAndSwap(nil, &b) {
+		return *e.json.Load()
+	}
+	return b
+}
+
+// jsonOf is the entry's JSON, made from obj, its object, if no answer has made it yet; kept only
+// for a kind kept typed, since a lean one's is made where a patch replaces it, and the history would
+// hold it.
+func (e *entry) jsonOf(obj runtime.Object) []byte {
+	if b := e.json.Load(); b != nil || !e.res.lean {
+		return e.body(true)
+	}
+	return mustJSON(obj)
+}
+
+func mustJSON(obj runtime.Object) []byte {
+	b, err := json.Marshal(obj)
+	if err != nil { // typed objects of the scheme always marshal
+		panic(err)
+	}
+	return b
+}
+
+// object is the entry's typed object: of a kind kept typed, the stored one, which no one may
+// change; of a lean kind, a copy of its own decoded from raw.
+func (e *entry) object() (runtime.Object, error) {
+	if e.obj != nil {
+		return e.obj, nil
+	}
+	obj, err := newObject(e.res)
+	if err != nil {
+		return nil, err
+	}
+	if err := obj.(unmarshaler).Unmarshal(e.raw); err != nil {
+		return nil, err
+	}
+	e.res.setKind(obj)
+	return obj, nil
+}
+
+// copyObject is a copy of the entry's object that the caller may change.
+func (e *entry) copyObject() (runtime.Object, error) {
+	if e.obj != nil {
+		return e.obj.DeepCopyObject(), nil
+	}
+	return e.object()
+}
+
+// fields is the entry as a field selector reads it, without a map of its own for every entry.
+func (e *entry) fields() fields.Fields { return (*entryFields)(e) }
+
+// field is the value of one of the entry's field labels ("" if it has none of that name).
+func (e *entry) field(name string) string { v, _ := (*entryFields)(e).lookup(name); return v }
+
+type entryFields entry
+
+func (f *entryFields) Has(name string) bool   { _, ok := f.lookup(name); return ok }
+func (f *entryFields) Get(name string) string { v, _ := f.lookup(name); return v }
+
+func (f *entryFields) lookup(name string) (string, bool) {
+	if v, ok := f.extra[name]; ok {
+		return v, true
+	}
+	switch {
+	case name == "metadata.name":
+		return f.meta.GetName(), true
+	case name == "metadata.namespace" && f.res.namespaced:
+		return f.meta.GetNamespace(), true
+	}
+	return "", false
 }
 
 type marshaler interface {
@@ -52,26 +129,55 @@ type marshaler interface {
 
 // newEntry encodes obj, whose resourceVersion is set, for r.
 func newEntry(r *resource, obj runtime.Object, rv uint64) (*entry, error) {
-	obj.GetObjectKind().SetGroupVersionKind(r.gvk())
+	r.setKind(obj)
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := obj.(marshaler).Marshal()
+	pb, raw, err := encode(r.apiVersion, r.kind, obj.(sizedMarshaler))
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{obj: obj, meta: m, rv: rv, raw: raw, pb: envelope(r.gvk().GroupVersion().String(), r.kind, raw), labels: m.GetLabels()}
-	e.fields = fields.Set{"metadata.name": m.GetName()}
-	if r.namespaced {
-		e.fields["metadata.namespace"] = m.GetNamespace()
-	}
+	e := &entry{res: r, obj: obj, meta: m, rv: rv, raw: raw, pb: pb, labels: m.GetLabels()}
 	if r.fields != nil {
-		for k, v := range r.fields(obj) {
-			e.fields[k] = v
-		}
+		e.extra = r.fields(obj)
+	}
+	if r.lean {
+		e.obj = nil
+		e.meta = &metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+			CreationTimestamp: m.GetCreationTimestamp(), Generation: m.GetGeneration()}
 	}
 	return e, nil
+}
+
+type sizedMarshaler interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// encode is envelope(apiVersion, kind, obj.Marshal()) made in one buffer, with raw, the object's
+// own encoding, within it: an entry holds its object's bytes once.
+func encode(apiVersion, kind string, obj sizedMarshaler) (pb, raw []byte, err error) {
+	n := obj.Size()
+	typeMeta := protowire.SizeTag(1) + protowire.SizeBytes(len(apiVersion)) + protowire.SizeTag(2) + protowire.SizeBytes(len(kind))
+	// runtime.Unknown's generated Marshal writes its typeMeta, raw, and an empty contentEncoding
+	// and contentType, in that order.
+	size := len(protobufMagic) + protowire.SizeTag(1) + protowire.SizeBytes(typeMeta) + protowire.SizeTag(2) + protowire.SizeBytes(n) +
+		protowire.SizeTag(3) + protowire.SizeBytes(0) + protowire.SizeTag(4) + protowire.SizeBytes(0)
+	b := make([]byte, 0, size)
+	b = append(b, protobufMagic...)
+	b = protowire.AppendVarint(protowire.AppendTag(b, 1, protowire.BytesType), uint64(typeMeta))
+	b = protowire.AppendString(protowire.AppendTag(b, 1, protowire.BytesType), apiVersion)
+	b = protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), kind)
+	b = protowire.AppendVarint(protowire.AppendTag(b, 2, protowire.BytesType), uint64(n))
+	start := len(b)
+	b = b[:start+n]
+	if _, err := obj.MarshalToSizedBuffer(b[start:]); err != nil {
+		return nil, nil, err
+	}
+	b = protowire.AppendString(protowire.AppendTag(b, 3, protowire.BytesType), "")
+	b = protowire.AppendString(protowire.AppendTag(b, 4, protowire.BytesType), "")
+	return b, b[start : start+n : start+n], nil
 }
 
 // envelope is a protobuf body: the magic, then a runtime.Unknown of the kind around raw.
@@ -92,13 +198,13 @@ type store struct {
 	res *resource
 
 	mu       sync.Mutex
-	objects  map[string]*entry // by namespace/name
+	objects  map[objectKey]*entry
 	watchers watcherSet
 	history  history
 }
 
 func newStore(s *Server, r *resource) *store {
-	return &store{s: s, res: r, objects: map[string]*entry{}, watchers: newWatcherSet(), history: history{size: s.o.WatchHistory}}
+	return &store{s: s, res: r, objects: map[objectKey]*entry{}, watchers: newWatcherSet(), history: history{size: s.o.WatchHistory}}
 }
 
 // sent tells the watches of a change (watcherSet.send) and keeps it in the history. st.mu is held.
@@ -107,12 +213,16 @@ func (st *store) sent(old, now, obj *entry) {
 	st.history.remember(past{old, now, obj})
 }
 
+// objectKey is where a store holds an object, a struct rather than a string made for each lookup.
+type objectKey struct{ namespace, name string }
+
+// key is an object's namespace/name, by which a list is sorted.
 func key(namespace, name string) string { return namespace + "/" + name }
 
 func (st *store) get(namespace, name string) *entry {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.objects[key(namespace, name)]
+	return st.objects[objectKey{namespace, name}]
 }
 
 // change is what one write does to the object at its key: it returns the new object (nil to
@@ -125,7 +235,7 @@ type change func(old *entry) (runtime.Object, error)
 // the apiserver's GuaranteedUpdate runs its update function: a write that finds another stored
 // meanwhile runs c again on that one, so that a costly patch does not hold up the resource's reads.
 func (st *store) write(namespace, name string, c change) (*entry, int, error) {
-	k := key(namespace, name)
+	k := objectKey{namespace, name}
 	for {
 		old := st.get(namespace, name)
 		obj, err := c(old)
@@ -140,7 +250,7 @@ func (st *store) write(namespace, name string, c change) (*entry, int, error) {
 }
 
 // commit stores obj (or deletes the object, for a nil obj) if the object at k is still old.
-func (st *store) commit(k string, old *entry, obj runtime.Object) (e *entry, code int, stored bool, err error) {
+func (st *store) commit(k objectKey, old *entry, obj runtime.Object) (e *entry, code int, stored bool, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.objects[k] != old {
@@ -148,7 +258,10 @@ func (st *store) commit(k string, old *entry, obj runtime.Object) (e *entry, cod
 	}
 	rv := st.s.rv.Add(1)
 	if obj == nil { // a delete: the object goes out with the resourceVersion of its deletion
-		gone := old.obj.DeepCopyObject()
+		gone, err := old.copyObject()
+		if err != nil {
+			return nil, 0, true, apierrors.NewInternalError(err)
+		}
 		mustAccessor(gone).SetResourceVersion(resourceVersionOf(rv))
 		e, err := newEntry(st.res, gone, rv)
 		if err != nil {
@@ -182,7 +295,7 @@ func (st *store) list(namespace string, sel selector) ([]*entry, uint64) {
 // of its own Node, is a lookup.
 func (st *store) matching(namespace string, sel selector) []*entry {
 	if name, ok := exactName(sel); ok && (namespace != "" || !st.res.namespaced) {
-		if e := st.objects[key(namespace, name)]; e != nil && sel.matches(namespace, e) {
+		if e := st.objects[objectKey{namespace, name}]; e != nil && sel.matches(namespace, e) {
 			return []*entry{e}
 		}
 		return nil
@@ -224,5 +337,5 @@ func (s selector) matches(namespace string, e *entry) bool {
 	if namespace != "" && e.meta.GetNamespace() != namespace {
 		return false
 	}
-	return (s.labels == nil || s.labels.Matches(e.labels)) && (s.fields == nil || s.fields.Matches(e.fields))
+	return (s.labels == nil || s.labels.Matches(e.labels)) && (s.fields == nil || s.fields.Matches(e.fields()))
 }

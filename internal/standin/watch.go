@@ -2,10 +2,10 @@ package standin
 
 import (
 	"encoding/binary"
+	"io"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Watch event types, as metav1.WatchEvent names them.
@@ -16,40 +16,46 @@ const (
 	bookmark = "BOOKMARK"
 )
 
-// event is one watch event, framed once per encoding however many watches carry it.
+// event is one watch event: its type and the object it carries.
 type event struct {
 	typ string
 	e   *entry
-
-	pbOnce, jsonOnce sync.Once
-	pb, json         []byte
 }
 
-// frame is the event as the apiserver writes it on a watch stream: a metav1.WatchEvent with the
-// object's own body inside, length-prefixed in protobuf, a line of JSON otherwise.
-func (ev *event) frame(asJSON bool) []byte {
-	if asJSON {
-		ev.jsonOnce.Do(func() {
-			obj := ev.e.body(true)
-			b := make([]byte, 0, len(obj)+32)
-			b = append(b, `{"type":"`...)
-			b = append(b, ev.typ...)
-			b = append(b, `","object":`...)
-			b = append(b, obj...)
-			ev.json = append(b, "}\n"...)
-		})
-		return ev.json
+// frames are the buffers events are framed in, one at a time.
+var frames = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeEvent writes ev to a watch stream as the apiserver frames it: a metav1.WatchEvent with the
+// object's own body inside, length-prefixed, in protobuf; a line of JSON otherwise. The frame goes
+// in one Write, so that a stream's writes are what they were when each event was a slice of its
+// own; its buffer is reused once the Write is done with it, and dropped if the Write failed (a
+// stream that ended may not have let go of it).
+func writeEvent(w io.Writer, ev event, asJSON bool) error {
+	bp := frames.Get().(*[]byte)
+	b := appendFrame((*bp)[:0], ev, asJSON)
+	if _, err := w.Write(b); err != nil {
+		return err
 	}
-	ev.pbOnce.Do(func() {
-		we := metav1.WatchEvent{Type: ev.typ, Object: runtime.RawExtension{Raw: ev.e.pb}}
-		b := make([]byte, 4+we.Size())
-		binary.BigEndian.PutUint32(b, uint32(we.Size()))
-		if _, err := we.MarshalToSizedBuffer(b[4:]); err != nil {
-			panic(err) // a sized buffer of the message's own size
-		}
-		ev.pb = b
-	})
-	return ev.pb
+	*bp = b
+	frames.Put(bp)
+	return nil
+}
+
+func appendFrame(b []byte, ev event, asJSON bool) []byte {
+	if asJSON {
+		b = append(b, `{"type":"`...)
+		b = append(b, ev.typ...)
+		b = append(b, `","object":`...)
+		b = append(b, ev.e.body(true)...)
+		return append(b, "}\n"...)
+	}
+	// {string type = 1; RawExtension object = 2 {bytes raw = 1}}, as their generated Marshal writes them.
+	object := protowire.SizeTag(1) + protowire.SizeBytes(len(ev.e.pb))
+	size := protowire.SizeTag(1) + protowire.SizeBytes(len(ev.typ)) + protowire.SizeTag(2) + protowire.SizeBytes(object)
+	b = binary.BigEndian.AppendUint32(b, uint32(size))
+	b = protowire.AppendString(protowire.AppendTag(b, 1, protowire.BytesType), ev.typ)
+	b = protowire.AppendVarint(protowire.AppendTag(b, 2, protowire.BytesType), uint64(object))
+	return protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), ev.e.pb)
 }
 
 // watcher is one open watch: what it selects and the events queued for its stream.
@@ -57,7 +63,7 @@ type watcher struct {
 	namespace string
 	sel       selector
 	json      bool
-	events    chan *event
+	events    chan event
 	// dropped is closed when the store ends the watch because its queue was full.
 	dropped chan struct{}
 	// index is the field and value the watch is found by: an exact metadata.name or spec.nodeName
@@ -141,41 +147,37 @@ func (w *watcher) seenAs(old, now *entry) (int, bool) {
 
 // send tells the watches of one change from old to now, carried as obj. The store's mu is held.
 func (ws watcherSet) send(old, now, obj *entry) {
-	var shared [3]*event // by type, made for the first watch that needs it
-	deliver := func(w *watcher) {
-		i, ok := w.seenAs(old, now)
-		if !ok {
-			return
-		}
-		if shared[i] == nil {
-			shared[i] = &event{typ: eventTypes[i], e: obj}
-		}
-		w.queue(ws, shared[i])
-	}
 	for w := range ws.all {
-		deliver(w)
+		ws.deliver(w, old, now, obj)
 	}
 	// A watch is indexed by one field and value: the old and new values of each field reach
 	// distinct watches, and the same value only once.
 	for _, f := range indexedFields {
 		var was string
 		if old != nil {
-			was = old.fields[f]
+			was = old.field(f)
 			for w := range ws.by[f][was] {
-				deliver(w)
+				ws.deliver(w, old, now, obj)
 			}
 		}
-		if now != nil && (old == nil || now.fields[f] != was) {
-			for w := range ws.by[f][now.fields[f]] {
-				deliver(w)
+		if now != nil && (old == nil || now.field(f) != was) {
+			for w := range ws.by[f][now.field(f)] {
+				ws.deliver(w, old, now, obj)
 			}
 		}
 	}
 }
 
+// deliver queues the change for w if its selector sees it.
+func (ws watcherSet) deliver(w *watcher, old, now, obj *entry) {
+	if i, ok := w.seenAs(old, now); ok {
+		w.queue(ws, event{typ: eventTypes[i], e: obj})
+	}
+}
+
 // queue hands ev to the watch's stream, or ends a watch whose stream has fallen a whole queue
 // behind; its client resumes it from the store's history. The store's mu is held.
-func (w *watcher) queue(ws watcherSet, ev *event) {
+func (w *watcher) queue(ws watcherSet, ev event) {
 	select {
 	case w.events <- ev:
 	default:

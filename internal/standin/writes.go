@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -21,8 +20,8 @@ import (
 )
 
 // create stores a POSTed object: 201, or 409 if its name is taken.
-func (s *Server) create(req *http.Request, st *store, t target) (*entry, int, error) {
-	obj, err := decodeBody(req, t.res)
+func (s *Server) create(req *http.Request, body []byte, st *store, t target) (*entry, int, error) {
+	obj, err := decode(body, t.res)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -44,7 +43,7 @@ func (s *Server) create(req *http.Request, st *store, t target) (*entry, int, er
 	m.SetCreationTimestamp(now)
 	m.SetGeneration(1)
 	m.SetResourceVersion("")
-	m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now))
+	m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, nil))
 	return st.write(m.GetNamespace(), m.GetName(), func(old *entry) (runtime.Object, error) {
 		if old != nil {
 			return nil, apierrors.NewAlreadyExists(t.res.gvr.GroupResource(), m.GetName())
@@ -58,8 +57,8 @@ var errModified = errors.New("the object has been modified; please apply your ch
 
 // update stores a PUT object: 200, 404 if there is none, 409 if its resourceVersion is not the
 // stored one's. An empty resourceVersion is an unconditional update, which every kind here allows.
-func (s *Server) update(req *http.Request, st *store, t target) (*entry, int, error) {
-	obj, err := decodeBody(req, t.res)
+func (s *Server) update(req *http.Request, body []byte, st *store, t target) (*entry, int, error) {
+	obj, err := decode(body, t.res)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -78,10 +77,10 @@ func (s *Server) update(req *http.Request, st *store, t target) (*entry, int, er
 		if rv := m.GetResourceVersion(); rv != "" && rv != old.meta.GetResourceVersion() {
 			return nil, apierrors.NewConflict(t.res.gvr.GroupResource(), t.name, errModified)
 		}
-		if err := settle(t, old, obj); err != nil {
+		if err := settle(t, old, nil, obj); err != nil {
 			return nil, err
 		}
-		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now))
+		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, old))
 		return obj, nil
 	})
 }
@@ -89,28 +88,33 @@ func (s *Server) update(req *http.Request, st *store, t target) (*entry, int, er
 // patch applies a strategic merge, JSON merge or JSON patch to the stored object: 200, 404, or 409
 // if the patch sets a uid or resourceVersion that is not the stored one's (a kubelet's node status
 // patch carries its Node's uid as such a precondition).
-func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody))
-	if err != nil {
-		return nil, 0, apierrors.NewBadRequest(err.Error())
-	}
+func (s *Server) patch(req *http.Request, body []byte, st *store, t target) (*entry, int, error) {
 	pt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	now := metav1.NewTime(s.o.Clock.Now().Truncate(1e9))
 	return st.write(t.namespace, t.name, func(old *entry) (runtime.Object, error) {
 		if old == nil {
 			return nil, apierrors.NewNotFound(t.res.gvr.GroupResource(), t.name)
 		}
+		was, err := old.object()
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
 		var patched []byte
-		var err error
+		var obj runtime.Object
 		switch types.PatchType(pt) {
 		case types.StrategicMergePatchType:
-			patched, err = strategicpatch.StrategicMergePatch(old.body(true), body, old.obj)
+			// A lean Node's decoded copy is the patch's own to change.
+			if node, ok := was.(*corev1.Node); ok && heartbeatShortcut && old.obj == nil && t.subresource == "status" && heartbeat(body, node) {
+				obj = node
+				break
+			}
+			patched, err = strategicpatch.StrategicMergePatch(old.jsonOf(was), body, was)
 		case types.MergePatchType:
-			patched, err = jsonpatch.MergePatch(old.body(true), body)
+			patched, err = jsonpatch.MergePatch(old.jsonOf(was), body)
 		case types.JSONPatchType:
 			var p jsonpatch.Patch
 			if p, err = jsonpatch.DecodePatch(body); err == nil {
-				patched, err = p.Apply(old.body(true))
+				patched, err = p.Apply(old.jsonOf(was))
 			}
 		default:
 			return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", t.res.gvr.GroupResource(), t.name,
@@ -120,12 +124,13 @@ func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, err
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		obj, err := newObject(t.res)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		if err := json.Unmarshal(patched, obj); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
+		if obj == nil {
+			if obj, err = newObject(t.res); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			if err := json.Unmarshal(patched, obj); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
 		}
 		m := mustAccessor(obj)
 		if m.GetUID() != old.meta.GetUID() {
@@ -135,18 +140,18 @@ func (s *Server) patch(req *http.Request, st *store, t target) (*entry, int, err
 		if m.GetResourceVersion() != old.meta.GetResourceVersion() {
 			return nil, apierrors.NewConflict(t.res.gvr.GroupResource(), t.name, errModified)
 		}
-		if err := settle(t, old, obj); err != nil {
+		if err := settle(t, old, was, obj); err != nil {
 			return nil, err
 		}
-		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now))
+		m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, old))
 		return obj, nil
 	})
 }
 
 // settle keeps what a write cannot change, as the apiserver's strategies do: the uid and creation
 // time; for Nodes and Pods, the status on a write of the object and the spec on a write of its
-// status.
-func settle(t target, old *entry, obj runtime.Object) error {
+// status, from was, the old object if the caller has it, or old's.
+func settle(t target, old *entry, was, obj runtime.Object) error {
 	m := mustAccessor(obj)
 	if m.GetUID() != "" && m.GetUID() != old.meta.GetUID() {
 		return apierrors.NewConflict(t.res.gvr.GroupResource(), t.name,
@@ -159,23 +164,36 @@ func settle(t target, old *entry, obj runtime.Object) error {
 	if t.subresource != "" && !status {
 		return apierrors.NewNotFound(t.res.gvr.GroupResource(), t.name+"/"+t.subresource)
 	}
+	switch obj.(type) {
+	case *corev1.Node, *corev1.Pod:
+	default:
+		return nil
+	}
+	if was == nil {
+		var err error
+		if was, err = old.object(); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	}
 	switch o := obj.(type) {
 	case *corev1.Node:
-		was := old.obj.(*corev1.Node)
-		keepOther(status, &o.Spec, was.Spec, &o.Status, was.Status)
+		was := was.(*corev1.Node)
+		keepOther(status, &o.Spec, &was.Spec, &o.Status, &was.Status)
 	case *corev1.Pod:
-		was := old.obj.(*corev1.Pod)
-		keepOther(status, &o.Spec, was.Spec, &o.Status, was.Status)
+		was := was.(*corev1.Pod)
+		keepOther(status, &o.Spec, &was.Spec, &o.Status, &was.Status)
 	}
 	return nil
 }
 
-// keepOther keeps the spec of a write of the status, and the status of a write of the object.
-func keepOther[Spec, Status any](status bool, spec *Spec, oldSpec Spec, st *Status, oldStatus Status) {
+// keepOther keeps the spec of a write of the status, and the status of a write of the object. It
+// takes the old ones by pointer: by value, copies of both sat in settle's frame, on the stack of
+// every write, which a request's fresh goroutine then had to grow.
+func keepOther[Spec, Status any](status bool, spec, oldSpec *Spec, st, oldStatus *Status) {
 	if status {
-		*spec = oldSpec
+		*spec = *oldSpec
 	} else {
-		*st = oldStatus
+		*st = *oldStatus
 	}
 }
 
