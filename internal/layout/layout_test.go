@@ -27,7 +27,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"internal/heapsize":   {},
 	"internal/layout":     {},
 	"internal/pause":      {},
-	"internal/standin":    {},
+	"internal/standin":    {tests: []string{"agent"}},
 	"internal/protofield": {},
 	"internal/scheduler":  {},
 	"wire":                {tests: []string{"internal/h2script"}},
