@@ -133,7 +133,7 @@ func (r *renewTimes) lastBefore(node string, t time.Time) time.Time {
 
 // TestStop10pctOnDefaultSettings plays stop-10pct at 200 nodes, with phases shortened but long enough
 // for the default grace period, on a control plane with upstream controller settings (issue 5): at
-// least 99% of the victims turn Unknown within [grace period, grace period + monitor period + 2 s]
+// least 99% of the victims turn Unknown within [grace period, grace period + monitor period + 3 s]
 // of their last lease renewal, and every victim is Ready within 5 s of its start.
 func TestStop10pctOnDefaultSettings(t *testing.T) {
 	cp := defaultsControlPlane(t)
@@ -146,7 +146,7 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 	// The node lifecycle controller's timing alone: the profile's Deployment is the workloads' tests'.
 	prof.Spec.Workloads = nil
 	// steady: the controller untaints 200 new nodes at 20 requests/s; outage: the last renewal comes
-	// at the latest at the stop, Unknown at most grace + monitor period + 2 s after it (57 s), and 8 s
+	// at the latest at the stop, Unknown at most grace + monitor period + 3 s after it (58 s), and 7 s
 	// to spare; recovery: Ready within 5 s of the start, and 5 s to spare.
 	for i, d := range []time.Duration{20 * time.Second, 65 * time.Second, 10 * time.Second} {
 		prof.Spec.Phases[i].Duration = profiles.Duration{Duration: d}
@@ -169,7 +169,11 @@ func TestStop10pctOnDefaultSettings(t *testing.T) {
 	if victims != 20 {
 		t.Fatalf("%d victims stopped, want 10%% of 200", victims)
 	}
-	lo, hi := defaultGracePeriod, defaultGracePeriod+defaultMonitorPeriod+2*time.Second
+	// Beyond the monitor period, two deliveries: the last renewal's to the controller's Lease
+	// informer, and the Node's change to the fleet's watch. Each takes up to about a second and a
+	// half on a loaded machine (make test saw a victim at 57.0 s: Unknown set 56 s after its renewal,
+	// delivered 1.0 s later).
+	lo, hi := defaultGracePeriod, defaultGracePeriod+defaultMonitorPeriod+3*time.Second
 	st := summary(t, r, "outage", "stop", reaction.ReadyUnknown)
 	var inBounds int
 	for _, v := range st.Samples {
