@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,9 +218,18 @@ func TestDeployRBACReadsNoSecretThroughAFleetPod(t *testing.T) {
 	t.Cleanup(func() {
 		c.CoreV1().Pods(fleetname.PodNamespace).Delete(context.Background(), bait, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
-	if _, err := asNode.CoreV1().Secrets(fleetname.PodNamespace).Get(ctx, bait, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the fleet's kubelet reads Secret %s/%s of its pod: %v, want not found (it may read it, and there is none)", fleetname.PodNamespace, bait, err)
-	}
+	// The Node authorizer learns of the pod from a watch of its own, a moment after the create's
+	// answer: until then the node is refused ("no relationship found"), as a kubelet is.
+	eventually(t, time.Minute, "the fleet's kubelet may read Secret "+fleetname.PodNamespace+"/"+bait+" of its pod", func() (bool, error) {
+		_, err := asNode.CoreV1().Secrets(fleetname.PodNamespace).Get(ctx, bait, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil // it may read it, and there is none
+		case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "no relationship found"):
+			return false, nil
+		}
+		return false, fmt.Errorf("read Secret %s/%s: %v, want not found", fleetname.PodNamespace, bait, err)
+	})
 	for _, attrs := range []authorizationv1.ResourceAttributes{
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: metav1.NamespaceDefault, Name: "default"},
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: metav1.NamespaceSystem, Name: "default"},
