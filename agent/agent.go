@@ -140,7 +140,7 @@ type Agent struct {
 	mode        heartbeat.Mode
 	latency     time.Duration
 	partitioned bool
-	server      *corev1.Node         // the newest Node the server returned or the fleet saw; never written to
+	server      *keptNode            // the newest Node the server returned or the fleet saw (kept_node.go)
 	pods        map[podKey]*podState // the pods bound to the node (pods.go); they outlive a run, as containers outlive a kubelet
 	deleted     map[podKey]types.UID // pods whose final DELETE the agent sent, until the watch sees them gone
 	podList     uint32               // the pod list being read (ReplacePods)
@@ -332,68 +332,57 @@ func (a *Agent) Mode() heartbeat.Mode {
 	return a.mode
 }
 
-// ObserveNode gives the agent a newer view of its Node, from a watch whose store holds n. The agent
-// keeps the pointer and never writes to it; the caller must not either. n of the version the agent
-// keeps, but another copy, is the watch's decoding of the agent's own write, stored because its
-// event came before the write's answer: the agent takes the store's copy and drops its own, so that
-// the node keeps one, and does not wake the status loop for a Node that has not changed.
+// ObserveNode gives the agent a newer view of its Node, from a watch. The agent keeps what it needs
+// of n (keep), perhaps n itself: neither the caller nor anyone else may write to n afterwards. n of
+// the version the agent keeps is the watch's decoding of the agent's own write, whose answer came
+// first: it is dropped, and the status loop is not woken for a Node that has not changed.
 func (a *Agent) ObserveNode(n *corev1.Node) {
-	if n == nil {
-		return
+	if n != nil && !a.knows(n) {
+		a.keepNewer(a.keep(a.cfg.Template.Compact(n)))
 	}
+}
+
+// knows reports whether n is the version of the Node the agent keeps. A Node without a
+// resourceVersion (the fake clientset's) is no version.
+func (a *Agent) knows(n *corev1.Node) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.sameVersionLocked(n) {
-		a.server = n
-		return
-	}
-	a.rememberLocked(n)
+	return a.server != nil && n.ResourceVersion != "" && n.ResourceVersion == a.server.rv
 }
 
-// Kept returns the Node the agent keeps if it is n's version, else n: a watch that stores the
-// agent's copy in place of its own decoding of the same version keeps one Node a node, not two.
-func (a *Agent) Kept(n *corev1.Node) *corev1.Node {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if n != nil && a.sameVersionLocked(n) {
-		return a.server
-	}
-	return n
-}
-
-// sameVersionLocked reports whether n is the version of the Node the agent keeps. A Node without a
-// resourceVersion (the fake clientset's) is no version. a.mu must be held.
-func (a *Agent) sameVersionLocked(n *corev1.Node) bool {
-	return a.server != nil && n.ResourceVersion != "" && n.ResourceVersion == a.server.ResourceVersion
-}
-
-// remember keeps n, an answer of the agent's own request, as the server's view of the Node if it is
-// newer than the one kept. The one kept stays when n is its version again (the watch's copy, stored
-// before this answer came), so that the status loop, which compares the kept Node by pointer, is not
-// woken for nothing and the watch's store and the agent share one Node.
+// remember keeps n, an answer of the agent's own request compacted (Template.Compact), as the
+// server's view of the Node if it is newer than the one kept. The one kept stays when n is its
+// version again (the watch's copy, seen before this answer came), so that the status loop, which
+// knows the kept Node by its pointer, is not woken for nothing.
 func (a *Agent) remember(n *corev1.Node) {
-	if n == nil {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.sameVersionLocked(n) {
-		a.rememberLocked(n)
+	if n != nil && !a.knows(n) {
+		a.keepNewer(a.keep(n))
 	}
 }
 
-// rememberLocked keeps n if it is newer than the Node kept. a.mu must be held.
-func (a *Agent) rememberLocked(n *corev1.Node) {
-	if a.server == nil || newer(n.ResourceVersion, a.server.ResourceVersion) {
-		a.server = n
+// keepNewer keeps k if it is newer than the Node kept.
+func (a *Agent) keepNewer(k *keptNode) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.server == nil || newer(k.rv, a.server.rv) {
+		a.server = k
 		a.statusMayChangeLocked()
 	}
 }
 
-func (a *Agent) serverNode() *corev1.Node {
+// serverKept is the Node the agent keeps, nil for none yet.
+func (a *Agent) serverKept() *keptNode {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.server
+}
+
+// serverNode is the Node the agent keeps as a Node (see node), nil for none yet.
+func (a *Agent) serverNode() *corev1.Node {
+	if k := a.serverKept(); k != nil {
+		return a.node(k)
+	}
+	return nil
 }
 
 // Owned returns the UIDs of the Node and Lease the agent last created or adopted ("" for none yet).

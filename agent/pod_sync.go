@@ -250,7 +250,7 @@ func (a *Agent) nextPodIPLocked(st *podState) string {
 	}
 	cidr := ""
 	if a.server != nil {
-		cidr = a.server.Spec.PodCIDR
+		cidr = a.server.podCIDROf()
 	}
 	n := a.podIPs
 	a.podIPs++

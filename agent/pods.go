@@ -433,7 +433,7 @@ func (a *Agent) admitPodsLocked(now time.Time) {
 // the agent has one, the Node it registers.
 func (a *Agent) admissionNode() *corev1.Node {
 	if a.server != nil {
-		return a.server
+		return a.node(a.server)
 	}
 	return a.cfg.Template.initialNode(a, metav1.Time{}, nil)
 }

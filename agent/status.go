@@ -33,7 +33,7 @@ type statusLoop struct {
 	// status is a function of the two (and of the time, in heartbeat times only), so while neither
 	// changes the 10 s tick needs no recomputation to know it would send nothing.
 	unchanged struct {
-		node   *corev1.Node
+		node   *keptNode
 		health Health
 	}
 	// sleeping: the loop waits for its report instead of ticking, until wakeAt or a change
@@ -74,13 +74,14 @@ func (s *statusLoop) update() {
 // tryUpdate is tryUpdateNodeStatus.
 func (s *statusLoop) tryUpdate(try int) error {
 	a := s.r.a
-	var original *corev1.Node
+	var kept *keptNode
+	var original *corev1.Node // kept as a Node, once needed
 	if try == 0 {
 		if s.listerMiss {
 			s.listerMiss = false
 			return errNoNode
 		}
-		if original = a.serverNode(); original == nil {
+		if kept = a.serverKept(); kept == nil {
 			return errNoNode
 		}
 	} else {
@@ -89,7 +90,8 @@ func (s *statusLoop) tryUpdate(try int) error {
 			return fmt.Errorf("get node %s: %w", a.name, err)
 		}
 		original = a.cfg.Template.Compact(got)
-		a.remember(original)
+		kept = a.keep(original)
+		a.keepNewer(kept)
 	}
 
 	clock := a.cfg.Scheduler.Clock()
@@ -97,11 +99,14 @@ func (s *statusLoop) tryUpdate(try int) error {
 	health := a.health
 	a.mu.Unlock()
 	var node *corev1.Node
-	changed := original != s.unchanged.node || health != s.unchanged.health
+	changed := kept != s.unchanged.node || health != s.unchanged.health
 	if changed {
+		if original == nil {
+			original = a.node(kept)
+		}
 		node, changed = s.updated(original, health, metav1.NewTime(clock.Now()))
 		if !changed {
-			s.unchanged.node, s.unchanged.health = original, health
+			s.unchanged.node, s.unchanged.health = kept, health
 		}
 	}
 	report := a.cfg.Heartbeat.StatusReportFrequency
@@ -124,6 +129,9 @@ func (s *statusLoop) tryUpdate(try int) error {
 		s.delay = 0
 	}
 	if node == nil {
+		if original == nil {
+			original = a.node(kept)
+		}
 		node, _ = s.updated(original, health, metav1.NewTime(clock.Now()))
 	}
 	var patched *corev1.Node

@@ -50,6 +50,7 @@ type Template struct {
 	// leaseFields is the first managed fields' set a Lease of the fleet came back with, which the
 	// agents' Leases share while theirs are the same bytes.
 	leaseFields sharedFields
+	kept        *keptTables // what the agents' kept Nodes share (kept_node.go)
 }
 
 // TemplateOptions are the user-facing knobs of a Template.
@@ -108,6 +109,7 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 		Capacity:    o.Capacity,
 		Allocatable: o.Allocatable,
 		FirstIP:     netip.MustParseAddr("10.128.0.1"),
+		kept:        &keptTables{},
 		nodeInfo: corev1.NodeSystemInfo{
 			KernelVersion:           "6.1.0-40-cloud-amd64",
 			OSImage:                 "Debian GNU/Linux 12 (bookworm)",
@@ -156,19 +158,45 @@ func (t *Template) Owns(node *corev1.Node) bool {
 // of its shape.
 func (t *Template) labels(s *shape, name, zone string) map[string]string {
 	l := make(map[string]string, 7+len(s.labels))
-	for k, v := range s.labels {
-		l[k] = v
-	}
-	l[corev1.LabelHostname] = name
-	l[corev1.LabelOSStable] = "linux"
-	l[corev1.LabelArchStable] = "amd64"
-	l["beta.kubernetes.io/os"] = "linux"
-	l["beta.kubernetes.io/arch"] = "amd64"
-	l[fleetname.Label] = t.Fleet
-	if zone != "" {
-		l[ZoneLabel] = zone
-	}
+	t.eachLabel(s, name, zone, func(k, v string) { l[k] = v })
 	return l
+}
+
+// labelsAre reports whether l is labels(s, name, zone), without building it.
+func (t *Template) labelsAre(l map[string]string, s *shape, name, zone string) bool {
+	n, same := 0, true
+	t.eachLabel(s, name, zone, func(k, v string) {
+		n++
+		if got, ok := l[k]; !ok || got != v {
+			same = false
+		}
+	})
+	return same && len(l) == n
+}
+
+// eachLabel calls f with each of labels(s, name, zone), the kubelet's own after the shape's, so
+// that a shape's label of the same key gives way.
+func (t *Template) eachLabel(s *shape, name, zone string, f func(k, v string)) {
+	for k, v := range s.labels {
+		switch k {
+		case corev1.LabelHostname, corev1.LabelOSStable, corev1.LabelArchStable, "beta.kubernetes.io/os", "beta.kubernetes.io/arch", fleetname.Label:
+			continue
+		case ZoneLabel:
+			if zone != "" {
+				continue
+			}
+		}
+		f(k, v)
+	}
+	f(corev1.LabelHostname, name)
+	f(corev1.LabelOSStable, "linux")
+	f(corev1.LabelArchStable, "amd64")
+	f("beta.kubernetes.io/os", "linux")
+	f("beta.kubernetes.io/arch", "amd64")
+	f(fleetname.Label, t.Fleet)
+	if zone != "" {
+		f(ZoneLabel, zone)
+	}
 }
 
 // attachDetachAnnotation is the annotation a kubelet sets at registration (with "true").

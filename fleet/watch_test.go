@@ -2,40 +2,69 @@ package fleet
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"fakelet.dev/fakelet/internal/conditions"
 	"fakelet.dev/fakelet/internal/fleettest"
 )
 
-// The fleet's Node watch stores the agent's own Node when it is the version the watch decoded, so
-// that a fleet keeps one Node a node, not the agent's and the watch's copies of the same version.
-func TestTheNodeWatchKeepsTheAgentsNode(t *testing.T) {
+// The fleet's Node watch keeps no Node: per node, its counts and the conditions' statuses and taints
+// its handlers compare the next change with, the conditions shared by the Nodes that have the same.
+func TestTheNodeWatchKeepsNoNode(t *testing.T) {
 	tf := startFleetWith(t, Config{Nodes: 3, RegisterQPS: 10}, func(tf *testFleet) { fleettest.ResourceVersions(tf.client) })
 	tf.advance(t, time.Second)
-	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return tf.Progress().Ready == 3, nil }); err != nil {
-		t.Fatalf("the fleet's watch saw %d Ready nodes, want 3", tf.Progress().Ready)
+	poll(t, "3 Ready nodes", func() bool { return tf.Progress().Ready == 3 })
+
+	tf.nodes.mu.Lock()
+	shared := map[*[]corev1.NodeCondition]bool{}
+	for _, s := range tf.nodes.seen {
+		shared[s.conds] = true
 	}
-	for i := range 3 {
-		a := tf.Agent(i)
-		obj, ok, err := tf.nodes.informer.GetStore().GetByKey(a.Name())
-		if !ok || err != nil {
-			t.Fatalf("the watch holds no Node %s (%v)", a.Name(), err)
+	seen := len(tf.nodes.seen)
+	tf.nodes.mu.Unlock()
+	if seen != 3 || len(shared) != 1 {
+		t.Errorf("the watch keeps %d nodes with %d sets of conditions, want 3 sharing one", seen, len(shared))
+	}
+
+	var mu sync.Mutex
+	var old, now *corev1.Node
+	name := tf.Agent(0).Name()
+	tf.OnNode(func(o, n *corev1.Node) {
+		if n.Name == name {
+			mu.Lock()
+			old, now = o, n
+			mu.Unlock()
 		}
-		stored := obj.(*corev1.Node)
-		if kept := a.Kept(stored); kept != stored {
-			t.Errorf("the watch holds a copy of %s at resourceVersion %s beside the agent's own", a.Name(), stored.ResourceVersion)
-		}
-		// The watch's event decoded after the agent's own answer of that version.
-		decoded := stored.DeepCopy()
-		got, _ := keepOneNode(tf.acfg.Template, tf.liveAgent)(decoded)
-		if got == any(decoded) {
-			t.Errorf("the watch would store its decoding of %s at resourceVersion %s, not the agent's Node", a.Name(), decoded.ResourceVersion)
-		}
+	})
+	// What the node lifecycle controller does to a node that stopped reporting.
+	n, err := tf.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n.Status.Conditions {
+		n.Status.Conditions[i].Status = corev1.ConditionUnknown
+	}
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule})
+	if _, err := tf.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the handler's call for the unreachable node", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return now != nil && !conditions.NodeReady(now)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if old == nil || old.Name != name || !conditions.NodeReady(old) || len(old.Spec.Taints) != 0 {
+		t.Errorf("the handler was given %+v as the Node before, want %s Ready without taints", old, name)
+	}
+	if tf.Progress().Ready != 2 || tf.Progress().Schedulable != 2 {
+		t.Errorf("progress %+v after a node went unreachable, want 2 Ready and schedulable", tf.Progress())
 	}
 	if err := tf.stop(); err != nil {
 		t.Fatal(err)
