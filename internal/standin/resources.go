@@ -22,6 +22,9 @@ type resource struct {
 	// answer needs one: a Node's or a Pod's typed object is most of what it costs to hold, and
 	// answers and watch events need only its bytes.
 	lean bool
+	// generation: the apiserver's strategy for the kind sets metadata.generation to 1 at creation
+	// (Pods'); for the others it is what the client sent (0 from a kubelet).
+	generation bool
 	// fields are the field selectors' labels beyond metadata.name and metadata.namespace, as the
 	// apiserver's strategy for the kind offers them (GetAttrs).
 	fields func(runtime.Object) fields.Set
@@ -62,6 +65,8 @@ func withFields(r *resource, f func(runtime.Object) fields.Set) *resource { r.fi
 
 func lean(r *resource) *resource { r.lean = true; return r }
 
+func generation(r *resource) *resource { r.generation = true; return r }
+
 func withReview(r *resource, f func(*Server, runtime.Object) runtime.Object) *resource {
 	r.review = f
 	return r
@@ -73,11 +78,11 @@ var resources = []*resource{
 	lean(withFields(core("nodes", "Node", false), func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.unschedulable": boolString(o.(*corev1.Node).Spec.Unschedulable)}
 	})),
-	lean(withFields(core("pods", "Pod", true), func(o runtime.Object) fields.Set {
+	generation(lean(withFields(core("pods", "Pod", true), func(o runtime.Object) fields.Set {
 		p := o.(*corev1.Pod)
 		return fields.Set{"spec.nodeName": p.Spec.NodeName, "spec.schedulerName": p.Spec.SchedulerName,
 			"spec.restartPolicy": string(p.Spec.RestartPolicy), "status.phase": string(p.Status.Phase), "status.podIP": p.Status.PodIP}
-	})),
+	}))),
 	withFields(core("services", "Service", true), func(o runtime.Object) fields.Set {
 		s := o.(*corev1.Service)
 		return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}

@@ -337,3 +337,26 @@ func BenchmarkLeaseFields(b *testing.B) {
 		leaseFields(lease)
 	}
 }
+
+// A created object's generation is what the apiserver's strategy for its kind makes it: 1 for a
+// Pod, what the client sent for a Node or a Lease (a kubelet sends none).
+func TestCreateSetsTheGenerationAsTheApiserversStrategiesDo(t *testing.T) {
+	_, cs := serve(t, Options{})
+	ctx := context.Background()
+	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cs.CoordinationV1().Leases("kube-node-lease").Create(ctx, testLease("n1"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Generation != 0 || lease.Generation != 0 || pod.Generation != 1 {
+		t.Errorf("generations: Node %d, Lease %d, Pod %d; want 0, 0, 1", node.Generation, lease.Generation, pod.Generation)
+	}
+}

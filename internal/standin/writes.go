@@ -41,7 +41,9 @@ func (s *Server) create(req *http.Request, body []byte, st *store, t target) (*e
 	now := metav1.NewTime(s.o.Clock.Now().Truncate(1e9))
 	m.SetUID(uuid.NewUUID())
 	m.SetCreationTimestamp(now)
-	m.SetGeneration(1)
+	if t.res.generation {
+		m.SetGeneration(1)
+	}
 	m.SetResourceVersion("")
 	m.SetManagedFields(managedFields(req, t.res, obj, metav1.ManagedFieldsOperationUpdate, now, nil))
 	return st.write(m.GetNamespace(), m.GetName(), func(old *entry) (runtime.Object, error) {
