@@ -251,7 +251,7 @@ func (a *Agent) endRun(r *run) {
 	// kubelet falling behind. (The context Start was given, not the run's own: a parent's
 	// cancellation reaches its children a moment after its Done channel closes.)
 	fleetEnded := r.parent.Err() != nil
-	r.cancel()
+	r.rc.cancel(context.Canceled)
 	a.ended(r.caughtUp() && !fleetEnded)
 }
 
@@ -445,8 +445,8 @@ func newer(rv, than string) bool {
 type run struct {
 	a      *Agent
 	parent context.Context // the one Start was given
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx    context.Context // &rc
+	rc     runContext
 	lease  leaseLoop
 	status statusLoop
 	pods   podLoop
@@ -471,7 +471,8 @@ type kubeletLoops struct {
 // newRun returns a run of a within ctx, its loops not scheduled yet.
 func newRun(a *Agent, ctx context.Context) *run {
 	r := &run{a: a, parent: ctx}
-	r.ctx, r.cancel = context.WithCancel(context.WithValue(ctx, identityKey{}, a))
+	r.rc.init(ctx, a)
+	r.ctx = &r.rc
 	r.lease.r, r.status.r, r.pods.r = r, r, r
 	r.status.wake.s = &r.status
 	r.lease.c.init(r)
@@ -492,7 +493,8 @@ func newRun(a *Agent, ctx context.Context) *run {
 // loops of a run may have requests in flight at the same time.
 type caller struct {
 	r     *run
-	ctx   context.Context
+	ctx   context.Context // &cc
+	cc    callContext
 	meter Meter
 	// due is when the loop's current tick was due on the scheduler, until its first request takes it
 	// (call): the send lag is fakelet's own delay in sending a heartbeat. Zero for a tick run at once.
@@ -501,5 +503,6 @@ type caller struct {
 
 func (c *caller) init(r *run) {
 	c.r = r
-	c.ctx = context.WithValue(r.ctx, meterKey{}, &c.meter)
+	c.cc = callContext{run: &r.rc, meter: &c.meter}
+	c.ctx = &c.cc
 }
