@@ -190,8 +190,10 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 // Running is closed once the cluster passed the checks and agents begin to start.
 func (f *Fleet) Running() <-chan struct{} { return f.running }
 
-// OnNode adds a handler for every change the fleet's watch sees to one of its Nodes (old is nil when
-// a Node first appears). Handlers run on the watch's goroutine and must not modify the Nodes.
+// OnNode adds a handler for every change the fleet's watch sees to one of its Nodes. old is nil when
+// a Node first appears, and otherwise holds what the watch keeps of the Node before: its name, its
+// conditions' types and statuses, and its taints. Handlers run on the watch's goroutine and must not
+// modify the Nodes.
 func (f *Fleet) OnNode(h func(old, new *corev1.Node)) { f.nodes.OnNode(h) }
 
 // Agents returns every agent the fleet has had by position (node index - FirstIndex), those added
