@@ -371,7 +371,7 @@ func (a *Agent) keepNewer(k *keptNode) {
 }
 
 // KeepsNodeWhole reports whether the Node the agent keeps is not the template's shape, so that it is
-// kept whole (kept_node.go) at some 1.4 KiB more; false before the agent keeps one.
+// kept whole (kept_node.go), at several times the memory; false before the agent keeps one.
 func (a *Agent) KeepsNodeWhole() bool {
 	k := a.serverKept()
 	return k != nil && k.whole != nil

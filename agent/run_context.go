@@ -12,7 +12,7 @@ import (
 // context Start was given, with the agent as its identity (IdentityFrom), that keeps nothing of a
 // context derived from it once that one is done. A context.WithCancel keeps its children in a map
 // that never shrinks: the timeouts of a node's first requests grew one that the node then kept for
-// its whole run, some 400 bytes a node. The context package registers a child of a runContext
+// its whole run. The context package registers a child of a runContext
 // through its AfterFunc method instead, in a set that is dropped whenever it empties.
 //
 // context.Cause of a runContext itself is its parent's (the context package finds causes only in

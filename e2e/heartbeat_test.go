@@ -97,7 +97,7 @@ func TestHundredKubeletsRegisterAndRenew(t *testing.T) {
 		t.Errorf("%d requests failed", errs)
 	}
 	// The apiserver's and the controllers' additions (metadata, the TTL annotation, taints) are what
-	// an agent keeps of its own: a Node kept whole would cost 1.4 KiB a node more.
+	// an agent keeps of its own: a Node kept whole costs several times the memory.
 	for _, a := range rf.Agents() {
 		if a.KeepsNodeWhole() {
 			t.Errorf("agent %s keeps its Node whole, not as the template's shape", a.Name())
