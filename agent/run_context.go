@@ -12,8 +12,8 @@ import (
 // context Start was given, with the agent as its identity (IdentityFrom), that keeps nothing of a
 // context derived from it once that one is done. A context.WithCancel keeps its children in a map
 // that never shrinks: the timeouts of a node's first requests grew one that the node then kept for
-// its whole run. The context package registers a child of a runContext
-// through its AfterFunc method instead, in a set that is dropped whenever it empties.
+// its whole run. The context package registers a child of a runContext through its AfterFunc
+// method instead, in a set that is dropped whenever it empties.
 //
 // context.Cause of a runContext itself is its parent's (the context package finds causes only in
 // its own types); a context derived from it has its own cause, as with any parent.
