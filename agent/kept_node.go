@@ -20,9 +20,9 @@ import (
 // fleet's Nodes differ in little but their name, version and conditions' times, and a decoded Node
 // is large however much of it the template's copies share (docs/performance.md, "The Node an agent
 // keeps"): so a Node that is the template's shape keeps only what is its own, and node rebuilds
-// the rest.
-// One that is not (someone labelled it, or a field fakelet does not write is set) is kept whole.
-// A keptNode is never written to once kept: the status loop knows a Node unchanged by its pointer.
+// the rest. One that is not (someone labelled it, or a field fakelet does not write is set) is kept
+// whole. A keptNode is never written to once kept: the status loop knows a Node unchanged by its
+// pointer.
 type keptNode struct {
 	rv  string
 	uid types.UID
