@@ -23,6 +23,15 @@ import (
 
 func init() { subcommandFactories = append(subcommandFactories, newStandInCommand) }
 
+// standInWriteLatency is how long the stand-in holds a write by default: with it, a lease PUT
+// takes the fleet about as long as one against the local control plane's apiserver at 1000 nodes
+// (docs/performance.md, "The stand-in answers a write as late as an apiserver"). Writes held longer
+// than maxStandInWriteLatency would measure the fleet waiting, not working.
+const (
+	standInWriteLatency    = 3 * time.Millisecond
+	maxStandInWriteLatency = time.Second
+)
+
 // newStandInCommand is `fakelet stand-in`, hidden: the benchmark target `fakelet bench --target
 // stand-in` starts as a process of its own, so that its CPU is not the fleet's.
 func newStandInCommand() *cobra.Command {
@@ -40,6 +49,9 @@ func newStandInCommand() *cobra.Command {
 			}
 			if procs < 0 {
 				return fmt.Errorf("--gomaxprocs must not be negative, got %d", procs)
+			}
+			if o.WriteLatency < 0 || o.WriteLatency > maxStandInWriteLatency {
+				return fmt.Errorf("--write-latency %v: between 0 and %v", o.WriteLatency, maxStandInWriteLatency)
 			}
 			if procs > 0 && os.Getenv("GOMAXPROCS") == "" {
 				runtime.GOMAXPROCS(procs)
@@ -94,6 +106,8 @@ func newStandInCommand() *cobra.Command {
 	// (x/net's reader, serve loop, handler, flush), and with a P per core each handoff woke a thread
 	// on the other core, which the fleet beside it needs.
 	f.IntVar(&procs, "gomaxprocs", 1, "threads running Go code at once (0: one per CPU; the GOMAXPROCS environment variable overrides this)")
+	f.DurationVar(&o.WriteLatency, "write-latency", standInWriteLatency,
+		"hold each write this long before answering it, as an apiserver's admission and etcd write do (0: answer at once)")
 	f.IntVar(&o.WatchBuffer, "watch-buffer", 100, "events a watch may have unsent before it is ended as too slow")
 	f.IntVar(&o.WatchHistory, "watch-history", 10000, "changes of each resource kept for watches that resume")
 	return cmd

@@ -44,12 +44,18 @@ func TestBenchStandInRefusesWhatNeedsAControlPlane(t *testing.T) {
 	}
 }
 
-func TestStandInRefusesNegativeGOMAXPROCS(t *testing.T) {
-	cmd := newStandInCommand()
-	cmd.SetArgs([]string{"--kubeconfig", t.TempDir() + "/kubeconfig", "--gomaxprocs=-1"})
-	cmd.SetOut(new(strings.Builder))
-	cmd.SetErr(new(strings.Builder))
-	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--gomaxprocs") {
-		t.Fatalf("stand-in --gomaxprocs=-1: %v, want it refused", err)
+func TestStandInRefusesFlagsOutOfRange(t *testing.T) {
+	for flag, want := range map[string]string{
+		"--gomaxprocs=-1":      "--gomaxprocs must not be negative, got -1",
+		"--write-latency=-1ms": "--write-latency -1ms: between 0 and 1s",
+		"--write-latency=2s":   "--write-latency 2s: between 0 and 1s",
+	} {
+		cmd := newStandInCommand()
+		cmd.SetArgs([]string{"--kubeconfig", t.TempDir() + "/kubeconfig", flag})
+		cmd.SetOut(new(strings.Builder))
+		cmd.SetErr(new(strings.Builder))
+		if err := cmd.Execute(); err == nil || err.Error() != want {
+			t.Errorf("stand-in %s: %v, want %q", flag, err, want)
+		}
 	}
 }

@@ -81,6 +81,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, t target, asJSON 
 		e, code, err = s.write(r, maxBody, func(body []byte) (*entry, int, error) { return s.patch(r, body, st, t) })
 	case r.Method == http.MethodDelete && t.name != "":
 		e, code, err = s.remove(r, st, t)
+		s.hold(r)
 	case r.Method == http.MethodDelete:
 		return "DELETE", s.removeAll(w, r, st, t, asJSON)
 	default:
@@ -91,6 +92,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, t target, asJSON 
 	}
 	s.answer(w, code, contentType(asJSON), e.body(asJSON))
 	return verb, code
+}
+
+// hold waits Options.WriteLatency before a write is answered, or until its client gives up.
+func (s *Server) hold(r *http.Request) {
+	if s.o.WriteLatency <= 0 {
+		return
+	}
+	t := s.o.Clock.NewTimer(s.o.WriteLatency)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-r.Context().Done():
+	}
 }
 
 // answer writes a whole response with the headers an apiserver sends with every answer.

@@ -57,7 +57,13 @@ type Options struct {
 	// MinRequestTimeout is the apiserver's --min-request-timeout: a watch without timeoutSeconds
 	// lasts between one and two of it.
 	MinRequestTimeout time.Duration
-	Clock             clock.WithTicker
+	// WriteLatency is how long each write (create, update, patch, delete) is held before it is
+	// answered, as an apiserver's admission, validation and etcd write hold one. Against a server
+	// that answers at once, the fleet's threads are often still awake when the answer arrives;
+	// against an apiserver they sleep and are woken, which is part of what a renewal costs the
+	// fleet. Zero answers at once.
+	WriteLatency time.Duration
+	Clock        clock.WithTicker
 }
 
 func (o Options) withDefaults() Options {

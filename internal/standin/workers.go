@@ -58,12 +58,14 @@ func (j *job) run() {
 	j.e, j.code, j.err = j.apply(j.body)
 }
 
-// write reads a write's body, up to limit bytes, and applies it, on a free worker if there is one.
+// write reads a write's body, up to limit bytes, and applies it, on a free worker if there is one,
+// and holds its answer for Options.WriteLatency.
 func (s *Server) write(req *http.Request, limit int64, a apply) (*entry, int, error) {
 	body, err := readBody(req, limit)
 	if err != nil {
 		return nil, 0, apierrors.NewBadRequest(err.Error())
 	}
+	defer s.hold(req)
 	if s.workers == nil {
 		return a(body)
 	}
