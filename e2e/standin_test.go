@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
 	"testing"
 	"time"
 
@@ -21,46 +20,52 @@ const standInTolerance = 0.15
 // a fresh local control plane and on the stand-in, measures a steady window of each the way `fakelet
 // bench` does, and fails if the fleet's CPU per lease renewal differs by more than
 // standInTolerance: the stand-in must cost the fleet what an apiserver costs it, or its figures at
-// 100,000 nodes say nothing of a run's.
+// 100,000 nodes say nothing of a run's. One 40 s window of a target moves by up to a tenth from one
+// run to the next on this machine (docs/performance.md, "The stand-in's fidelity"), so when the first
+// pair differs by more than the tolerance a second pair is measured, and the two are judged
+// together: each target's CPU over its renewals in both.
 func TestStandInFidelity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: needs a real control plane; skipped under -short")
-	}
-	// Issue 26's check that the stand-in stands for the apiserver does not hold reliably yet
-	// (docs/performance.md, "The stand-in's fidelity"). Until it does, the test runs only when
-	// asked, rather than fail make test.
-	if os.Getenv("FAKELET_STANDIN_FIDELITY") == "" {
-		t.Skip("the stand-in's fidelity is within 15% in three runs of four, not yet reliably (docs/performance.md); FAKELET_STANDIN_FIDELITY=1 runs it")
 	}
 	if _, err := controlplane.FindBinaries(""); err != nil {
 		t.Fatalf("needs the control plane binaries (make controlplane): %v", err)
 	}
 	bin := fakeletBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 24*time.Minute)
 	defer cancel()
-	perRenewal := map[string]float64{}
-	for _, target := range []string{bench.TargetStandIn, bench.TargetLocal} {
-		var log bytes.Buffer
-		res, err := bench.Run(ctx, bench.Options{
-			Sizes: []int{1000}, Footprints: []agent.Footprint{agent.FootprintHeartbeat},
-			Steady: 40 * time.Second, Settle: 10 * time.Second, RegisterTimeout: 4 * time.Minute, RegisterQPS: 200,
-			Fakelet: bin, Dir: t.TempDir(), Target: target, Log: &log,
-		})
-		t.Logf("%s:\n%s", target, log.String())
-		if err != nil {
-			t.Fatalf("%s: %v", target, err)
+	cpu, renewals := map[string]time.Duration{}, map[string]float64{}
+	var d float64
+	for pair := 1; pair <= 2; pair++ {
+		for _, target := range []string{bench.TargetStandIn, bench.TargetLocal} {
+			var log bytes.Buffer
+			res, err := bench.Run(ctx, bench.Options{
+				Sizes: []int{1000}, Footprints: []agent.Footprint{agent.FootprintHeartbeat},
+				Steady: 40 * time.Second, Settle: 10 * time.Second, RegisterTimeout: 4 * time.Minute, RegisterQPS: 200,
+				Fakelet: bin, Dir: t.TempDir(), Target: target, Log: &log,
+			})
+			t.Logf("%s:\n%s", target, log.String())
+			if err != nil {
+				t.Fatalf("%s: %v", target, err)
+			}
+			r := res[0]
+			if !r.AllReady || r.LeasePUTs < 1000*r.Window.Seconds()/10.4*0.9 || r.Failures > 0 {
+				t.Fatalf("%s: the fleet did not renew on the kubelet's timing: all Ready %v, %.0f lease PUTs in %v, %.0f failed heartbeats",
+					target, r.AllReady, r.LeasePUTs, r.Window, r.Failures)
+			}
+			cpu[target] += r.CPU[bench.Fakelet]
+			renewals[target] += r.LeasePUTs
+			t.Logf("pair %d, %s: %.0f µs of fleet CPU per renewal", pair, target, float64(r.CPU[bench.Fakelet].Microseconds())/r.LeasePUTs)
 		}
-		r := res[0]
-		if !r.AllReady || r.LeasePUTs < 1000*r.Window.Seconds()/10.4*0.9 || r.Failures > 0 {
-			t.Fatalf("%s: the fleet did not renew on the kubelet's timing: all Ready %v, %.0f lease PUTs in %v, %.0f failed heartbeats",
-				target, r.AllReady, r.LeasePUTs, r.Window, r.Failures)
+		si := float64(cpu[bench.TargetStandIn].Microseconds()) / renewals[bench.TargetStandIn]
+		local := float64(cpu[bench.TargetLocal].Microseconds()) / renewals[bench.TargetLocal]
+		d = math.Abs(si-local) / local
+		t.Logf("after %d pairs, fleet CPU per renewal: %.0f µs against the stand-in, %.0f µs against kube-apiserver, %.0f%% apart",
+			pair, si, local, 100*d)
+		if d <= standInTolerance {
+			return
 		}
-		perRenewal[target] = float64(r.CPU[bench.Fakelet].Microseconds()) / r.LeasePUTs
 	}
-	si, local := perRenewal[bench.TargetStandIn], perRenewal[bench.TargetLocal]
-	t.Logf("fleet CPU per renewal: %.0f µs against the stand-in, %.0f µs against kube-apiserver", si, local)
-	if d := math.Abs(si-local) / local; d > standInTolerance {
-		t.Errorf("the fleet's CPU per renewal against the stand-in (%.0f µs) is %.0f%% from its CPU against kube-apiserver (%.0f µs), beyond %.0f%%",
-			si, 100*d, local, 100*standInTolerance)
-	}
+	t.Errorf("the fleet's CPU per renewal against the stand-in is %.0f%% from its CPU against kube-apiserver over two pairs of windows, beyond %.0f%%",
+		100*d, 100*standInTolerance)
 }

@@ -9,8 +9,9 @@
 // every GET, answer and watch event. Nodes and Pods are kept as that protobuf alone and decoded
 // when a write or a JSON answer needs them; a write's decoding, store and encoding run on a few
 // long-lived workers rather than on the request's fresh goroutine, while that goroutine reads the
-// body and writes the answer through x/net's server as before. It has no controllers, no admission, no authorization (every
-// review is allowed), and a watch history of a number of changes a resource (Options.WatchHistory)
+// body and writes the answer, held for Options.WriteLatency as an apiserver's etcd write holds it,
+// through x/net's server. It has no controllers, no admission, no authorization (every review is
+// allowed), and a watch history of a number of changes a resource (Options.WatchHistory)
 // where the apiserver's keeps 75 s of them: a watch resumed before it is answered 410 Expired and
 // its client relists. `fakelet run` refuses it as a target (IsStandIn):
 // only `fakelet bench` drives a fleet against it.
