@@ -32,7 +32,26 @@ func IdentityFrom(ctx context.Context) (user string, groups []string, ok bool) {
 // (IdentityFrom) and a Meter of its own (MeterFrom), returned too. Transports' tests use it to send
 // what an agent would without running one.
 func RequestContext(ctx context.Context, name string) (context.Context, *Meter) {
+	return RequestContextOf(ctx, name, nil)
+}
+
+// RequestContextOf is RequestContext for an agent of a fleet of template t (TemplateFrom).
+func RequestContextOf(ctx context.Context, name string, t *Template) (context.Context, *Meter) {
 	m := &Meter{}
 	a := &Agent{name: name, user: NodeUserPrefix + name}
+	if t != nil {
+		a.cfg = &Config{Template: t}
+	}
 	return context.WithValue(context.WithValue(ctx, identityKey{}, a), meterKey{}, m), m
+}
+
+// TemplateFrom returns the Template of the agent that makes a request with ctx, for the transport
+// to decode the Node of the answer with (Template.UnmarshalNode), or nil if the request is not an
+// agent's or its agent has none (RequestContext's).
+func TemplateFrom(ctx context.Context) *Template {
+	a, ok := ctx.Value(identityKey{}).(*Agent)
+	if !ok || a.cfg == nil {
+		return nil
+	}
+	return a.cfg.Template
 }

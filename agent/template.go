@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"fakelet.dev/fakelet/fleetname"
+	"fakelet.dev/fakelet/internal/nodedecode"
 	"fakelet.dev/fakelet/nodeshape"
 )
 
@@ -51,6 +52,7 @@ type Template struct {
 	// agents' Leases share while theirs are the same bytes.
 	leaseFields sharedFields
 	kept        *keptTables // what the agents' kept Nodes share (kept_node.go)
+	nodes       *nodedecode.Decoder
 }
 
 // TemplateOptions are the user-facing knobs of a Template.
@@ -135,6 +137,7 @@ func NewTemplate(o TemplateOptions) (*Template, error) {
 	if o.Images > 0 {
 		t.Images = Images(o.Images)
 	}
+	t.nodes = nodedecode.New(t.Images)
 	t.annotations = t.registrationAnnotations()
 	if t.RunID != "" {
 		t.leaseAnnotations = map[string]string{fleetname.RunAnnotation: t.RunID}

@@ -170,7 +170,9 @@ func newFleet(cfg Config, admin kubernetes.Interface, heartbeat []agent.Clients,
 		f.agents[i] = a
 		f.byName[name] = a
 	}
-	f.nodes = newNodeWatch(admin, tmpl.Fleet, f.liveAgent)
+	if f.nodes, err = newNodeWatch(admin, tmpl, f.liveAgent); err != nil {
+		return nil, fmt.Errorf("build the fleet's node watch: %w", err)
+	}
 	if ownPodSource := cfg.Footprint.Kubelet() && heartbeat[0].Watches != nil; !ownPodSource {
 		// Agents without a pod watch of their own (the heartbeat footprint; a fleet given clients
 		// without a Watcher) learn of their pods from the fleet's one watch of bound pods.

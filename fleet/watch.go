@@ -50,15 +50,17 @@ type nodeSeen struct {
 // maxSharedConditions bounds nodeWatch.conds: Nodes of conditions beyond it keep their own.
 const maxSharedConditions = 64
 
-func newNodeWatch(client kubernetes.Interface, fleet string, agentOf func(name string) *agent.Agent) *nodeWatch {
-	selector := labels.SelectorFromSet(labels.Set{fleetname.Label: fleet}).String()
-	nodes := client.CoreV1().Nodes()
-	lw := selectedListWatch(selector, nodes.List, nodes.Watch)
+func newNodeWatch(client kubernetes.Interface, tmpl *agent.Template, agentOf func(name string) *agent.Agent) (*nodeWatch, error) {
+	selector := labels.SelectorFromSet(labels.Set{fleetname.Label: tmpl.Fleet}).String()
+	lw, err := nodeListWatch(client, tmpl, selector)
+	if err != nil {
+		return nil, err
+	}
 	w := &nodeWatch{agent: agentOf, seen: map[string]nodeSeen{}, synced: make(chan struct{}), syncTimeout: time.Minute}
 	// The wrapper lets a client that cannot stream lists (the fake clientset) say so.
 	w.reflector = cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{},
 		nodeStore{w}, cache.ReflectorOptions{Name: "fleet nodes"})
-	return w
+	return w, nil
 }
 
 // start runs the watch until ctx ends and waits for its first list.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"fakelet.dev/fakelet/agent"
 )
 
 // leanCore hands agents a core client whose status patches of a Node (the kubelet's
@@ -45,7 +47,7 @@ func (n leanNodes) Patch(ctx context.Context, name string, pt types.PatchType, d
 		return n.NodeInterface.Patch(ctx, name, pt, data, opts, subresources...)
 	}
 	out := &corev1.Node{}
-	if err := n.c.s.send(ctx, http.MethodPatch, n.c.prefix+name+"/status", string(pt), data, nodesResource, name, protoNode{out}); err != nil {
+	if err := n.c.s.send(ctx, http.MethodPatch, n.c.prefix+name+"/status", string(pt), data, nodesResource, name, protoNode{out, agent.TemplateFrom(ctx)}); err != nil {
 		return &corev1.Node{}, err // as client-go's generated client returns
 	}
 	return out, nil
@@ -55,8 +57,13 @@ func isZeroPatch(o metav1.PatchOptions) bool {
 	return len(o.DryRun) == 0 && o.Force == nil && o.FieldManager == "" && o.FieldValidation == "" && o.TypeMeta == (metav1.TypeMeta{})
 }
 
-type protoNode struct{ *corev1.Node }
+// protoNode is the Node a status patch's answer decodes into, with the images the patch sent (its
+// agent's template's) shared rather than decoded again when the answer spells them alike.
+type protoNode struct {
+	*corev1.Node
+	tmpl *agent.Template // nil: decode them
+}
 
 func (n protoNode) object() runtime.Object     { return n.Node }
 func (protoNode) typeMeta() runtime.TypeMeta   { return nodeTypeMeta }
-func (n protoNode) Unmarshal(raw []byte) error { return n.Node.Unmarshal(raw) }
+func (n protoNode) Unmarshal(raw []byte) error { return n.tmpl.UnmarshalNode(n.Node, raw) }

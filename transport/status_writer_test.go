@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/agent"
@@ -92,5 +93,49 @@ func TestStatusPatchMatchesClientGo(t *testing.T) {
 				t.Errorf("bytes counted: lean %d sent, %d received; client-go %d, %d", gs, gr, ws, wr)
 			}
 		})
+	}
+}
+
+// TestStatusPatchAnswerSharesTheTemplatesImages: the answer to an agent's status patch decodes to
+// the Node client-go decodes, its images (the fleet's, as the agent sent them) the agent's
+// template's own list rather than a copy decoded from every answer.
+func TestStatusPatchAnswerSharesTheTemplatesImages(t *testing.T) {
+	srv := &scriptServer{}
+	ts := serveTLS(t, srv)
+	clients, err := SharedClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, true, new(atomic.Int64), Path{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { CloseWire(clients) })
+	lean := clients[0].Core.(leanCore)
+	tmpl, err := agent.NewTemplate(agent.TemplateOptions{Fleet: "f", Images: agent.MaxImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "fakelet-00007"
+	stored := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "node-uid", ResourceVersion: "42"},
+		Status: corev1.NodeStatus{Images: tmpl.Images, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	answer := answer{code: 200, header: http.Header{"Content-Type": {Protobuf}}, body: encode(t, Protobuf, corev1.SchemeGroupVersion, stored)}
+	patch := []byte(`{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+	patched := func(nodes corev1client.NodeInterface, tmpl *agent.Template) *corev1.Node {
+		t.Helper()
+		srv.play(answer)
+		ctx, _ := agent.RequestContextOf(context.Background(), name, tmpl)
+		n, err := nodes.Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	want := patched(lean.CoreV1Interface.Nodes(), tmpl)
+	got := patched(lean.Nodes(), tmpl)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("node: lean %+v, client-go %+v", got, want)
+	}
+	if &got.Status.Images[0] != &tmpl.Images[0] {
+		t.Error("the answer's images are decoded, not the template's")
+	}
+	if n := patched(lean.Nodes(), nil); !reflect.DeepEqual(n, want) || &n.Status.Images[0] == &tmpl.Images[0] {
+		t.Error("a request of no agent's template: the answer is not client-go's")
 	}
 }

@@ -29,17 +29,19 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"internal/pause":      {},
 	"internal/standin":    {tests: []string{"agent"}},
 	"internal/protofield": {},
+	"internal/leancodec":  {imports: []string{"internal/protofield"}},
+	"internal/nodedecode": {tests: []string{"agent"}},
 	"internal/scheduler":  {},
 	"wire":                {tests: []string{"internal/h2script"}},
 	"fidelity":            {},
 	"profiles":            {imports: []string{"heartbeat", "nodeshape"}},
 
 	// One fake kubelet, its transport, and many.
-	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/enum", "internal/scheduler", "nodeshape"}, tests: []string{"internal/heapsize"}},
+	"agent":     {imports: []string{"fleetname", "heartbeat", "internal/conditions", "internal/enum", "internal/nodedecode", "internal/scheduler", "nodeshape"}, tests: []string{"internal/heapsize"}},
 	"transport": {imports: []string{"agent", "internal/pause", "internal/protofield", "wire"}, tests: []string{"fleetname", "internal/h2script"}},
 	"fleet": {
-		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/enum", "internal/pause", "internal/scheduler", "transport"},
-		tests:   []string{"internal/fleettest", "internal/heapsize"},
+		imports: []string{"internal/conditions", "access", "agent", "fleetname", "heartbeat", "internal/enum", "internal/leancodec", "internal/pause", "internal/scheduler", "transport"},
+		tests:   []string{"internal/fleettest", "internal/heapsize", "internal/standin"},
 	},
 	"scenario": {
 		imports: []string{"access", "agent", "fleet", "fleetname", "heartbeat", "internal/headtail", "internal/scheduler", "profiles"},
@@ -57,7 +59,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"controlplane": {imports: []string{"deploy"}},
 
 	// The measurement.
-	"measure/observe":    {imports: []string{"internal/conditions", "internal/headtail", "internal/protofield"}, tests: []string{"internal/heapsize", "internal/standin"}},
+	"measure/observe":    {imports: []string{"internal/conditions", "internal/headtail", "internal/leancodec", "internal/protofield"}, tests: []string{"internal/heapsize", "internal/standin"}},
 	"measure/reaction":   {imports: []string{"measure/observe"}, tests: []string{"internal/heapsize"}},
 	"measure/scrape":     {imports: []string{"fleet"}},
 	"measure/source":     {imports: []string{"controlplane", "measure/scrape"}},

@@ -130,38 +130,3 @@ func BenchmarkLeaseDecode(b *testing.B) {
 		})
 	}
 }
-
-// TestWatchEventDecoderIsTheStreamSerializers: a watch event of the Lease watch decodes to what
-// client-go's protobuf stream serializer makes of it, its object left in the frame rather than
-// copied out.
-func TestWatchEventDecoderIsTheStreamSerializers(t *testing.T) {
-	info, ok := runtime.SerializerInfoForMediaType(newLeaseCodecs().SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	stock, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	if !ok || info.StreamSerializer == nil {
-		t.Fatal("no protobuf stream serializer")
-	}
-	lease := protobufOf(t, renewedLease())
-	for _, typ := range []string{"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "SOMETHING"} {
-		event := &metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: lease}}
-		var frame bytes.Buffer
-		if err := stock.StreamSerializer.Serializer.Encode(event, &frame); err != nil {
-			t.Fatal(err)
-		}
-		var want, got metav1.WatchEvent
-		if _, _, err := stock.StreamSerializer.Serializer.Decode(frame.Bytes(), nil, &want); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := info.StreamSerializer.Serializer.Decode(frame.Bytes(), nil, &got); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s decoded as %+v, want %+v", typ, got, want)
-		}
-		if typ == "MODIFIED" {
-			allocs := testing.AllocsPerRun(100, func() { _, _, _ = info.StreamSerializer.Serializer.Decode(frame.Bytes(), nil, &got) })
-			if allocs > 1 {
-				t.Errorf("a renewal's event decoded in %.0f allocations, want its kind's alone", allocs)
-			}
-		}
-	}
-}

@@ -11,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"fakelet.dev/fakelet/internal/leancodec"
 )
 
 // leaseNamespace is where kubelets keep their node Leases.
@@ -28,7 +28,7 @@ const leaseNamespace = "kube-node-lease"
 //
 // It is a client-go Reflector (its streaming list, resumption, relist and backoff) over client's
 // connections, with three things of its own for the cost of a watch that sees every renewal of the
-// fleet: Leases decoded lean (leaseCodecs), a store that keeps what it compares of our Leases and
+// fleet: Leases decoded lean (newLeaseCodecs), a store that keeps what it compares of our Leases and
 // calls the recorder itself (leaseStore), where an informer has a queue and a handler's goroutines
 // between them, and answers not gzipped. kube-apiserver gzips a streaming list's answer for a
 // client that accepts it (client-go's transport asks by default) one event a gzip member, each
@@ -39,23 +39,13 @@ func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface,
 	if err != nil {
 		return fmt.Errorf("watch node leases in %s: %w", leaseNamespace, err)
 	}
-	leases := func(o *metav1.ListOptions) *rest.Request {
-		return rc.Get().Namespace(leaseNamespace).Resource("leases").VersionedParams(o, scheme.ParameterCodec).
-			SetHeader("Accept-Encoding", "identity")
-	}
+	leases := leancodec.Resource{Client: rc, Namespace: leaseNamespace, Name: "leases", Identity: true}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l := &coordinationv1.LeaseList{}
-			return l, leases(&o).Do(ctx).Into(l)
+			return l, leases.List(ctx, o, l)
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.Watch = true
-			req := leases(&o)
-			if o.TimeoutSeconds != nil { // as the typed client's Watch
-				req = req.Timeout(time.Duration(*o.TimeoutSeconds) * time.Second)
-			}
-			return req.Watch(ctx)
-		},
+		WatchFuncWithContext: leases.Watch,
 	}
 	store := &leaseStore{r: r, ours: ours, seen: map[string]leaseSeen{}, synced: make(chan struct{})}
 	ref := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &coordinationv1.Lease{}, store,
@@ -74,18 +64,13 @@ func (r *Recorder) WatchLeases(ctx context.Context, client kubernetes.Interface,
 }
 
 // leaseClient is a REST client of coordination/v1 on client's connections and credentials that
-// decodes Leases with leaseCodecs.
+// decodes Leases with newLeaseCodecs.
 func leaseClient(client kubernetes.Interface) (*rest.RESTClient, error) {
 	rc, ok := client.CoordinationV1().RESTClient().(*rest.RESTClient)
 	if !ok || rc == nil {
 		return nil, errors.New("the client has no REST client to watch with")
 	}
-	base := rc.Get().AbsPath("/").URL()
-	gv := coordinationv1.SchemeGroupVersion
-	return rest.NewRESTClient(base, "/apis/"+gv.String(), rest.ClientContentConfig{
-		AcceptContentTypes: runtime.ContentTypeProtobuf, ContentType: runtime.ContentTypeProtobuf,
-		GroupVersion: gv, Negotiator: runtime.NewClientNegotiator(newLeaseCodecs(), gv),
-	}, rc.GetRateLimiter(), rc.Client)
+	return newLeaseCodecs().Client(rc, coordinationv1.SchemeGroupVersion)
 }
 
 // leaseStore is the Reflector's store: for each of our Leases, what the last seen tells a renewal
