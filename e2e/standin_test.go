@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,46 +18,38 @@ import (
 // per renewal against the real apiserver (issue 26: within 15%).
 const standInTolerance = 0.15
 
-// TestStandInFidelity runs the same fleet (1000 nodes, heartbeat footprint, fakelet's defaults) on
-// a fresh local control plane and on the stand-in, measures a steady window of each the way `fakelet
-// bench` does, and fails if the fleet's CPU per lease renewal differs by more than
-// standInTolerance: the stand-in must cost the fleet what an apiserver costs it, or its figures at
-// 100,000 nodes say nothing of a run's. One 40 s window of a target moves by up to a tenth from one
-// run to the next on this machine (docs/performance.md, "The stand-in's fidelity"), so when the first
-// pair differs by more than the tolerance a second pair is measured, and the two are judged
-// together: each target's CPU over its renewals in both.
+// TestStandInFidelity runs two fleets of 1000 nodes (heartbeat footprint, fakelet's defaults) at
+// once, one on a fresh local control plane and one on the stand-in, measures the same steady window
+// of both the way `fakelet bench` does, and fails if the fleet's CPU per lease renewal differs by
+// more than standInTolerance: the stand-in must cost the fleet what an apiserver costs it, or its
+// figures at 100,000 nodes say nothing of a run's. The windows are the same stretch of time because
+// what one costs on this machine moves with what else runs on it: measured one after the other, the
+// apiserver's side alone ranged 403-560 µs (docs/performance.md, "The stand-in answers a write as
+// late as an apiserver"). When the first pair is out of tolerance a second is measured, and the two
+// are judged together: each target's CPU over its renewals in both.
 func TestStandInFidelity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: needs a real control plane; skipped under -short")
 	}
-	// Issue 26's check that the stand-in stands for the apiserver does not hold reliably yet: it
-	// passed three runs by hand, then failed in a fresh clone's make test (docs/performance.md,
-	// "The stand-in answers a write as late as an apiserver"). Until it holds, it runs only when
-	// asked, rather than fail make test.
+	// Even measured at once, the two differ by 6-18% from one run to the next, the apiserver's side
+	// always the dearer (docs/performance.md, "The stand-in beside kube-apiserver"): within 15% in
+	// half the runs, so it runs only when asked, rather than fail make test.
 	if os.Getenv("FAKELET_STANDIN_FIDELITY") == "" {
-		t.Skip("the stand-in's fidelity is within 15% in most runs, not yet reliably (docs/performance.md); FAKELET_STANDIN_FIDELITY=1 runs it")
+		t.Skip("the stand-in's fidelity is within 15% in half the runs, not reliably (docs/performance.md); FAKELET_STANDIN_FIDELITY=1 runs it")
 	}
 	if _, err := controlplane.FindBinaries(""); err != nil {
 		t.Fatalf("needs the control plane binaries (make controlplane): %v", err)
 	}
 	bin := fakeletBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 24*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
 	defer cancel()
+	targets := []string{bench.TargetStandIn, bench.TargetLocal}
 	cpu, renewals := map[string]time.Duration{}, map[string]float64{}
 	var d float64
 	for pair := 1; pair <= 2; pair++ {
-		for _, target := range []string{bench.TargetStandIn, bench.TargetLocal} {
-			var log bytes.Buffer
-			res, err := bench.Run(ctx, bench.Options{
-				Sizes: []int{1000}, Footprints: []agent.Footprint{agent.FootprintHeartbeat},
-				Steady: 40 * time.Second, Settle: 10 * time.Second, RegisterTimeout: 4 * time.Minute, RegisterQPS: 200,
-				Fakelet: bin, Dir: t.TempDir(), Target: target, Log: &log,
-			})
-			t.Logf("%s:\n%s", target, log.String())
-			if err != nil {
-				t.Fatalf("%s: %v", target, err)
-			}
-			r := res[0]
+		results := benchAtOnce(ctx, t, bin, targets)
+		for _, target := range targets {
+			r := results[target]
 			if !r.AllReady || r.LeasePUTs < 1000*r.Window.Seconds()/10.4*0.9 || r.Failures > 0 {
 				t.Fatalf("%s: the fleet did not renew on the kubelet's timing: all Ready %v, %.0f lease PUTs in %v, %.0f failed heartbeats",
 					target, r.AllReady, r.LeasePUTs, r.Window, r.Failures)
@@ -76,4 +69,66 @@ func TestStandInFidelity(t *testing.T) {
 	}
 	t.Errorf("the fleet's CPU per renewal against the stand-in is %.0f%% from its CPU against kube-apiserver over two pairs of windows, beyond %.0f%%",
 		100*d, 100*standInTolerance)
+}
+
+// benchAtOnce measures a fleet of 1000 nodes on each target at the same time, their steady windows
+// starting together, and fails the test if any cannot be measured.
+func benchAtOnce(ctx context.Context, t *testing.T, bin string, targets []string) map[string]bench.Result {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	meet := meeting(len(targets))
+	results, errs := make([]bench.Result, len(targets)), make([]error, len(targets))
+	logs := make([]bytes.Buffer, len(targets))
+	var wg sync.WaitGroup
+	for i, target := range targets {
+		wg.Go(func() {
+			res, err := bench.Run(ctx, bench.Options{
+				Sizes: []int{1000}, Footprints: []agent.Footprint{agent.FootprintHeartbeat},
+				Steady: 60 * time.Second, Settle: 10 * time.Second, RegisterTimeout: 4 * time.Minute, RegisterQPS: 200,
+				Fakelet: bin, Dir: t.TempDir(), Target: target, Log: &logs[i], BeforeWindow: meet,
+			})
+			if err == nil && len(res) == 0 {
+				err = context.Cause(ctx)
+			}
+			if err != nil {
+				errs[i] = err
+				cancel() // the other bench waits in meet for this one
+				return
+			}
+			results[i] = res[0]
+		})
+	}
+	wg.Wait()
+	out := map[string]bench.Result{}
+	for i, target := range targets {
+		t.Logf("%s:\n%s", target, logs[i].String())
+		if errs[i] != nil {
+			t.Errorf("%s: %v", target, errs[i])
+		}
+		out[target] = results[i]
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return out
+}
+
+// meeting returns a function that returns once n callers have called it, or when their context
+// ends.
+func meeting(n int) func(context.Context) error {
+	var mu sync.Mutex
+	all := make(chan struct{})
+	return func(ctx context.Context) error {
+		mu.Lock()
+		if n--; n == 0 {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

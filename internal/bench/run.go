@@ -55,7 +55,10 @@ type Options struct {
 	// ControllerManagerArgs and SchedulerArgs are extra flags of those components, such as their
 	// --kube-api-qps, which bound how fast the pods are created and placed.
 	ControllerManagerArgs, SchedulerArgs []string
-	Log                                  io.Writer
+	// BeforeWindow, if set, is called once a fleet has settled, just before its steady window, which
+	// starts when it returns: benches run at once meet in it to measure the same stretch of time.
+	BeforeWindow func(context.Context) error
+	Log          io.Writer
 }
 
 // Result is one fleet size's measurements in one footprint. CPU times and counts cover the steady
@@ -203,6 +206,11 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 		return res, err
 	}
 
+	if o.BeforeWindow != nil {
+		if err := o.BeforeWindow(ctx); err != nil {
+			return res, err
+		}
+	}
 	snapshotNow := func() (snap, error) { return snapshot(pids, tgt.metrics, tgt.metricsURL, fleetURL) }
 	if err := steadyWindow(ctx, &res, pids, snapshotNow, o.Steady); err != nil {
 		return res, err
