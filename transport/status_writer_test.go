@@ -24,16 +24,7 @@ import (
 // the server must see the same requests, and the caller get the same Node or the same error.
 func TestStatusPatchMatchesClientGo(t *testing.T) {
 	srv := &scriptServer{}
-	ts := serveTLS(t, srv)
-	clients, err := SharedClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, true, new(atomic.Int64), Path{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { CloseWire(clients) })
-	lean, ok := clients[0].Core.(leanCore)
-	if !ok {
-		t.Fatalf("the heartbeat clients' Core is a %T, not the lean one", clients[0].Core)
-	}
+	lean := leanCoreOf(t, srv)
 	upstream := lean.CoreV1Interface
 
 	const name = "fakelet-00007"
@@ -101,13 +92,7 @@ func TestStatusPatchMatchesClientGo(t *testing.T) {
 // template's own list rather than a copy decoded from every answer.
 func TestStatusPatchAnswerSharesTheTemplatesImages(t *testing.T) {
 	srv := &scriptServer{}
-	ts := serveTLS(t, srv)
-	clients, err := SharedClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, true, new(atomic.Int64), Path{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { CloseWire(clients) })
-	lean := clients[0].Core.(leanCore)
+	lean := leanCoreOf(t, srv)
 	tmpl, err := agent.NewTemplate(agent.TemplateOptions{Fleet: "f", Images: agent.MaxImages})
 	if err != nil {
 		t.Fatal(err)
@@ -138,4 +123,20 @@ func TestStatusPatchAnswerSharesTheTemplatesImages(t *testing.T) {
 	if n := patched(lean.Nodes(), nil); !reflect.DeepEqual(n, want) || &n.Status.Images[0] == &tmpl.Images[0] {
 		t.Error("a request of no agent's template: the answer is not client-go's")
 	}
+}
+
+// leanCoreOf returns the core client of the fleet's shared heartbeat clients of srv.
+func leanCoreOf(t *testing.T, srv *scriptServer) leanCore {
+	t.Helper()
+	ts := serveTLS(t, srv)
+	clients, err := SharedClients(&rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{CAData: certOf(ts)}}, 1, true, new(atomic.Int64), Path{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { CloseWire(clients) })
+	lean, ok := clients[0].Core.(leanCore)
+	if !ok {
+		t.Fatalf("the heartbeat clients' Core is a %T, not the lean one", clients[0].Core)
+	}
+	return lean
 }
