@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 // TestLeaseEncodingIsClientGos: encodeLease writes what client-go's protobuf serializer writes, for
@@ -41,14 +43,14 @@ func TestRawOfReadsTheObjectOfItsTypeOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raw, ok := rawOf(body[len(protobufMagic):], leaseTypeMeta); !ok || !bytes.Equal(raw, want) {
+	if raw, ok := rawOf(body, leaseTypeMeta); !ok || !bytes.Equal(raw, want) {
 		t.Errorf("a Lease's body gave %q, %v; want its bytes", raw, ok)
 	}
 	node := encode(t, Protobuf, corev1.SchemeGroupVersion, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fakelet-00007"}})
-	if _, ok := rawOf(node[len(protobufMagic):], leaseTypeMeta); ok {
+	if _, ok := rawOf(node, leaseTypeMeta); ok {
 		t.Error("a Node's body was taken for a Lease's")
 	}
-	if _, ok := rawOf([]byte{0x0a, 0xff}, leaseTypeMeta); ok {
+	if _, ok := rawOf(append(bytes.Clone(protofield.Magic), 0x0a, 0xff), leaseTypeMeta); ok {
 		t.Error("bytes that are no envelope were taken for a Lease's")
 	}
 }

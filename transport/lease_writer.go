@@ -1,9 +1,7 @@
 package transport
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -43,9 +41,6 @@ func newLeaseWriter(s *heartbeatSender, coord coordinationv1client.CoordinationV
 
 // leaseTypeMeta is what the protobuf envelope of a Lease names.
 var leaseTypeMeta = runtime.TypeMeta{APIVersion: coordinationv1.SchemeGroupVersion.String(), Kind: "Lease"}
-
-// protobufMagic starts every Kubernetes protobuf body.
-var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
 // update PUTs lease and returns the server's copy.
 func (w *leaseWriter) update(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
@@ -112,19 +107,19 @@ var leaseEnvelopeHead = func() []byte {
 	if err != nil {
 		panic(err) // two constant strings
 	}
-	b := append([]byte(nil), protobufMagic...)
-	b = protowire.AppendTag(b, unknownTypeMeta, protowire.BytesType)
+	b := append([]byte(nil), protofield.Magic...)
+	b = protowire.AppendTag(b, protofield.UnknownTypeMeta, protowire.BytesType)
 	b = protowire.AppendBytes(b, tm)
-	return protowire.AppendTag(b, unknownRaw, protowire.BytesType)
+	return protowire.AppendTag(b, protofield.UnknownRaw, protowire.BytesType)
 }()
 
 // unknownTail is what comes after the Raw field of an Unknown whose content encoding and type are
 // empty, as the serializer leaves them: both fields, empty.
 var unknownTail = func() []byte {
 	var b []byte
-	b = protowire.AppendTag(b, unknownContentEncoding, protowire.BytesType)
+	b = protowire.AppendTag(b, protofield.UnknownContentEncoding, protowire.BytesType)
 	b = protowire.AppendBytes(b, nil)
-	b = protowire.AppendTag(b, unknownContentType, protowire.BytesType)
+	b = protowire.AppendTag(b, protofield.UnknownContentType, protowire.BytesType)
 	return protowire.AppendBytes(b, nil)
 }()
 
@@ -147,8 +142,8 @@ func (l protoLease) Unmarshal(raw []byte) error { return l.Lease.Unmarshal(raw) 
 func decode(x exchange, method string, gr schema.GroupResource, name string, out protoObject) error {
 	body := x.body
 	ok := x.code >= http.StatusOK && x.code <= http.StatusPartialContent
-	if ok && bytes.HasPrefix(body, protobufMagic) {
-		if raw, ok := rawOf(body[len(protobufMagic):], out.typeMeta()); ok {
+	if ok {
+		if raw, ok := rawOf(body, out.typeMeta()); ok {
 			return out.Unmarshal(raw)
 		}
 	}
@@ -196,34 +191,12 @@ func decode(x exchange, method string, gr schema.GroupResource, name string, out
 	return nil
 }
 
-// rawOf returns the object's bytes of a runtime.Unknown's, read in place, if its type is tm; false
-// if it is another's, or not an Unknown.
-func rawOf(unknown []byte, tm runtime.TypeMeta) ([]byte, bool) {
-	var raw []byte
-	typed := false
-	err := protofield.Each(unknown, func(num protowire.Number, v []byte) error {
-		switch num {
-		case unknownTypeMeta:
-			var apiVersion, kind []byte
-			err := protofield.Each(v, func(num protowire.Number, v []byte) error {
-				switch num {
-				case typeMetaAPIVersion:
-					apiVersion = v
-				case typeMetaKind:
-					kind = v
-				}
-				return nil
-			}, errNotUnknown)
-			typed = err == nil && string(apiVersion) == tm.APIVersion && string(kind) == tm.Kind
-		case unknownRaw:
-			raw = v
-		}
-		return nil
-	}, errNotUnknown)
-	return raw, err == nil && typed
+// rawOf returns the object's bytes of a body's envelope, read in place, if its type is tm; false if
+// it is another's, or not an envelope.
+func rawOf(body []byte, tm runtime.TypeMeta) ([]byte, bool) {
+	apiVersion, kind, raw, ok := protofield.Envelope(body)
+	return raw, ok && string(apiVersion) == tm.APIVersion && string(kind) == tm.Kind
 }
-
-var errNotUnknown = errors.New("not a runtime.Unknown")
 
 // maxUnstructuredResponseTextBytes is client-go's cap on the text of an error answer it quotes.
 const maxUnstructuredResponseTextBytes = 2048

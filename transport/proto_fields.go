@@ -1,20 +1,13 @@
 package transport
 
-// The protobuf fields that the transport reads or writes itself rather than through the generated
-// code: a watch event's, as far as an agent needs it (watch_proto.go), a body's envelope
-// (lease_writer.go) and a renewal's answer (lease_answer.go). From k8s.io/apimachinery's and
+// The protobuf fields that the transport reads itself rather than through the generated code: a
+// watch event's, as far as an agent needs it (watch_proto.go), and a renewal's answer
+// (lease_answer.go); a body's envelope is internal/protofield's. From k8s.io/apimachinery's and
 // k8s.io/api's generated.proto files.
 const (
 	watchEventType   = 1 // metav1.WatchEvent.type
 	watchEventObject = 2 // metav1.WatchEvent.object, a RawExtension
 	rawExtensionRaw  = 1 // runtime.RawExtension.raw
-
-	unknownTypeMeta        = 1 // runtime.Unknown.typeMeta
-	unknownRaw             = 2 // runtime.Unknown.raw: the object itself
-	unknownContentEncoding = 3
-	unknownContentType     = 4
-	typeMetaAPIVersion     = 1 // runtime.TypeMeta.apiVersion
-	typeMetaKind           = 2
 
 	objectMetadata = 1 // every object's metadata
 	leaseSpec      = 2 // coordinationv1.Lease.spec

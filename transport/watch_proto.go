@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -108,18 +107,11 @@ func decodeProtobufStatus(body []byte) (*metav1.Status, error) {
 
 // unwrap returns the object inside a protobuf envelope: the magic, then a runtime.Unknown.
 func unwrap(b []byte) ([]byte, error) {
-	rest, ok := bytes.CutPrefix(b, protobufMagic)
+	_, _, raw, ok := protofield.Envelope(b)
 	if !ok {
 		return nil, errBadEvent
 	}
-	var raw []byte
-	err := eachField(rest, func(num protowire.Number, v []byte) error {
-		if num == unknownRaw {
-			raw = v
-		}
-		return nil
-	})
-	return raw, err
+	return raw, nil
 }
 
 // eachField calls f with each length-delimited field of the message b, skipping the others.

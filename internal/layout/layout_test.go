@@ -27,7 +27,7 @@ var allowed = map[string]struct{ imports, tests []string }{
 	"internal/heapsize":   {},
 	"internal/layout":     {},
 	"internal/pause":      {},
-	"internal/standin":    {tests: []string{"agent"}},
+	"internal/standin":    {imports: []string{"internal/protofield"}, tests: []string{"agent"}},
 	"internal/protofield": {},
 	"internal/leancodec":  {imports: []string{"internal/protofield"}},
 	"internal/nodedecode": {tests: []string{"agent"}},

@@ -5,7 +5,6 @@
 package leancodec
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -78,11 +77,8 @@ func (d objectDecoder) Encode(obj runtime.Object, w io.Writer) error {
 
 func (d objectDecoder) Identifier() runtime.Identifier { return d.c.id }
 
-// The fields read, from k8s.io/apimachinery's generated.proto.
+// The fields of a watch event read, from k8s.io/apimachinery's generated.proto.
 const (
-	unknownTypeMeta  = 1 // runtime.Unknown.typeMeta
-	unknownRaw       = 2 // runtime.Unknown.raw
-	typeMetaKind     = 2 // runtime.TypeMeta.kind
 	watchEventType   = 1 // metav1.WatchEvent.type
 	watchEventObject = 2 // metav1.WatchEvent.object, a RawExtension
 	rawExtensionRaw  = 1 // runtime.RawExtension.raw
@@ -90,31 +86,10 @@ const (
 
 var errBadProtobuf = errors.New("undecodable protobuf")
 
-var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
-
-// objectBytes returns the object inside a protobuf envelope (the magic, then a runtime.Unknown) if
-// it is of kind, or false.
+// objectBytes returns the object inside a protobuf envelope if it is of kind, or false.
 func objectBytes(b []byte, kind string) ([]byte, bool) {
-	rest, ok := bytes.CutPrefix(b, protobufMagic)
-	if !ok {
-		return nil, false
-	}
-	var got, raw []byte
-	err := eachField(rest, func(num protowire.Number, v []byte) error {
-		switch num {
-		case unknownTypeMeta:
-			return eachField(v, func(num protowire.Number, v []byte) error {
-				if num == typeMetaKind {
-					got = v
-				}
-				return nil
-			})
-		case unknownRaw:
-			raw = v
-		}
-		return nil
-	})
-	return raw, err == nil && string(got) == kind
+	_, got, raw, ok := protofield.Envelope(b)
+	return raw, ok && string(got) == kind
 }
 
 func eachField(b []byte, f func(protowire.Number, []byte) error) error {

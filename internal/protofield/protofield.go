@@ -1,6 +1,7 @@
 // Package protofield reads protobuf messages field by field, for decoders that take a few fields
 // of a Kubernetes object off its bytes instead of unmarshalling it whole: the agents' watch events
-// (transport) and the measurement's Leases (measure/observe).
+// and renewal answers (transport), the lean watches (internal/leancodec), the measurement's Leases
+// (measure/observe); and every body's envelope, which the stand-in reads too.
 package protofield
 
 import "google.golang.org/protobuf/encoding/protowire"

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 const leasesPath = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
@@ -77,8 +79,8 @@ func (r *renewals) request(l *coordinationv1.Lease) *http.Request {
 		panic(err)
 	}
 	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}, Raw: r.raw}
-	r.pb = append(append(r.pb[:0], protobufMagic...), make([]byte, u.Size())...)
-	if _, err := u.MarshalToSizedBuffer(r.pb[len(protobufMagic):]); err != nil {
+	r.pb = append(append(r.pb[:0], protofield.Magic...), make([]byte, u.Size())...)
+	if _, err := u.MarshalToSizedBuffer(r.pb[len(protofield.Magic):]); err != nil {
 		panic(err)
 	}
 	r.body.Reset(r.pb)
@@ -164,7 +166,7 @@ func protobufBody(l *coordinationv1.Lease) []byte {
 
 func decodeLease(b *testing.B, rec *httptest.ResponseRecorder) *coordinationv1.Lease {
 	var u runtime.Unknown
-	if err := u.Unmarshal(rec.Body.Bytes()[len(protobufMagic):]); err != nil {
+	if err := u.Unmarshal(rec.Body.Bytes()[len(protofield.Magic):]); err != nil {
 		b.Fatal(err)
 	}
 	l := &coordinationv1.Lease{}
@@ -219,7 +221,7 @@ func envelopeOf(n *corev1.Node) []byte {
 
 func unwrapErr(body []byte, into unmarshaler) error {
 	var u runtime.Unknown
-	if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+	if err := u.Unmarshal(body[len(protofield.Magic):]); err != nil {
 		return err
 	}
 	return into.Unmarshal(u.Raw)

@@ -6,11 +6,12 @@ import (
 	"io"
 	"net/http"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 // decodeBody reads a request's object: protobuf or JSON, of r's kind.
@@ -68,10 +69,7 @@ func readBody(req *http.Request, limit int64) ([]byte, error) {
 // its copies of the envelope's fields; ok is false for anything else (JSON, another kind, a body
 // that does not parse), which the deserializer then decodes or refuses as it always has.
 func decodeProtobuf(body []byte, r *resource) (runtime.Object, bool) {
-	if len(body) < len(protobufMagic) || string(body[:len(protobufMagic)]) != string(protobufMagic) {
-		return nil, false
-	}
-	apiVersion, kind, raw, ok := parseUnknown(body[len(protobufMagic):])
+	apiVersion, kind, raw, ok := protofield.Envelope(body)
 	if !ok || string(apiVersion) != r.apiVersion || string(kind) != r.kind {
 		return nil, false
 	}
@@ -88,59 +86,6 @@ func decodeProtobuf(body []byte, r *resource) (runtime.Object, bool) {
 
 type unmarshaler interface {
 	Unmarshal([]byte) error
-}
-
-// parseUnknown reads a runtime.Unknown's typeMeta and raw fields in place. ok is false for a
-// message with any field runtime.Unknown does not have, or of a wire type it does not take.
-func parseUnknown(b []byte) (apiVersion, kind, raw []byte, ok bool) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
-			return nil, nil, nil, false
-		}
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return nil, nil, nil, false
-		}
-		b = b[n:]
-		switch num {
-		case 1: // typeMeta
-			if apiVersion, kind, ok = parseTypeMeta(v); !ok {
-				return nil, nil, nil, false
-			}
-		case 2:
-			raw = v
-		case 3, 4: // contentEncoding, contentType: the deserializer reads neither
-		default:
-			return nil, nil, nil, false
-		}
-	}
-	return apiVersion, kind, raw, true
-}
-
-func parseTypeMeta(b []byte) (apiVersion, kind []byte, ok bool) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
-			return nil, nil, false
-		}
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return nil, nil, false
-		}
-		b = b[n:]
-		switch num {
-		case 1:
-			apiVersion = v
-		case 2:
-			kind = v
-		default:
-			return nil, nil, false
-		}
-	}
-	return apiVersion, kind, true
 }
 
 // deleteOptions reads a DELETE's optional body.

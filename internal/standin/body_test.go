@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 // TestBodiesDecodeAsTheDeserializerDecodesThem: a body decodes to what the universal deserializer
@@ -29,7 +31,7 @@ func TestBodiesDecodeAsTheDeserializerDecodesThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return append(append([]byte{}, protobufMagic...), b...)
+		return append(append([]byte{}, protofield.Magic...), b...)
 	}
 	tm := runtime.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}
 	valid := unknown(runtime.Unknown{TypeMeta: tm, Raw: raw})
@@ -42,11 +44,11 @@ func TestBodiesDecodeAsTheDeserializerDecodesThem(t *testing.T) {
 		"no kind":                        unknown(runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "coordination.k8s.io/v1"}, Raw: raw}),
 		"raw that is not a lease":        unknown(runtime.Unknown{TypeMeta: tm, Raw: []byte{0xff, 0xff}}),
 		"truncated":                      valid[:len(valid)-5],
-		"the magic alone":                protobufMagic,
+		"the magic alone":                protofield.Magic,
 		"empty":                          nil,
 		"an unknown field":               protowire.AppendBytes(protowire.AppendTag(bytes.Clone(valid), 9, protowire.BytesType), []byte("x")),
 		"a varint where bytes are":       protowire.AppendVarint(protowire.AppendTag(bytes.Clone(valid), 2, protowire.VarintType), 1),
-		"a typeMeta with a varint":       append(bytes.Clone(protobufMagic), protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 3))...),
+		"a typeMeta with a varint":       append(bytes.Clone(protofield.Magic), protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 3))...),
 		"json":                           []byte(`{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"n1"}}`),
 		"json of another kind":           []byte(`{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1"}}`),
 		"not json":                       []byte(`nope`),

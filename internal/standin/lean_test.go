@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	testclock "k8s.io/utils/clock/testing"
+
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 // TestLeanKindsAnswerAsTypedOnes: a Node or a Pod kept as protobuf alone answers every write, read
@@ -152,7 +154,7 @@ func pbOf(t *testing.T, apiVersion, kind string, obj runtime.Object) []byte {
 func unwrap(t *testing.T, body []byte, into unmarshaler) {
 	t.Helper()
 	var u runtime.Unknown
-	if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+	if err := u.Unmarshal(body[len(protofield.Magic):]); err != nil {
 		t.Fatal(err)
 	}
 	if err := into.Unmarshal(u.Raw); err != nil {

@@ -14,10 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
-)
 
-// protobufMagic starts every Kubernetes protobuf body.
-var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+	"fakelet.dev/fakelet/internal/protofield"
+)
 
 // entry is one stored version of an object with its encodings, made once when it is written and
 // shared by every answer and watch event that carries it. Nothing in it changes once stored.
@@ -159,33 +158,36 @@ type sizedMarshaler interface {
 // own encoding, within it: an entry holds its object's bytes once.
 func encode(apiVersion, kind string, obj sizedMarshaler) (pb, raw []byte, err error) {
 	n := obj.Size()
-	typeMeta := protowire.SizeTag(1) + protowire.SizeBytes(len(apiVersion)) + protowire.SizeTag(2) + protowire.SizeBytes(len(kind))
+	typeMeta := protowire.SizeTag(protofield.TypeMetaAPIVersion) + protowire.SizeBytes(len(apiVersion)) +
+		protowire.SizeTag(protofield.TypeMetaKind) + protowire.SizeBytes(len(kind))
 	// runtime.Unknown's generated Marshal writes its typeMeta, raw, and an empty contentEncoding
 	// and contentType, in that order.
-	size := len(protobufMagic) + protowire.SizeTag(1) + protowire.SizeBytes(typeMeta) + protowire.SizeTag(2) + protowire.SizeBytes(n) +
-		protowire.SizeTag(3) + protowire.SizeBytes(0) + protowire.SizeTag(4) + protowire.SizeBytes(0)
+	size := len(protofield.Magic) + protowire.SizeTag(protofield.UnknownTypeMeta) + protowire.SizeBytes(typeMeta) +
+		protowire.SizeTag(protofield.UnknownRaw) + protowire.SizeBytes(n) +
+		protowire.SizeTag(protofield.UnknownContentEncoding) + protowire.SizeBytes(0) +
+		protowire.SizeTag(protofield.UnknownContentType) + protowire.SizeBytes(0)
 	b := make([]byte, 0, size)
-	b = append(b, protobufMagic...)
-	b = protowire.AppendVarint(protowire.AppendTag(b, 1, protowire.BytesType), uint64(typeMeta))
-	b = protowire.AppendString(protowire.AppendTag(b, 1, protowire.BytesType), apiVersion)
-	b = protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), kind)
-	b = protowire.AppendVarint(protowire.AppendTag(b, 2, protowire.BytesType), uint64(n))
+	b = append(b, protofield.Magic...)
+	b = protowire.AppendVarint(protowire.AppendTag(b, protofield.UnknownTypeMeta, protowire.BytesType), uint64(typeMeta))
+	b = protowire.AppendString(protowire.AppendTag(b, protofield.TypeMetaAPIVersion, protowire.BytesType), apiVersion)
+	b = protowire.AppendString(protowire.AppendTag(b, protofield.TypeMetaKind, protowire.BytesType), kind)
+	b = protowire.AppendVarint(protowire.AppendTag(b, protofield.UnknownRaw, protowire.BytesType), uint64(n))
 	start := len(b)
 	b = b[:start+n]
 	if _, err := obj.MarshalToSizedBuffer(b[start:]); err != nil {
 		return nil, nil, err
 	}
-	b = protowire.AppendString(protowire.AppendTag(b, 3, protowire.BytesType), "")
-	b = protowire.AppendString(protowire.AppendTag(b, 4, protowire.BytesType), "")
+	b = protowire.AppendString(protowire.AppendTag(b, protofield.UnknownContentEncoding, protowire.BytesType), "")
+	b = protowire.AppendString(protowire.AppendTag(b, protofield.UnknownContentType, protowire.BytesType), "")
 	return b, b[start : start+n : start+n], nil
 }
 
 // envelope is a protobuf body: the magic, then a runtime.Unknown of the kind around raw.
 func envelope(apiVersion, kind string, raw []byte) []byte {
 	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}, Raw: raw}
-	b := make([]byte, len(protobufMagic)+u.Size())
-	copy(b, protobufMagic)
-	if _, err := u.MarshalToSizedBuffer(b[len(protobufMagic):]); err != nil {
+	b := make([]byte, len(protofield.Magic)+u.Size())
+	copy(b, protofield.Magic)
+	if _, err := u.MarshalToSizedBuffer(b[len(protofield.Magic):]); err != nil {
 		panic(err) // a sized buffer of the message's own size
 	}
 	return b
