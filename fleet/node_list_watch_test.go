@@ -20,15 +20,7 @@ import (
 // fleet's Node watch decodes each Node of its events as client-go does, but for its images: the
 // template's own list, not a copy decoded from every event.
 func TestNodeWatchSharesTheTemplatesImages(t *testing.T) {
-	_, cfg, stop, err := standin.ServeLoopback(standin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("stand-in: %v", err)
-		}
-	})
+	_, cfg := standin.ServeLoopback(t, standin.Options{})
 	client, err := adminClient(cfg)
 	if err != nil {
 		t.Fatal(err)

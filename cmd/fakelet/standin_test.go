@@ -9,15 +9,11 @@ import (
 )
 
 func TestRunRefusesTheStandIn(t *testing.T) {
-	_, cfg, stop, err := standin.ServeLoopback(standin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stop() }()
+	_, cfg := standin.ServeLoopback(t, standin.Options{})
 	ctx := context.Background()
 
 	t.Setenv(standin.BenchEnv, "")
-	err = refuseStandIn(ctx, cfg)
+	err := refuseStandIn(ctx, cfg)
 	if err == nil || !strings.Contains(err.Error(), "benchmark target only") {
 		t.Fatalf("a run against the stand-in: %v, want it refused as a benchmark target", err)
 	}

@@ -23,15 +23,7 @@ import (
 // serve starts a stand-in on a loopback port and returns it with a protobuf clientset for it.
 func serve(t *testing.T, o Options) (*Server, *kubernetes.Clientset) {
 	t.Helper()
-	s, cfg, stop, err := ServeLoopback(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	s, cfg := ServeLoopback(t, o)
 	cfg.ContentConfig = rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json"}
 	cfg.QPS, cfg.UserAgent = -1, "kubelet/v1.37.2"
 	cs, err := kubernetes.NewForConfig(cfg)

@@ -19,15 +19,7 @@ import (
 // gzip, a streaming list comes gzipped, its initial events and their bookmark one member, each later
 // flush another; a plain watch, and a client that does not ask, get it plain.
 func TestAStreamingListIsGzippedOneMemberAFlush(t *testing.T) {
-	_, cfg, stop, err := ServeLoopback(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	_, cfg := ServeLoopback(t, Options{})
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

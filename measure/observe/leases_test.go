@@ -27,15 +27,7 @@ func standIn(t *testing.T) kubernetes.Interface {
 // standInConfig serves the stand-in and returns a protobuf client configuration for it.
 func standInConfig(t *testing.T) *rest.Config {
 	t.Helper()
-	_, cfg, stop, err := standin.ServeLoopback(standin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("stand-in: %v", err)
-		}
-	})
+	_, cfg := standin.ServeLoopback(t, standin.Options{})
 	cfg.ContentType, cfg.QPS = "application/vnd.kubernetes.protobuf", -1
 	return cfg
 }
