@@ -9,6 +9,12 @@ import "google.golang.org/protobuf/encoding/protowire"
 // Each calls f with each length-delimited field of the message b, skipping the others, and stops
 // at f's first error. Bytes that are no message make it return bad.
 func Each(b []byte, f func(protowire.Number, []byte) error, bad error) error {
+	return each(b, 0, f, bad)
+}
+
+// each is Each for a message whose fields 1 to strict are all length-delimited: one of them of
+// another wire type makes it return bad, as the message's generated Unmarshal fails.
+func each(b []byte, strict protowire.Number, f func(protowire.Number, []byte) error, bad error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -16,6 +22,9 @@ func Each(b []byte, f func(protowire.Number, []byte) error, bad error) error {
 		}
 		b = b[n:]
 		if typ != protowire.BytesType {
+			if num <= strict {
+				return bad
+			}
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return bad
 			}
