@@ -32,8 +32,9 @@ func TestStandInFidelity(t *testing.T) {
 		t.Skip("end-to-end: needs a real control plane; skipped under -short")
 	}
 	// Even measured at once, the apiserver's side is the dearer in every run, by a margin that
-	// straddles the tolerance (docs/performance.md, "The stand-in beside kube-apiserver, at once"),
-	// so it runs only when asked, rather than fail make test.
+	// straddles the tolerance (docs/performance.md, "The stand-in beside kube-apiserver, at once",
+	// and what the gap is not, "What the fidelity gap is not"), so it runs only when asked, rather
+	// than fail make test.
 	if os.Getenv("FAKELET_STANDIN_FIDELITY") == "" {
 		t.Skip("the stand-in's fidelity is not reliably within the tolerance (docs/performance.md); FAKELET_STANDIN_FIDELITY=1 runs it")
 	}
