@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,9 +77,7 @@ func (w *leaseWriter) renew(ctx context.Context, lease *coordinationv1.Lease, do
 	})
 }
 
-// encodeLease is the body client-go's protobuf serializer writes for lease: the magic, then a
-// runtime.Unknown of the Lease's type and its bytes, made in one buffer: the envelope's fields
-// around the Lease are the same for every Lease but for the length of its bytes.
+// encodeLease is the body client-go's protobuf serializer writes for lease, made in one buffer.
 func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
 	body, _, err := encodeLeaseRaw(lease)
 	return body, err
@@ -88,40 +85,8 @@ func encodeLease(lease *coordinationv1.Lease) ([]byte, error) {
 
 // encodeLeaseRaw is encodeLease, and the Lease's own bytes within the body.
 func encodeLeaseRaw(lease *coordinationv1.Lease) (body, raw []byte, err error) {
-	n := lease.Size()
-	head := len(leaseEnvelopeHead) + protowire.SizeVarint(uint64(n))
-	body = make([]byte, head+n+len(unknownTail))
-	at := copy(body, leaseEnvelopeHead)
-	protowire.AppendVarint(body[at:at], uint64(n))
-	if _, err := lease.MarshalToSizedBuffer(body[head : head+n]); err != nil {
-		return nil, nil, err
-	}
-	copy(body[head+n:], unknownTail)
-	return body, body[head : head+n], nil
+	return protofield.Encode(leaseTypeMeta.APIVersion, leaseTypeMeta.Kind, lease)
 }
-
-// leaseEnvelopeHead is what comes before a Lease's bytes in its body: the magic, the Unknown's
-// TypeMeta field and the tag of its Raw field, whose length follows.
-var leaseEnvelopeHead = func() []byte {
-	tm, err := leaseTypeMeta.Marshal()
-	if err != nil {
-		panic(err) // two constant strings
-	}
-	b := append([]byte(nil), protofield.Magic...)
-	b = protowire.AppendTag(b, protofield.UnknownTypeMeta, protowire.BytesType)
-	b = protowire.AppendBytes(b, tm)
-	return protowire.AppendTag(b, protofield.UnknownRaw, protowire.BytesType)
-}()
-
-// unknownTail is what comes after the Raw field of an Unknown whose content encoding and type are
-// empty, as the serializer leaves them: both fields, empty.
-var unknownTail = func() []byte {
-	var b []byte
-	b = protowire.AppendTag(b, protofield.UnknownContentEncoding, protowire.BytesType)
-	b = protowire.AppendBytes(b, nil)
-	b = protowire.AppendTag(b, protofield.UnknownContentType, protowire.BytesType)
-	return protowire.AppendBytes(b, nil)
-}()
 
 // protoObject is an object decode fills: from its protobuf envelope directly when the answer is
 // the expected kind, else through the scheme's decoders.

@@ -56,3 +56,37 @@ func Envelope(b []byte) (apiVersion, kind, raw []byte, ok bool) {
 	}
 	return apiVersion, kind, raw, true
 }
+
+// SizedMarshaler is what a generated Kubernetes type has to be encoded in place.
+type SizedMarshaler interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// Encode writes the body client-go's protobuf serializer writes for obj, the magic and a
+// runtime.Unknown of apiVersion and kind around obj's bytes, in one buffer, and returns it with
+// raw, obj's own bytes within it. runtime.Unknown's generated Marshal writes its typeMeta, raw,
+// and an empty contentEncoding and contentType, in that order.
+func Encode(apiVersion, kind string, obj SizedMarshaler) (body, raw []byte, err error) {
+	n := obj.Size()
+	typeMeta := protowire.SizeTag(TypeMetaAPIVersion) + protowire.SizeBytes(len(apiVersion)) +
+		protowire.SizeTag(TypeMetaKind) + protowire.SizeBytes(len(kind))
+	size := len(Magic) + protowire.SizeTag(UnknownTypeMeta) + protowire.SizeBytes(typeMeta) +
+		protowire.SizeTag(UnknownRaw) + protowire.SizeBytes(n) +
+		protowire.SizeTag(UnknownContentEncoding) + protowire.SizeBytes(0) +
+		protowire.SizeTag(UnknownContentType) + protowire.SizeBytes(0)
+	b := make([]byte, 0, size)
+	b = append(b, Magic...)
+	b = protowire.AppendVarint(protowire.AppendTag(b, UnknownTypeMeta, protowire.BytesType), uint64(typeMeta))
+	b = protowire.AppendString(protowire.AppendTag(b, TypeMetaAPIVersion, protowire.BytesType), apiVersion)
+	b = protowire.AppendString(protowire.AppendTag(b, TypeMetaKind, protowire.BytesType), kind)
+	b = protowire.AppendVarint(protowire.AppendTag(b, UnknownRaw, protowire.BytesType), uint64(n))
+	start := len(b)
+	b = b[:start+n]
+	if _, err := obj.MarshalToSizedBuffer(b[start:]); err != nil {
+		return nil, nil, err
+	}
+	b = protowire.AppendString(protowire.AppendTag(b, UnknownContentEncoding, protowire.BytesType), "")
+	b = protowire.AppendString(protowire.AppendTag(b, UnknownContentType, protowire.BytesType), "")
+	return b, b[start : start+n : start+n], nil
+}

@@ -89,3 +89,27 @@ func unmarshal(b []byte) (runtime.Unknown, error) {
 	}
 	return u, u.Unmarshal(rest)
 }
+
+// TestEncodeWritesWhatTheSerializerWrites: Encode's body is the magic and runtime.Unknown's own
+// Marshal of the object's bytes, and Envelope reads it back, without allocating.
+func TestEncodeWritesWhatTheSerializerWrites(t *testing.T) {
+	obj := &runtime.Unknown{Raw: []byte("an object's bytes"), ContentType: "x"}
+	body, raw, err := Encode("coordination.k8s.io/v1", "Lease", obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objRaw, err := obj.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}, Raw: objRaw}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(body, append(bytes.Clone(Magic), want...)) || !bytes.Equal(raw, objRaw) || cap(body) != len(body) {
+		t.Fatalf("Encode: %x (cap %d), raw %x; want %x%x, raw %x", body, cap(body), raw, Magic, want, objRaw)
+	}
+	if a := testing.AllocsPerRun(100, func() { _, _, _, _ = Envelope(body) }); a != 0 {
+		t.Errorf("Envelope allocates %v times", a)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,7 +132,7 @@ func newEntry(r *resource, obj runtime.Object, rv uint64) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	pb, raw, err := encode(r.apiVersion, r.kind, obj.(sizedMarshaler))
+	pb, raw, err := protofield.Encode(r.apiVersion, r.kind, obj.(protofield.SizedMarshaler))
 	if err != nil {
 		return nil, err
 	}
@@ -147,39 +146,6 @@ func newEntry(r *resource, obj runtime.Object, rv uint64) (*entry, error) {
 			CreationTimestamp: m.GetCreationTimestamp(), Generation: m.GetGeneration()}
 	}
 	return e, nil
-}
-
-type sizedMarshaler interface {
-	Size() int
-	MarshalToSizedBuffer([]byte) (int, error)
-}
-
-// encode is envelope(apiVersion, kind, obj.Marshal()) made in one buffer, with raw, the object's
-// own encoding, within it: an entry holds its object's bytes once.
-func encode(apiVersion, kind string, obj sizedMarshaler) (pb, raw []byte, err error) {
-	n := obj.Size()
-	typeMeta := protowire.SizeTag(protofield.TypeMetaAPIVersion) + protowire.SizeBytes(len(apiVersion)) +
-		protowire.SizeTag(protofield.TypeMetaKind) + protowire.SizeBytes(len(kind))
-	// runtime.Unknown's generated Marshal writes its typeMeta, raw, and an empty contentEncoding
-	// and contentType, in that order.
-	size := len(protofield.Magic) + protowire.SizeTag(protofield.UnknownTypeMeta) + protowire.SizeBytes(typeMeta) +
-		protowire.SizeTag(protofield.UnknownRaw) + protowire.SizeBytes(n) +
-		protowire.SizeTag(protofield.UnknownContentEncoding) + protowire.SizeBytes(0) +
-		protowire.SizeTag(protofield.UnknownContentType) + protowire.SizeBytes(0)
-	b := make([]byte, 0, size)
-	b = append(b, protofield.Magic...)
-	b = protowire.AppendVarint(protowire.AppendTag(b, protofield.UnknownTypeMeta, protowire.BytesType), uint64(typeMeta))
-	b = protowire.AppendString(protowire.AppendTag(b, protofield.TypeMetaAPIVersion, protowire.BytesType), apiVersion)
-	b = protowire.AppendString(protowire.AppendTag(b, protofield.TypeMetaKind, protowire.BytesType), kind)
-	b = protowire.AppendVarint(protowire.AppendTag(b, protofield.UnknownRaw, protowire.BytesType), uint64(n))
-	start := len(b)
-	b = b[:start+n]
-	if _, err := obj.MarshalToSizedBuffer(b[start:]); err != nil {
-		return nil, nil, err
-	}
-	b = protowire.AppendString(protowire.AppendTag(b, protofield.UnknownContentEncoding, protowire.BytesType), "")
-	b = protowire.AppendString(protowire.AppendTag(b, protofield.UnknownContentType, protowire.BytesType), "")
-	return b, b[start : start+n : start+n], nil
 }
 
 // envelope is a protobuf body: the magic, then a runtime.Unknown of the kind around raw.

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"fakelet.dev/fakelet/internal/protofield"
 )
 
 // TestEncodeIsTheEnvelopeOfMarshal: an entry's one buffer holds the bytes the envelope of its
@@ -30,7 +32,7 @@ func TestEncodeIsTheEnvelopeOfMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pb, gotRaw, err := encode(o.apiVersion, o.kind, o.obj.(sizedMarshaler))
+		pb, gotRaw, err := protofield.Encode(o.apiVersion, o.kind, o.obj.(protofield.SizedMarshaler))
 		if err != nil {
 			t.Fatal(err)
 		}
