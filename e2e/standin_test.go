@@ -25,8 +25,8 @@ const standInTolerance = 0.15
 // figures at 100,000 nodes say nothing of a run's. The windows are the same stretch of time because
 // what one costs on this machine moves with what else runs on it, and measured one after the other
 // the two sides measured the machine's state as much as their targets (docs/performance.md, "The
-// stand-in answers a write as late as an apiserver"). When the first pair is out of tolerance a second is measured, and the two
-// are judged together: each target's CPU over its renewals in both.
+// stand-in answers a write as late as an apiserver"). When the first pair is out of tolerance a
+// second is measured, and the two are judged together: each target's CPU over its renewals in both.
 func TestStandInFidelity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: needs a real control plane; skipped under -short")
