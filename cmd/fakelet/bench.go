@@ -79,6 +79,9 @@ costs the fleet and the apiserver.`,
 				if peer != "" || len(peerArgs) > 0 {
 					return fmt.Errorf("--reference and --peer are two benches: give one")
 				}
+				if len(o.FleetCPUs) > 0 {
+					return fmt.Errorf("--fleet-cpus places fleets apart from their target; --reference runs kubemark and fakelet on one control plane")
+				}
 				return ref.run(cmd, o.Dir, o.BinDir, out)
 			}
 			if o.Sizes, err = bench.ParseSizes(sizes); err != nil {
@@ -152,6 +155,9 @@ costs the fleet and the apiserver.`,
 				if o.Target == bench.TargetStandIn {
 					how += " --target " + o.Target
 				}
+				if f := cmd.Flags().Lookup("fleet-cpus"); f.Changed {
+					how += " --fleet-cpus " + strings.Trim(f.Value.String(), "[]")
+				}
 				if p := pods.how(o); p != "" {
 					how += " " + p
 				}
@@ -187,6 +193,7 @@ costs the fleet and the apiserver.`,
 	f.StringArrayVar(&peerArgs, "peer-arg", nil, "extra flag for the peer (repeatable), such as --peer-arg=--v=INFO")
 	f.StringVar(&target, "target", bench.TargetLocal, "what the fleets run against: "+bench.TargetLocal+" (a fresh local control plane each) or "+
 		bench.TargetStandIn+" (fakelet's stand-in for kube-apiserver, a benchmark target only, to measure the fleet alone)")
+	f.IntSliceVar(&o.FleetCPUs, "fleet-cpus", nil, "run each fleet (and --peer) on these CPUs only, comma-separated, and the target on the others: the fleet measured apart from the server it loads, as on a machine of its own")
 	ref.add(f)
 	pods.add(f)
 	return cmd

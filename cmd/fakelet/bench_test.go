@@ -26,6 +26,8 @@ func TestBenchFlagsAreCheckedFirst(t *testing.T) {
 		{[]string{"--pods-timeout=10m"}, "--pods-timeout needs --pods-per-node"},
 		{[]string{"--pods-per-node=30", "--pods-timeout=0s"}, "--pods-timeout must be positive, got 0s"},
 		{[]string{"--pods-per-node=30", "--peer", "kwok"}, "--pods-per-node and --peer are two benches: give one"},
+		{[]string{"--fleet-cpus", "1024"}, "fleet CPU 1024: not one this process may use"},
+		{[]string{"--fleet-cpus", "0", "--reference", "kubemark"}, "--fleet-cpus places fleets apart from their target"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := t.TempDir()

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"fakelet.dev/fakelet/internal/pause"
 )
 
@@ -44,6 +46,7 @@ type peerRun struct {
 	kubeconfig string
 	dir        string
 	pids       map[string]int // the control plane's processes; the peer's is added
+	cpus       unix.CPUSet    // where the peer runs, as the fleet it is compared with
 	// snapshot reads the processes' CPU and memory and the apiserver's metrics.
 	snapshot func(pids map[string]int) (snap, error)
 	// handedOver reports whether the peer holds every Lease and every Node is Ready.
@@ -71,7 +74,7 @@ func (r peerRun) run(ctx context.Context) (PeerResult, error) {
 	child.Env = append(os.Environ(), r.peer.Env...)
 	child.Stdout, child.Stderr = logFile, logFile
 	began := time.Now()
-	if err := child.Start(); err != nil {
+	if err := onCPUs(r.cpus, child.Start); err != nil {
 		return res, fmt.Errorf("start %s: %w", r.peer.Name, err)
 	}
 	exited := make(chan error, 1)

@@ -58,7 +58,10 @@ type Options struct {
 	// BeforeWindow, if set, is called once a fleet has settled, just before its steady window, which
 	// starts when it returns: benches run at once meet in it to measure the same stretch of time.
 	BeforeWindow func(context.Context) error
-	Log          io.Writer
+	// FleetCPUs, if set, are the only CPUs each fleet (and a peer) runs on, and the target runs on
+	// the others: a fleet measured apart from the server it loads, as on a machine of its own.
+	FleetCPUs []int
+	Log       io.Writer
 }
 
 // Result is one fleet size's measurements in one footprint. CPU times and counts cover the steady
@@ -102,6 +105,10 @@ const Fakelet = "fakelet"
 // the first fleet that fails to start.
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	var out []Result
+	at, err := placeFleet(o.FleetCPUs)
+	if err != nil {
+		return nil, err
+	}
 	peerAfter := PeerFootprint(o.Footprints)
 	for _, n := range o.Sizes {
 		for _, fp := range o.Footprints {
@@ -109,7 +116,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			if fp != peerAfter {
 				fo.Peer = nil
 			}
-			r, err := measure(ctx, fo, n, fp)
+			r, err := measure(ctx, fo, at, n, fp)
 			if err != nil {
 				return out, fmt.Errorf("%d nodes, %s footprint: %w", n, fp, err)
 			}
@@ -145,10 +152,14 @@ func ParseFootprints(s string) ([]agent.Footprint, error) {
 	return out, nil
 }
 
-func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result, error) {
+func measure(ctx context.Context, o Options, at placement, n int, fp agent.Footprint) (Result, error) {
 	res := Result{Nodes: n, Footprint: fp, CPU: map[string]time.Duration{}, RSS: map[string]int64{}}
 	dir := filepath.Join(o.Dir, fmt.Sprintf("%d-%s", n, fp))
-	tgt, err := startTarget(ctx, o, dir, fmt.Sprintf("== %d nodes, %s footprint", n, fp))
+	var tgt *benchTarget
+	err := onCPUs(at.target, func() (err error) {
+		tgt, err = startTarget(ctx, o, dir, fmt.Sprintf("== %d nodes, %s footprint", n, fp))
+		return err
+	})
 	if err != nil {
 		return res, err
 	}
@@ -172,7 +183,7 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 	child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
 	child.WaitDelay = 30 * time.Second
 	began := time.Now()
-	if err := child.Start(); err != nil {
+	if err := onCPUs(at.fleet, child.Start); err != nil {
 		return res, fmt.Errorf("start %s: %w", o.Fakelet, err)
 	}
 	defer func() {
@@ -245,6 +256,7 @@ func measure(ctx context.Context, o Options, n int, fp agent.Footprint) (Result,
 		kubeconfig: tgt.kubeconfig,
 		dir:        dir,
 		pids:       pids,
+		cpus:       at.fleet,
 		snapshot: func(pids map[string]int) (snap, error) {
 			return snapshot(pids, tgt.metrics, tgt.metricsURL, "")
 		},
