@@ -48,16 +48,14 @@ func onCPUs(set unix.CPUSet, start func() error) error {
 		return start()
 	}
 	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var was unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &was); err != nil {
-		runtime.UnlockOSThread()
-		return err
+		return fmt.Errorf("this thread's CPUs: %w", err)
 	}
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		runtime.UnlockOSThread()
 		return fmt.Errorf("run on CPUs %s: %w", cpuList(set), err)
 	}
-	defer runtime.UnlockOSThread()
 	err := start()
 	if rerr := unix.SchedSetaffinity(0, &was); rerr != nil && err == nil {
 		err = fmt.Errorf("restore this thread's CPUs: %w", rerr)
