@@ -43,6 +43,7 @@ func TestBenchStandInRefusesWhatNeedsAControlPlane(t *testing.T) {
 func TestStandInRefusesFlagsOutOfRange(t *testing.T) {
 	for flag, want := range map[string]string{
 		"--gomaxprocs=-1":      "--gomaxprocs must not be negative, got -1",
+		"--gogc=0":             "--gogc must be positive, got 0",
 		"--write-latency=-1ms": "--write-latency -1ms: between 0 and 1s",
 		"--write-latency=2s":   "--write-latency 2s: between 0 and 1s",
 	} {
