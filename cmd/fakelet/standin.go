@@ -33,8 +33,8 @@ const (
 	maxStandInWriteLatency = time.Second
 )
 
-// standInGCPercent is the stand-in's GOGC by default: on a core of its own it kept up with
-// 100,000 nodes' renewals, which Go's default did not, for more memory (docs/performance.md, "The
+// standInGCPercent is the stand-in's GOGC by default: on a core of its own it kept up with the
+// largest fleet measured, which Go's default did not, for more memory (docs/performance.md, "The
 // fleet on a core of its own").
 const standInGCPercent = 400
 
