@@ -9,7 +9,6 @@ import (
 	httppprof "net/http/pprof"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"fakelet.dev/fakelet/internal/bench"
+	"fakelet.dev/fakelet/internal/run"
 	"fakelet.dev/fakelet/internal/standin"
 )
 
@@ -33,9 +33,9 @@ const (
 	maxStandInWriteLatency = time.Second
 )
 
-// standInGCPercent is the stand-in's GOGC by default: on a core of its own it kept up with the
-// largest fleet measured, which Go's default did not, for more memory (docs/performance.md, "The
-// fleet on a core of its own").
+// standInGCPercent is the stand-in's GOGC by default. Its memory is not what a benchmark measures,
+// its CPU beside the fleet is: on a core of its own it kept up with the largest fleet measured,
+// which Go's default did not (docs/performance.md, "The fleet on a core of its own").
 const standInGCPercent = 400
 
 // newStandInCommand is `fakelet stand-in`, hidden: the benchmark target `fakelet bench --target
@@ -65,9 +65,7 @@ func newStandInCommand() *cobra.Command {
 			if procs > 0 && os.Getenv("GOMAXPROCS") == "" {
 				runtime.GOMAXPROCS(procs)
 			}
-			if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetGCPercent(gcPercent)
-			}
+			run.SetGC(gcPercent)
 			cert, caPEM, err := standin.SelfSigned(time.Now())
 			if err != nil {
 				return err
@@ -118,8 +116,6 @@ func newStandInCommand() *cobra.Command {
 	// (x/net's reader, serve loop, handler, flush), and with a P per core each handoff woke a thread
 	// on the other core, which the fleet beside it needs.
 	f.IntVar(&procs, "gomaxprocs", 1, "threads running Go code at once (0: one per CPU; the GOMAXPROCS environment variable overrides this)")
-	// The stand-in's memory is not what a benchmark measures, its CPU beside the fleet is: a heap
-	// that grows further between collections marks its objects less often.
 	f.IntVar(&gcPercent, "gogc", standInGCPercent, "percent the heap grows between garbage collections (the GOGC and GOMEMLIMIT environment variables override this)")
 	f.DurationVar(&o.WriteLatency, "write-latency", standInWriteLatency,
 		"hold each write this long before answering it, as an apiserver's admission and etcd write do (0: answer at once)")

@@ -26,12 +26,17 @@ func fleetGCPercent(nodes int) int {
 // SizeGC sets GOGC for a fleet of nodes, unless the GOGC or GOMEMLIMIT environment variable says
 // how to collect (the runtime has applied it). It returns the setting (-1: off).
 func SizeGC(nodes int) int {
+	return SetGC(fleetGCPercent(nodes))
+}
+
+// SetGC sets GOGC to percent, unless the GOGC or GOMEMLIMIT environment variable says how to
+// collect (the runtime has applied it). It returns the setting (-1: off).
+func SetGC(percent int) int {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		current := debug.SetGCPercent(100)
 		debug.SetGCPercent(current)
 		return current
 	}
-	percent := fleetGCPercent(nodes)
 	debug.SetGCPercent(percent)
 	return percent
 }
